@@ -1,0 +1,33 @@
+# The README's two commands are `make run` and `make test`; both install what they need.
+BUN := node_modules/.bin/bun
+SRC := $(shell find src sql -type f 2>/dev/null)
+
+.PHONY: install run build test typecheck bench clean fmt
+
+install: node_modules/.installed
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+build: dist/leadline
+
+dist/leadline: node_modules/.installed $(SRC)
+	$(BUN) build --compile src/main.ts --outfile dist/leadline
+
+run: build
+	./dist/leadline serve
+
+# Provides a throwaway PostgreSQL when TEST_DATABASE_URL is unset (see test/run.ts).
+test: node_modules/.installed dist/leadline
+	$(BUN) run typecheck
+	$(BUN) test/run.ts
+
+typecheck: node_modules/.installed
+	$(BUN) run typecheck
+
+bench: node_modules/.installed dist/leadline
+	bash bench/run.sh
+
+clean:
+	rm -rf dist

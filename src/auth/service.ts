@@ -1,0 +1,87 @@
+// Resolving a presented API key to its grants, with a bounded in-memory cache.
+//
+// Every key-authenticated request needs its key; a database round trip for it would cost as much
+// as the request's own read. Entries live for a minute (unknown keys for ten seconds), and a
+// `leadline_keys` notification, sent by every key change, empties the cache at once so that a
+// revocation takes effect within milliseconds on every instance.
+import type { Sql } from "../db/client";
+import { log, errorFields } from "../log";
+import { hashKey, sameHash, type Scope } from "./keys";
+import { findKeyByHash, recordLastUse } from "./queries";
+
+export interface ApiKey {
+  id: number;
+  /** null: platform-global, not tenant-restricted. */
+  orgId: number | null;
+  scopes: ReadonlySet<string>;
+  /** The bound agent user, or null. */
+  agent: string | null;
+}
+
+const POSITIVE_TTL_MS = 60_000;
+const NEGATIVE_TTL_MS = 10_000;
+const MAX_ENTRIES = 10_000;
+
+export class KeyStore {
+  private cache = new Map<string, { key: ApiKey | null; until: number }>();
+  private lastUse = new Map<number, number>();
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The active key for a plaintext, or null for unknown, inactive and revoked keys. */
+  async resolve(plaintext: string): Promise<ApiKey | null> {
+    const hash = hashKey(plaintext);
+    const id = hash.toString("base64");
+    const hit = this.cache.get(id);
+    const t = this.now();
+    let key: ApiKey | null;
+    if (hit && hit.until > t) {
+      key = hit.key;
+    } else {
+      const row = await findKeyByHash(this.sql, hash);
+      key =
+        row && sameHash(row.key_hash, hash) && row.active && !row.revoked_at
+          ? { id: row.id, orgId: row.org_id, scopes: new Set(row.scopes), agent: row.agent || null }
+          : null;
+      if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(id, { key, until: t + (key ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) });
+    }
+    if (key) this.lastUse.set(key.id, t);
+    return key;
+  }
+
+  invalidate(): void {
+    this.cache.clear();
+  }
+
+  /** Subscribes to key changes; postgres.js re-listens after a reconnect, and we drop the cache then too. */
+  async listen(): Promise<void> {
+    await this.sql.listen(
+      "leadline_keys",
+      () => this.invalidate(),
+      () => this.invalidate(),
+    );
+  }
+
+  /** Writes the coalesced last-use times (called every few seconds and at shutdown). */
+  async flushLastUse(): Promise<void> {
+    if (this.lastUse.size === 0) return;
+    const entries = [...this.lastUse];
+    this.lastUse.clear();
+    try {
+      await recordLastUse(
+        this.sql,
+        entries.map(([id]) => id),
+        entries.map(([, at]) => new Date(at)),
+      );
+    } catch (err) {
+      for (const [id, at] of entries) if (!this.lastUse.has(id)) this.lastUse.set(id, at);
+      log.warn("recording key last use failed", errorFields(err));
+    }
+  }
+}
+
+export const hasScope = (key: ApiKey, scope: Scope) => key.scopes.has(scope);

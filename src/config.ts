@@ -1,0 +1,59 @@
+// The only reader of process.env. Parsed and validated once, at start.
+
+export type TrustProxy = "loopback" | "all" | "none";
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+export interface Config {
+  databaseUrl: string | null;
+  dataDir: string;
+  port: number;
+  host: string;
+  baseUrl: string;
+  inboundListId: number | null;
+  ipSalt: string | null;
+  trustProxy: TrustProxy;
+  logLevel: LogLevel;
+  webhookAllowPrivate: boolean;
+  poolMax: number | null;
+}
+
+export class ConfigError extends Error {}
+
+function intIn(name: string, raw: string | undefined, min: number, max: number): number | null {
+  if (raw === undefined || raw.trim() === "") return null;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+function oneOf<T extends string>(name: string, raw: string | undefined, allowed: readonly T[], dflt: T): T {
+  if (raw === undefined || raw === "") return dflt;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(`${name} must be one of ${allowed.join(", ")}, got ${JSON.stringify(raw)}`);
+  }
+  return raw as T;
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const databaseUrl = env.DATABASE_URL?.trim() || null;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError("DATABASE_URL must be a postgres:// URL");
+  }
+  const port = intIn("PORT", env.PORT, 0, 65535) ?? 8080;
+  const baseUrl = (env.BASE_URL?.trim() || `http://localhost:${port}`).replace(/\/+$/, "");
+  return {
+    databaseUrl,
+    dataDir: env.DATA_DIR?.trim() || "./leadline-data",
+    port,
+    host: env.HOST?.trim() || "0.0.0.0",
+    baseUrl,
+    inboundListId: intIn("COMMS_INBOUND_LIST_ID", env.COMMS_INBOUND_LIST_ID, 1, Number.MAX_SAFE_INTEGER),
+    ipSalt: env.NPK_IP_SALT || null,
+    trustProxy: oneOf("TRUST_PROXY", env.TRUST_PROXY, ["loopback", "all", "none"] as const, "loopback"),
+    logLevel: oneOf("LOG_LEVEL", env.LOG_LEVEL, ["debug", "info", "warn", "error"] as const, "info"),
+    webhookAllowPrivate: oneOf("WEBHOOK_ALLOW_PRIVATE", env.WEBHOOK_ALLOW_PRIVATE, ["true", "false"] as const, "false") === "true",
+    poolMax: intIn("DB_POOL_MAX", env.DB_POOL_MAX, 1, 200),
+  };
+}

@@ -1,0 +1,7 @@
+// Migrations compiled into the executable: nothing is read from disk at run time.
+// Add a new file to sql/ and a line here; numbers are contiguous and checked at start.
+import m0001 from "../../sql/0001_init.sql" with { type: "text" };
+
+export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+  { version: 1, name: "0001_init", sql: m0001 },
+];

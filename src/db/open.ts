@@ -1,0 +1,36 @@
+// Opens the database the configuration names: a real PostgreSQL, or the embedded one.
+import type { Config } from "../config";
+import { connect, type Sql } from "./client";
+
+export interface Database {
+  sql: Sql;
+  embedded: boolean;
+  close(): Promise<void>;
+}
+
+export type Purpose = "serve" | "cli";
+
+export async function openDatabase(config: Config, purpose: Purpose): Promise<Database> {
+  // Statements of the API are bounded server-side too; migrations and provisioning are not.
+  const statementTimeoutMs = purpose === "serve" ? 5000 : 0;
+  if (config.databaseUrl) {
+    const sql = connect(config.databaseUrl, {
+      max: config.poolMax ?? (purpose === "serve" ? 8 : 2),
+      statementTimeoutMs,
+      applicationName: `leadline-${purpose}`,
+    });
+    return { sql, embedded: false, close: () => sql.end({ timeout: 5 }) };
+  }
+  const { startEmbedded } = await import("./embedded");
+  const server = await startEmbedded(config.dataDir);
+  // PGlite is a single connection: one client connection, so advisory locks never wait.
+  const sql = connect(server.url, { max: 1, statementTimeoutMs, applicationName: `leadline-${purpose}` });
+  return {
+    sql,
+    embedded: true,
+    close: async () => {
+      await sql.end({ timeout: 5 });
+      await server.close();
+    },
+  };
+}

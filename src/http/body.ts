@@ -1,0 +1,83 @@
+// Request bodies read by hand: the contract accepts JSON or form data on the same routes, takes the
+// API key from the body as a fallback, and must answer junk with its own codes rather than 400s.
+
+export type Body =
+  | { kind: "empty" }
+  | { kind: "json"; value: unknown }
+  | { kind: "form"; value: Record<string, string> }
+  | { kind: "malformed"; code: "malformed_json" | "malformed_body" }
+  | { kind: "too_large" };
+
+async function readLimited(request: Request, limit: number): Promise<Uint8Array | null> {
+  const declared = Number(request.headers.get("content-length"));
+  if (Number.isFinite(declared) && declared > limit) return null;
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: false });
+
+function formToRecord(params: Iterable<[string, unknown]>): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  for (const [k, v] of params) if (typeof v === "string") out[k] = v;
+  return out;
+}
+
+/** Reads and decodes a body of at most `limit` bytes. Never throws for bad input. */
+export async function readBody(request: Request, limit: number, opts: { jsonOnly?: boolean } = {}): Promise<Body> {
+  let bytes: Uint8Array | null;
+  try {
+    bytes = await readLimited(request, limit);
+  } catch {
+    return { kind: "malformed", code: "malformed_body" };
+  }
+  if (bytes === null) return { kind: "too_large" };
+  if (bytes.byteLength === 0) return { kind: "empty" };
+  const declaredType = request.headers.get("content-type") ?? "";
+  const type = declaredType.toLowerCase();
+  if (type.startsWith("multipart/form-data")) {
+    try {
+      // The boundary is case-sensitive: pass the header as sent.
+      const form = await new Response(bytes, { headers: { "content-type": declaredType } }).formData();
+      return { kind: "form", value: formToRecord(form.entries()) };
+    } catch {
+      return { kind: "malformed", code: "malformed_body" };
+    }
+  }
+  const text = decoder.decode(bytes);
+  if (!opts.jsonOnly && type.startsWith("application/x-www-form-urlencoded")) {
+    return { kind: "form", value: formToRecord(new URLSearchParams(text)) };
+  }
+  // JSON by declaration, or by sniffing when the client sent no usable content type.
+  const looksJson = /^\s*[[{"]/.test(text) || type.includes("json");
+  if (opts.jsonOnly || looksJson || !/^[^=&\s]+=/.test(text)) {
+    try {
+      return { kind: "json", value: JSON.parse(text) };
+    } catch {
+      return { kind: "malformed", code: "malformed_json" };
+    }
+  }
+  return { kind: "form", value: formToRecord(new URLSearchParams(text)) };
+}
+
+/** The body's top-level fields when it is an object (JSON object or form), else null. */
+export function bodyFields(body: Body): Record<string, unknown> | null {
+  if (body.kind === "form") return body.value;
+  if (body.kind === "json" && body.value !== null && typeof body.value === "object" && !Array.isArray(body.value)) {
+    return body.value as Record<string, unknown>;
+  }
+  return null;
+}

@@ -1,0 +1,22 @@
+import type { Sql } from "../db/client";
+import type { ApiKey } from "../auth/service";
+import { AppError } from "../http/errors";
+import { parsePoint, splitBatch, type KpiPoint, type PointError } from "./model";
+import { upsertPoints } from "./queries";
+
+export type KpiResult = { ok: true; upserts: number; errors?: PointError[] };
+
+/** Partial batch processing: valid points are upserted even when siblings fail. */
+export async function ingestKpi(sql: Sql, key: ApiKey, value: unknown, now: Date): Promise<KpiResult> {
+  const { points, batchOrg } = splitBatch(value);
+  const valid: KpiPoint[] = [];
+  const errors: PointError[] = [];
+  points.forEach((raw, i) => {
+    const p = parsePoint(raw, i, batchOrg);
+    if ("error" in p) errors.push(p);
+    else valid.push(key.orgId === null ? p : { ...p, orgId: key.orgId });
+  });
+  if (valid.length === 0) throw new AppError("no_valid_points", "no point is valid", { errors });
+  await upsertPoints(sql, valid, now.toISOString().slice(0, 10));
+  return errors.length ? { ok: true, upserts: valid.length, errors } : { ok: true, upserts: valid.length };
+}

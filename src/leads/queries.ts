@@ -1,0 +1,107 @@
+import type { Sql } from "../db/client";
+import type { Lead, LeadInput } from "./model";
+import { inTenant, scopedLeads } from "./scope";
+
+export interface ResolvedList {
+  id: number;
+  campaign_id: string;
+  org_id: number | null;
+}
+
+/**
+ * The list a lead goes into: the requested list when it exists in the key's organization, else
+ * the inbound list (environment over provisioned setting) under the same confinement.
+ */
+export async function resolveList(
+  sql: Sql,
+  orgId: number | null,
+  requested: number | null,
+  envInbound: number | null,
+): Promise<ResolvedList | null> {
+  const [row] = await sql<ResolvedList[]>`
+    select li.id, li.campaign_id, c.org_id
+    from lists li join campaigns c on c.id = li.campaign_id
+    where li.id in (
+        ${requested}::bigint,
+        coalesce(${envInbound}::bigint, (
+          select (value #>> '{}')::bigint from settings
+          where key = 'COMMS_INBOUND_LIST_ID' and jsonb_typeof(value) = 'number')))
+      and ${inTenant(sql, orgId)}
+    order by li.id = ${requested}::bigint desc nulls last
+    limit 1`;
+  return row ?? null;
+}
+
+// postgres.js serializes arrays of booleans, timestamps and nulls wrongly; arrays passed to SQL
+// here are of text or numbers only.
+
+/**
+ * Creates the lead, or returns the newest one with the same phone in the list. The advisory lock
+ * on (list, phone) serializes concurrent intakes of one number; it is taken in its own statement
+ * so that the dedup read that follows sees any lead committed by the transaction it waited for.
+ * A fresh lead's channels, hopper entry, `new_lead` trigger and `lead.created` outbox event are
+ * written in the same statement, so they exist exactly when the lead does.
+ */
+export async function createOrDedupLead(
+  sql: Sql,
+  list: ResolvedList,
+  input: LeadInput,
+): Promise<{ lead_id: number; deduped: boolean }> {
+  return sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtextextended(${`lead:${list.id}:${input.phone}`}, 0))`;
+    const channels = [
+      { channel: "sms", address: input.phone, consent: input.consent.sms },
+      ...(input.email ? [{ channel: "email", address: input.email, consent: input.consent.email }] : []),
+    ];
+    const [row] = await tx<{ lead_id: number; deduped: boolean }[]>`
+      with dup as (
+        select id from leads where list_id = ${list.id} and phone = ${input.phone}
+        order by id desc limit 1
+      ), ins as (
+        insert into leads (list_id, phone, first_name, last_name, email, address1, city, state,
+                           postal_code, source, source_meta)
+        select ${list.id}, ${input.phone}, ${input.firstName}, ${input.lastName}, ${input.email},
+               ${input.address1}, ${input.city}, ${input.state}, ${input.postalCode}, ${input.source},
+               jsonb_build_object('source', ${input.source}::text, 'via', 'lead_intake')
+        where not exists (select 1 from dup)
+        returning id, created_at
+      ), ch as (
+        insert into lead_channels (lead_id, channel, address, consent, consent_at, consent_source)
+        select ins.id, x.channel, x.address,
+               case when y.consent then 'in' else 'none' end,
+               case when y.consent then now() end,
+               case when y.consent then 'lead_intake' end
+        from ins, unnest(${channels.map((c) => c.channel)}::text[], ${channels.map((c) => c.address)}::text[],
+                         ${channels.map((c) => (c.consent ? "t" : "f"))}::text[]) as x(channel, address, consent_text),
+             lateral (select x.consent_text::boolean as consent) as y
+      ), hop as (
+        insert into hopper (campaign_id, lead_id)
+        select ${list.campaign_id}, ins.id from ins where ${input.hopper}::boolean
+      ), trg as (
+        insert into automation_triggers (org_id, trigger, lead_id)
+        select ${list.org_id}::bigint, 'new_lead', ins.id from ins
+      ), evt as (
+        insert into outbox_events (org_id, type, payload)
+        select ${list.org_id}::bigint, 'lead.created', jsonb_build_object(
+          'type', 'lead.created',
+          'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'data', jsonb_build_object(
+            'lead_id', ins.id, 'list_id', ${list.id}::bigint, 'campaign', ${list.campaign_id}::text,
+            'org_id', ${list.org_id}::bigint, 'phone', ${input.phone}::text, 'source', ${input.source}::text,
+            'created_at', to_char(ins.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
+        from ins
+      )
+      select coalesce((select id from ins), (select id from dup)) as lead_id,
+             exists (select 1 from dup) as deduped`;
+    return row;
+  });
+}
+
+export async function findLead(sql: Sql, orgId: number | null, leadId: number): Promise<Lead | null> {
+  const [row] = await sql<Lead[]>`
+    select l.id as lead_id, l.first_name, l.last_name, l.phone, l.email, l.address1, l.city, l.state,
+           l.postal_code, l.status, li.campaign_id as campaign
+    from ${scopedLeads(sql)}
+    where l.id = ${leadId} and ${inTenant(sql, orgId)}`;
+  return row ?? null;
+}

@@ -1,0 +1,47 @@
+// Test data written straight to the database (the provisioning file has its own tests).
+import type { Sql } from "../../src/db/client";
+import { generateKey, hashKey, keyPrefix } from "../../src/auth/keys";
+
+export interface World {
+  /** org 1 (Acme) with campaign ACME, lists 101 and 102, agent "agent7"; org 2 (Bolt) with BOLT, list 201, agent "agent9". */
+  keys: Record<string, string>;
+}
+
+export async function seedWorld(sql: Sql): Promise<void> {
+  await sql`insert into orgs (id, name, company) values (1, 'Acme', 'Acme Roofing LLC'), (2, 'Bolt', 'Bolt Plumbing')`;
+  await sql`insert into campaigns (id, org_id, name) values ('ACME', 1, 'Acme'), ('BOLT', 2, 'Bolt'), ('HOUSE', null, 'House')`;
+  await sql`insert into lists (id, campaign_id, name) values (101, 'ACME', 'Web'), (102, 'ACME', 'Ads'), (201, 'BOLT', 'Web'), (900, 'HOUSE', 'Inbound')`;
+  await sql`insert into users (id, org_id, name) values ('agent7', 1, 'Dana Diaz'), ('agent9', 2, 'Eli Ek'), ('house1', null, 'Hal')`;
+}
+
+export interface KeySpec {
+  scopes: string[];
+  org?: number | null;
+  agent?: string | null;
+  active?: boolean;
+  revoked?: boolean;
+  name?: string;
+}
+
+export async function makeKey(sql: Sql, spec: KeySpec): Promise<{ id: number; key: string }> {
+  const key = generateKey();
+  const [row] = await sql<{ id: number }[]>`
+    insert into api_keys (key_hash, key_prefix, name, org_id, scopes, agent, active, revoked_at)
+    values (${hashKey(key)}, ${keyPrefix(key)}, ${spec.name ?? "test"}, ${spec.org ?? null}, ${spec.scopes},
+            ${spec.agent ?? null}, ${spec.active ?? true}, ${spec.revoked ? new Date() : null})
+    returning id`;
+  return { id: row.id, key };
+}
+
+export const ALL_SCOPES = ["leads:read", "leads:write", "conversations:read", "messages:write", "cti", "metrics:write", "calls:write"];
+
+export async function makeLead(
+  sql: Sql,
+  lead: { list?: number; phone: string; first?: string; last?: string; at?: Date },
+): Promise<number> {
+  const [row] = await sql<{ id: number }[]>`
+    insert into leads (list_id, phone, first_name, last_name, created_at)
+    values (${lead.list ?? 101}, ${lead.phone}, ${lead.first ?? ""}, ${lead.last ?? ""}, ${lead.at ?? new Date()})
+    returning id`;
+  return row.id;
+}
