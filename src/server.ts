@@ -47,24 +47,16 @@ export async function start(config: Config, db: Database): Promise<Running> {
   };
 }
 
-/**
- * postgres.js 3.4.9 can throw `null is not an object (evaluating 'socket.write')` from a timer
- * when a connection drops while queries are being written; the queries involved fail on their
- * own, so this one error must not take the process down.
- */
-function survivePostgresSocketRace(): void {
+/** Uncaught errors are logged as JSON lines before the process exits (systemd restarts it). */
+function logFatalErrors(): void {
   process.on("uncaughtException", (err) => {
-    if (err instanceof TypeError && /socket\.write|nextWrite/.test(`${err.message}\n${err.stack}`)) {
-      log.warn("database connection dropped mid-write", errorFields(err));
-      return;
-    }
     log.error("uncaught exception", errorFields(err));
     process.exit(1);
   });
 }
 
 export async function serve(config: Config): Promise<number> {
-  survivePostgresSocketRace();
+  logFatalErrors();
   const db = await openDatabase(config, "serve");
   let running: Running;
   try {

@@ -152,7 +152,7 @@ describe("lead intake", () => {
     });
     const id = r.body.lead_id;
     const channels = await db.sql`select channel, address, consent from lead_channels where lead_id = ${id} order by channel`;
-    expect(channels).toEqual([
+    expect([...channels]).toEqual([
       { channel: "email", address: "x@y.co", consent: "none" },
       { channel: "sms", address: "5125550152", consent: "in" },
     ]);
@@ -225,7 +225,7 @@ describe("lead intake", () => {
   });
 
   test("bad bodies get contract errors, never 500", async () => {
-    const raw = (body: BodyInit, type?: string) =>
+    const raw = (body: string | Uint8Array, type?: string) =>
       call(app.base, "/hooks/lead_intake.php", {
         method: "POST",
         key: acme,

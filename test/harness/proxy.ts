@@ -1,0 +1,69 @@
+// A TCP proxy in front of PostgreSQL that a test can cut or black-hole, to play a database outage
+// without touching the shared test cluster.
+import { connect as tcpConnect, createServer, type Socket } from "node:net";
+
+export interface Proxy {
+  /** The database URL rewritten to go through the proxy. */
+  url: string;
+  /** Drops every connection and refuses new ones. */
+  cut(): void;
+  /** Accepts connections but forwards nothing, and stalls the open ones: a hung database. */
+  hang(): void;
+  restore(): void;
+  close(): Promise<void>;
+}
+
+export async function startProxy(target: string): Promise<Proxy> {
+  const dest = new URL(target);
+  let mode: "up" | "down" | "hang" = "up";
+  const pairs = new Set<[Socket, Socket]>();
+  const server = createServer((client) => {
+    if (mode === "down") return client.destroy();
+    const upstream = tcpConnect(Number(dest.port || 5432), dest.hostname);
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
+    const forward = (from: Socket, to: Socket) =>
+      from.on("data", (chunk) => {
+        if (mode === "up") to.write(chunk);
+      });
+    forward(client, upstream);
+    forward(upstream, client);
+    const end = () => {
+      pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", end).on("close", end);
+    upstream.on("error", end).on("close", end);
+  });
+  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+  const port = (server.address() as { port: number }).port;
+  const url = new URL(target);
+  url.hostname = "127.0.0.1";
+  url.port = String(port);
+  return {
+    url: url.toString(),
+    cut() {
+      mode = "down";
+      for (const [c, u] of pairs) {
+        c.destroy();
+        u.destroy();
+      }
+      pairs.clear();
+    },
+    hang() {
+      mode = "hang";
+    },
+    restore() {
+      mode = "up";
+    },
+    close: () =>
+      new Promise<void>((ok) => {
+        for (const [c, u] of pairs) {
+          c.destroy();
+          u.destroy();
+        }
+        server.close(() => ok());
+      }),
+  };
+}

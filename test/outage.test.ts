@@ -1,0 +1,113 @@
+// The database going away: requests answer 503 quickly instead of hanging, /readyz says so, and
+// service resumes within about a second of the database's return.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { testDatabase, type TestDatabase } from "./harness/db";
+import { call, startApp, type TestApp } from "./harness/app";
+import { ALL_SCOPES, makeKey, makeLead, seedWorld } from "./harness/factory";
+import { startProxy, type Proxy } from "./harness/proxy";
+
+let db: TestDatabase;
+let proxy: Proxy;
+let app: TestApp;
+let key: string;
+let leadId: number;
+
+beforeAll(async () => {
+  db = await testDatabase();
+  await seedWorld(db.sql);
+  leadId = await makeLead(db.sql, { phone: "5125550900" });
+  proxy = await startProxy(db.url);
+  app = await startApp(proxy.url);
+  key = (await makeKey(db.sql, { scopes: ALL_SCOPES })).key;
+});
+afterAll(async () => {
+  await app?.stop();
+  await proxy?.close();
+  await db?.drop();
+});
+
+const getLead = (k = key) => call(app.base, `/hooks/api_v1.php?r=leads/${leadId}`, { key: k });
+
+async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  const t = performance.now();
+  const v = await fn();
+  return [v, performance.now() - t];
+}
+
+async function waitFor(ok: () => Promise<boolean>, ms: number): Promise<number> {
+  const t = performance.now();
+  while (performance.now() - t < ms) {
+    if (await ok()) return performance.now() - t;
+    await Bun.sleep(25);
+  }
+  throw new Error(`not recovered within ${ms} ms`);
+}
+
+describe("database outage", () => {
+  test("a cut database gives quick 503 unavailable (never 403), /readyz 503, and recovery within about a second", async () => {
+    expect((await getLead()).status).toBe(200);
+    proxy.cut();
+    const fresh = (await makeKey(db.sql, { scopes: ALL_SCOPES })).key;
+    const [replies, ms] = await timed(() => Promise.all([getLead(), getLead(fresh), call(app.base, "/hooks/lead_intake.php", { method: "POST", key, json: { phone: "5125550901", list_id: 101 } })]));
+    expect(ms).toBeLessThan(1500);
+    for (const r of replies) {
+      expect(r.status).toBe(503);
+      expect(r.body).toEqual({ ok: false, error: "unavailable", ...(r.body.message ? { message: r.body.message } : {}) });
+    }
+    expect((await call(app.base, "/readyz")).status).toBe(503);
+    expect((await call(app.base, "/healthz")).status).toBe(200);
+    await Bun.sleep(3000);
+    proxy.restore();
+    const recovered = await waitFor(async () => (await getLead()).status === 200, 5000);
+    expect(recovered).toBeLessThan(1500);
+    expect((await call(app.base, "/readyz")).status).toBe(200);
+  }, 20_000);
+
+  test("a hung database gives 503 within about a second instead of a hang", async () => {
+    proxy.hang();
+    const [r, ms] = await timed(() => getLead());
+    expect(r.status).toBe(503);
+    expect(ms).toBeLessThan(1600);
+    const [ready, rms] = await timed(() => call(app.base, "/readyz"));
+    expect(ready.status).toBe(503);
+    expect(rms).toBeLessThan(1600);
+    // Stalled connections must be dropped so the pool can recover.
+    proxy.cut();
+    proxy.restore();
+    await waitFor(async () => (await getLead()).status === 200, 8000);
+  }, 20_000);
+
+  test("traffic during a cut and restore never crashes the process and loses nothing acknowledged", async () => {
+    // Enough keys that the hourly limits never interfere.
+    const keys = await Promise.all(Array.from({ length: 40 }, () => makeKey(db.sql, { scopes: ALL_SCOPES }).then((k) => k.key)));
+    let n = 0;
+    const nextKey = () => keys[Math.floor(n++ / 100) % keys.length];
+    const acknowledged: number[] = [];
+    const statuses = new Set<number>();
+    let stop = false;
+    const intakeLoop = async () => {
+      for (let i = 0; !stop; i++) {
+        const phone = `512556${String(i).padStart(4, "0")}`;
+        const r = await call(app.base, "/hooks/lead_intake.php", { method: "POST", key: nextKey(), json: { phone, list_id: 101 } });
+        statuses.add(r.status);
+        if (r.status === 200) acknowledged.push(r.body.lead_id);
+      }
+    };
+    const readLoop = async () => {
+      while (!stop) statuses.add((await getLead(nextKey())).status);
+    };
+    const loads = [intakeLoop(), readLoop(), readLoop(), readLoop()];
+    await Bun.sleep(300);
+    proxy.cut();
+    await Bun.sleep(1000);
+    proxy.restore();
+    await Bun.sleep(1500);
+    stop = true;
+    await Promise.all(loads);
+    expect([...statuses].sort()).toEqual([200, 503]);
+    const rows = await db.sql`select id from leads where id = any(${acknowledged}::bigint[])`;
+    expect(rows.length).toBe(acknowledged.length);
+    expect(acknowledged.length).toBeGreaterThan(10);
+    expect((await getLead()).status).toBe(200);
+  }, 30_000);
+});

@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { testDatabase, type TestDatabase } from "./harness/db";
+import { call, startApp, type TestApp } from "./harness/app";
+import { ALL_SCOPES, makeKey, seedWorld } from "./harness/factory";
+
+let db: TestDatabase;
+let a: TestApp;
+let b: TestApp;
+
+beforeAll(async () => {
+  db = await testDatabase();
+  await seedWorld(db.sql);
+  // Two instances with their own pools and caches on one database, as two processes would be.
+  [a, b] = await Promise.all([startApp(db.url), startApp(db.url)]);
+});
+afterAll(async () => {
+  await Promise.all([a?.stop(), b?.stop()]);
+  await db?.drop();
+});
+
+const getLead = (app: TestApp, key: string) => call(app.base, "/hooks/api_v1.php?r=leads/1", { key });
+const intake = (app: TestApp, key: string) =>
+  call(app.base, "/hooks/lead_intake.php", { method: "POST", key, json: { phone: "5125550000", list_id: 101 } });
+const kpi = (app: TestApp, key: string) =>
+  call(app.base, "/hooks/kpi_ingest.php", { method: "POST", key, json: { metric_key: "m", value: 1 } });
+
+describe("shared hourly limit", () => {
+  test("300 api_v1 requests per key per hour across two instances, then 429 rate_limited without Retry-After", async () => {
+    const { id, key } = await makeKey(db.sql, { scopes: ALL_SCOPES, org: 1 });
+    // 320 concurrent requests, alternating instances.
+    const replies = await Promise.all(Array.from({ length: 320 }, (_, i) => getLead(i % 2 ? a : b, key)));
+    const limited = replies.filter((r) => r.status === 429);
+    expect(replies.filter((r) => r.status === 404).length).toBe(300);
+    expect(limited.length).toBe(20);
+    for (const r of limited) {
+      expect(r.body).toEqual({ ok: false, error: "rate_limited" });
+      expect(r.headers.get("retry-after")).toBeNull();
+    }
+    await Promise.all([a.running.deps.limiter.flush(), b.running.deps.limiter.flush()]);
+    const [row] = await db.sql`select sum(n)::int as n from rate_counters where key_id = ${id}`;
+    expect(row.n).toBe(320);
+  });
+
+  test("families share one counter: intake's 120 is exhausted by api_v1 traffic; KPI's 600 still has room", async () => {
+    const { key } = await makeKey(db.sql, { scopes: ALL_SCOPES, org: 1 });
+    for (let i = 0; i < 150; i++) expect((await getLead(i % 2 ? a : b, key)).status).toBe(404);
+    const r = await intake(a, key);
+    expect(r.status).toBe(429);
+    expect(r.body).toEqual({ ok: false, error: "rate_limited" });
+    expect((await kpi(b, key)).status).toBe(200);
+  });
+
+  test("a key over its limit is refused from memory, and those refusals still count in the shared counter", async () => {
+    const { id, key } = await makeKey(db.sql, { scopes: ALL_SCOPES, org: 1 });
+    await db.sql`insert into rate_counters (key_id, hour, n) values (${id}, floor(extract(epoch from now()) / 3600)::bigint, 299)`;
+    expect((await getLead(a, key)).status).toBe(404); // 300th
+    expect((await getLead(a, key)).status).toBe(429); // 301st: the instance now knows
+    await a.running.deps.limiter.flush();
+    const before = (await db.sql`select n from rate_counters where key_id = ${id}`)[0].n;
+    const replies = await Promise.all(Array.from({ length: 200 }, () => getLead(a, key)));
+    expect(replies.every((r) => r.status === 429)).toBe(true);
+    // Refusals from memory did not each write; they arrive as a batch.
+    await a.running.deps.limiter.flush();
+    const after = (await db.sql`select n from rate_counters where key_id = ${id}`)[0].n;
+    expect(after).toBe(before + 200);
+    // KPI (600) is still open for this key on the other instance.
+    expect((await kpi(b, key)).status).toBe(200);
+  });
+
+  test("another key is unaffected", async () => {
+    const { key } = await makeKey(db.sql, { scopes: ALL_SCOPES, org: 1 });
+    expect((await getLead(a, key)).status).toBe(404);
+  });
+});
