@@ -1,0 +1,109 @@
+// Operator actions on API keys (the `leadline keys` commands and provisioning). Plaintext keys
+// leave this module only in the result of the call that created them.
+import type postgres from "postgres";
+import type { Sql } from "../db/client";
+import { SCOPES, generateKey, hashKey, keyPrefix, type Scope } from "./keys";
+
+export type Tx = postgres.TransactionSql<{ bigint: number }>;
+
+export interface KeyGrant {
+  name: string;
+  org_id: number | null;
+  scopes: Scope[];
+  agent: string | null;
+}
+
+export interface IssuedKey extends KeyGrant {
+  id: number;
+  key: string;
+}
+
+export interface KeyListing extends KeyGrant {
+  id: number;
+  prefix: string;
+  active: boolean;
+  provisioned: boolean;
+  created_at: Date;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+}
+
+/** Scopes in their canonical order, so that equal grants compare equal in SQL. */
+export const canonicalScopes = (scopes: readonly string[]): Scope[] => SCOPES.filter((s) => scopes.includes(s));
+
+/** Running servers cache keys; this tells them to drop the cache. Send it after the commit. */
+export async function notifyKeysChanged(sql: Sql): Promise<void> {
+  await sql`select pg_notify('leadline_keys', '')`;
+}
+
+export async function insertKey(
+  tx: Tx,
+  grant: KeyGrant & { active?: boolean; provisioned?: boolean },
+  plaintext: string = generateKey(),
+): Promise<IssuedKey> {
+  const scopes = canonicalScopes(grant.scopes);
+  const [row] = await tx<{ id: number }[]>`
+    insert into api_keys (key_hash, key_prefix, name, org_id, scopes, agent, active, provisioned)
+    values (${hashKey(plaintext)}, ${keyPrefix(plaintext)}, ${grant.name}, ${grant.org_id},
+            ${tx.array(scopes, 25)}, ${grant.agent}, ${grant.active ?? true}, ${grant.provisioned ?? false})
+    returning id`;
+  return { id: row.id, key: plaintext, name: grant.name, org_id: grant.org_id, scopes, agent: grant.agent };
+}
+
+/** The org must exist; a bound agent must exist and belong to the key's org or to the house. */
+export async function checkGrant(tx: Tx, grant: Pick<KeyGrant, "org_id" | "agent">): Promise<void> {
+  if (grant.org_id !== null) {
+    const [org] = await tx`select 1 from orgs where id = ${grant.org_id}`;
+    if (!org) throw new Error(`org ${grant.org_id} does not exist`);
+  }
+  if (grant.agent !== null) {
+    const [user] = await tx<{ org_id: number | null }[]>`select org_id from users where id = ${grant.agent}`;
+    if (!user) throw new Error(`user ${JSON.stringify(grant.agent)} does not exist`);
+    if (grant.org_id !== null && user.org_id !== null && user.org_id !== grant.org_id) {
+      throw new Error(`user ${JSON.stringify(grant.agent)} belongs to org ${user.org_id}, not ${grant.org_id}`);
+    }
+  }
+}
+
+export async function createKey(sql: Sql, grant: KeyGrant): Promise<IssuedKey> {
+  const issued = await sql.begin(async (tx) => {
+    await checkGrant(tx, grant);
+    return insertKey(tx, grant);
+  });
+  await notifyKeysChanged(sql);
+  return issued;
+}
+
+export async function listKeys(sql: Sql): Promise<KeyListing[]> {
+  return sql<KeyListing[]>`
+    select id, key_prefix as prefix, name, org_id, scopes, agent, active, provisioned,
+           created_at, revoked_at, last_used_at
+    from api_keys order by id`;
+}
+
+/** Revocation is final: nothing (not even provisioning) makes a revoked key active again. */
+export async function revokeKey(sql: Sql, id: number, now: Date = new Date()): Promise<void> {
+  const [row] = await sql`
+    update api_keys set active = false, revoked_at = coalesce(revoked_at, ${now})
+    where id = ${id} returning id`;
+  if (!row) throw new Error(`no API key with id ${id}`);
+  await notifyKeysChanged(sql);
+}
+
+/** A new key with the old one's grants; the old one is revoked in the same transaction. */
+export async function rotateKey(sql: Sql, id: number, now: Date = new Date()): Promise<IssuedKey> {
+  const issued = await sql.begin(async (tx) => {
+    const [old] = await tx<(KeyGrant & { active: boolean; provisioned: boolean; revoked_at: Date | null })[]>`
+      select name, org_id, scopes, agent, active, provisioned, revoked_at
+      from api_keys where id = ${id} for update`;
+    if (!old) throw new Error(`no API key with id ${id}`);
+    if (old.revoked_at !== null) throw new Error(`API key ${id} is revoked; create a new one instead`);
+    // `provisioned` carries over so that re-applying the provisioning file finds the new key
+    // instead of generating yet another one.
+    const fresh = await insertKey(tx, old);
+    await tx`update api_keys set active = false, revoked_at = ${now} where id = ${id}`;
+    return fresh;
+  });
+  await notifyKeysChanged(sql);
+  return issued;
+}

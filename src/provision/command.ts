@@ -1,0 +1,39 @@
+// `leadline provision FILE`: generated keys go to stdout (one line each, the only time their
+// plaintext is shown), the summary to stderr, so `> keys.txt` captures exactly the secrets.
+import { readFile } from "node:fs/promises";
+import type { Sql } from "../db/client";
+import { UsageError } from "../cli";
+import { applyProvisioning, type ProvisionSummary } from "./service";
+import { parseProvisioning } from "./validate";
+
+export async function provisionCommand(sql: Sql, args: string[]): Promise<number> {
+  const option = args.find((a) => a.startsWith("-") && a !== "-");
+  if (option !== undefined) throw new UsageError(`provision: unknown option ${option}`);
+  if (args.length !== 1) throw new UsageError("usage: leadline provision FILE");
+  const [path] = args;
+  let text: string;
+  try {
+    text = await readFile(path === "-" ? "/dev/stdin" : path, "utf8");
+  } catch (err) {
+    throw new Error(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  const summary = await applyProvisioning(sql, parseProvisioning(text));
+  for (const k of summary.generatedKeys) {
+    process.stdout.write(`key ${k.id} ${displayName(k.name)} ${k.key}\n`);
+  }
+  process.stderr.write(summaryLine(summary) + "\n");
+  return 0;
+}
+
+/** Names with white space (or quotes) are JSON-quoted so the line still splits into 4 fields. */
+export const displayName = (name: string) => (name === "" || /[\s"]/.test(name) ? JSON.stringify(name) : name);
+
+export function summaryLine(summary: ProvisionSummary): string {
+  const parts = Object.entries(summary.counts).map(([section, c]) => {
+    const said = (["created", "updated", "unchanged"] as const).filter((k) => c[k] > 0).map((k) => `${c[k]} ${k}`);
+    return `${section}: ${said.join(", ") || "none"}`;
+  });
+  const keys = summary.generatedKeys.length;
+  parts.push(`${keys} key${keys === 1 ? "" : "s"} generated`);
+  return `provisioned: ${parts.join("; ")}`;
+}

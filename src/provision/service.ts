@@ -1,0 +1,386 @@
+// Applies a validated provisioning file in one transaction. Every object is upserted by its
+// identifier and fully described by the file: an optional field left out takes its default
+// (an absent `billing` removes the org's billing row). Updates are guarded by
+// `is distinct from`, so applying the same file again writes nothing, not even updated_at.
+import type { Sql } from "../db/client";
+import { canonicalScopes, insertKey, notifyKeysChanged, type Tx } from "../auth/admin";
+import { hashKey, keyPrefix } from "../auth/keys";
+import type { ApiKeySpec, ProvisioningFile } from "./model";
+import { ProvisioningError, referenceProblems, referencedIds, type KnownRows } from "./validate";
+
+export interface Counts {
+  created: number;
+  updated: number;
+  unchanged: number;
+}
+
+export interface GeneratedKey {
+  id: number;
+  name: string;
+  key: string;
+}
+
+export interface ProvisionSummary {
+  counts: Record<string, Counts>;
+  generatedKeys: GeneratedKey[];
+}
+
+// Serializes concurrent provisioning runs; their upserts would otherwise race on the same ids.
+const PROVISION_LOCK = 727_002;
+// Rows per insert statement: far below the 65535 bind parameters of one statement.
+const BATCH = 1000;
+
+type Written = { inserted: boolean }[];
+
+export async function applyProvisioning(
+  sql: Sql,
+  file: ProvisioningFile,
+  opts: { now?: Date } = {},
+): Promise<ProvisionSummary> {
+  const now = opts.now ?? new Date();
+  const summary: ProvisionSummary = { counts: {}, generatedKeys: [] };
+  // `removed`: rows changed that the file does not list (billing dropped, numbers deactivated).
+  const count = (section: string, total: number, written: Written, removed = 0) => {
+    const created = written.filter((r) => r.inserted).length;
+    const updated = written.length - created;
+    summary.counts[section] = { created, updated: updated + removed, unchanged: total - created - updated };
+  };
+
+  await sql.begin(async (tx) => {
+    await tx`set local statement_timeout = 0`;
+    await tx`select pg_advisory_xact_lock(${PROVISION_LOCK})`;
+    const problems = referenceProblems(file, await loadKnown(tx, file));
+    if (problems.length > 0) throw new ProvisioningError(problems);
+
+    if (file.settings) {
+      const entries = Object.entries(file.settings).filter(([, v]) => v !== undefined);
+      count("settings", entries.length, await upsertSettings(tx, entries, now));
+    }
+    if (file.orgs) {
+      count("orgs", file.orgs.length, await upsertOrgs(tx, file.orgs, now));
+      const [written, removed] = await applyBilling(tx, file.orgs, now);
+      count("org_billing", file.orgs.filter((o) => o.billing).length, written, removed);
+    }
+    if (file.users) count("users", file.users.length, await upsertUsers(tx, file.users));
+    if (file.campaigns) count("campaigns", file.campaigns.length, await upsertCampaigns(tx, file.campaigns));
+    if (file.lists) count("lists", file.lists.length, await upsertLists(tx, file.lists));
+    if (file.api_keys) {
+      const written: Written = [];
+      for (const spec of file.api_keys) {
+        const result = await applyKey(tx, spec);
+        if (result.written) written.push(result.written);
+        if (result.generated) summary.generatedKeys.push(result.generated);
+      }
+      count("api_keys", file.api_keys.length, written);
+    }
+    if (file.dni_pools) {
+      count("dni_pools", file.dni_pools.length, await upsertPools(tx, file.dni_pools, now));
+      const removed = await deactivateNumbers(tx, file.dni_pools);
+      const numbers = file.dni_pools.flatMap((p) => p.numbers.map((number) => ({ pool_key: p.key, number })));
+      count("dni_numbers", numbers.length, await upsertNumbers(tx, numbers), removed);
+    }
+    if (file.calendars) {
+      count("calendars", file.calendars.length, await upsertCalendars(tx, file.calendars, now));
+      const links = file.calendars.flatMap((c) => (c.links ?? []).map((l) => ({ slug: l.slug, calendar_id: c.id })));
+      count("calendar_links", links.length, await upsertLinks(tx, links, now));
+    }
+    if (file.webhooks) count("webhooks", file.webhooks.length, await upsertWebhooks(tx, file.webhooks, now));
+    if (file.automations) count("automations", file.automations.length, await upsertAutomations(tx, file.automations, now));
+  });
+  await notifyKeysChanged(sql);
+  return summary;
+}
+
+async function loadKnown(tx: Tx, file: ProvisioningFile): Promise<KnownRows> {
+  const ids = referencedIds(file);
+  const orgs = ids.orgs.length ? await tx<{ id: number }[]>`select id from orgs where id in ${tx(ids.orgs)}` : [];
+  const campaigns = ids.campaigns.length
+    ? await tx<{ id: string }[]>`select id from campaigns where id in ${tx(ids.campaigns)}`
+    : [];
+  const users = ids.users.length
+    ? await tx<{ id: string; org_id: number | null }[]>`select id, org_id from users where id in ${tx(ids.users)}`
+    : [];
+  const numbers = ids.numbers.length
+    ? await tx<{ number: string; pool_key: string }[]>`
+        select number, pool_key from dni_numbers
+        where active and number in ${tx(ids.numbers)} and pool_key not in ${tx(ids.pools)}`
+    : [];
+  return {
+    orgs: new Set(orgs.map((r) => r.id)),
+    campaigns: new Set(campaigns.map((r) => r.id)),
+    users: new Map(users.map((r) => [r.id, r.org_id])),
+    foreignNumbers: new Map(numbers.map((r) => [r.number, r.pool_key])),
+  };
+}
+
+async function inBatches<T>(rows: T[], write: (batch: T[]) => Promise<Written>): Promise<Written> {
+  const out: Written = [];
+  for (let i = 0; i < rows.length; i += BATCH) out.push(...(await write(rows.slice(i, i + BATCH))));
+  return out;
+}
+
+function upsertSettings(tx: Tx, entries: [string, unknown][], now: Date): Promise<Written> {
+  const rows = entries.map(([key, value]) => ({ key, value: tx.json(value as string | number), updated_at: now }));
+  return inBatches(rows, (batch) => tx<Written>`
+    insert into settings ${tx(batch)}
+    on conflict (key) do update set value = excluded.value, updated_at = excluded.updated_at
+    where settings.value is distinct from excluded.value
+    returning (xmax = 0) as inserted`);
+}
+
+function upsertOrgs(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, now: Date): Promise<Written> {
+  const rows = orgs.map((o) => ({
+    id: o.id,
+    name: o.name,
+    company: o.company ?? "",
+    timezone: o.timezone ?? "America/New_York",
+    quiet_start: o.quiet_hours?.start ?? null,
+    quiet_end: o.quiet_hours?.end ?? null,
+    consent: o.consent ?? "implied",
+    sms: o.sms ? tx.json(o.sms) : null,
+    email: o.email ? tx.json(o.email) : null,
+    updated_at: now,
+  }));
+  return inBatches(rows, (batch) => tx<Written>`
+    insert into orgs ${tx(batch)}
+    on conflict (id) do update set
+      name = excluded.name, company = excluded.company, timezone = excluded.timezone,
+      quiet_start = excluded.quiet_start, quiet_end = excluded.quiet_end, consent = excluded.consent,
+      sms = excluded.sms, email = excluded.email, updated_at = excluded.updated_at
+    where (orgs.name, orgs.company, orgs.timezone, orgs.quiet_start, orgs.quiet_end, orgs.consent, orgs.sms, orgs.email)
+      is distinct from
+      (excluded.name, excluded.company, excluded.timezone, excluded.quiet_start, excluded.quiet_end,
+       excluded.consent, excluded.sms, excluded.email)
+    returning (xmax = 0) as inserted`);
+}
+
+/** Billing rows for orgs that have `billing`; orgs without it lose theirs (sends get blocked). */
+async function applyBilling(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, now: Date): Promise<[Written, number]> {
+  const rows = orgs.flatMap((o) =>
+    o.billing
+      ? [{
+          org_id: o.id,
+          status: o.billing.status,
+          subscription: o.billing.subscription,
+          credits: o.billing.credits ?? 0,
+          sms_cost: o.billing.sms_cost ?? 0,
+          email_cost: o.billing.email_cost ?? 0,
+          updated_at: now,
+        }]
+      : [],
+  );
+  const without = orgs.filter((o) => !o.billing).map((o) => o.id);
+  const removed = without.length
+    ? await tx`delete from org_billing where org_id in ${tx(without)} returning org_id`
+    : [];
+  const written = await inBatches(rows, (batch) => tx<Written>`
+    insert into org_billing ${tx(batch)}
+    on conflict (org_id) do update set
+      status = excluded.status, subscription = excluded.subscription, credits = excluded.credits,
+      sms_cost = excluded.sms_cost, email_cost = excluded.email_cost, updated_at = excluded.updated_at
+    where (org_billing.status, org_billing.subscription, org_billing.credits, org_billing.sms_cost, org_billing.email_cost)
+      is distinct from
+      (excluded.status, excluded.subscription, excluded.credits, excluded.sms_cost, excluded.email_cost)
+    returning (xmax = 0) as inserted`);
+  return [written, removed.length];
+}
+
+function upsertUsers(tx: Tx, users: NonNullable<ProvisioningFile["users"]>): Promise<Written> {
+  const rows = users.map((u) => ({ id: u.id, org_id: u.org_id, name: u.name ?? "" }));
+  return inBatches(rows, (batch) => tx<Written>`
+    insert into users ${tx(batch)}
+    on conflict (id) do update set org_id = excluded.org_id, name = excluded.name
+    where (users.org_id, users.name) is distinct from (excluded.org_id, excluded.name)
+    returning (xmax = 0) as inserted`);
+}
+
+function upsertCampaigns(tx: Tx, campaigns: NonNullable<ProvisioningFile["campaigns"]>): Promise<Written> {
+  const rows = campaigns.map((c) => ({ id: c.id, org_id: c.org_id, name: c.name ?? "" }));
+  return inBatches(rows, (batch) => tx<Written>`
+    insert into campaigns ${tx(batch)}
+    on conflict (id) do update set org_id = excluded.org_id, name = excluded.name
+    where (campaigns.org_id, campaigns.name) is distinct from (excluded.org_id, excluded.name)
+    returning (xmax = 0) as inserted`);
+}
+
+function upsertLists(tx: Tx, lists: NonNullable<ProvisioningFile["lists"]>): Promise<Written> {
+  const rows = lists.map((l) => ({ id: l.id, campaign_id: l.campaign_id, name: l.name ?? "" }));
+  return inBatches(rows, (batch) => tx<Written>`
+    insert into lists ${tx(batch)}
+    on conflict (id) do update set campaign_id = excluded.campaign_id, name = excluded.name
+    where (lists.campaign_id, lists.name) is distinct from (excluded.campaign_id, excluded.name)
+    returning (xmax = 0) as inserted`);
+}
+
+/**
+ * A key given in the file is identified by its hash. A key without one is identified by
+ * (name, org_id) among the provisioned keys that are not revoked; only when there is none is a
+ * key generated (and reported once). A revoked key is never reactivated: revocation is final.
+ */
+async function applyKey(tx: Tx, spec: ApiKeySpec): Promise<{ written?: Written[number]; generated?: GeneratedKey }> {
+  const grant = {
+    name: spec.name,
+    org_id: spec.org_id,
+    scopes: canonicalScopes(spec.scopes),
+    agent: spec.agent ?? null,
+  };
+  const active = spec.active ?? true;
+  if (spec.key !== undefined) {
+    const [row] = await tx<Written>`
+      insert into api_keys (key_hash, key_prefix, name, org_id, scopes, agent, active, provisioned)
+      values (${hashKey(spec.key)}, ${keyPrefix(spec.key)}, ${grant.name}, ${grant.org_id},
+              ${tx.array(grant.scopes, 25)}, ${grant.agent}, ${active}, true)
+      on conflict (key_hash) do update set
+        name = excluded.name, org_id = excluded.org_id, scopes = excluded.scopes, agent = excluded.agent,
+        active = excluded.active and api_keys.revoked_at is null, provisioned = true
+      where (api_keys.name, api_keys.org_id, api_keys.scopes, api_keys.agent, api_keys.active, api_keys.provisioned)
+        is distinct from
+        (excluded.name, excluded.org_id, excluded.scopes, excluded.agent,
+         excluded.active and api_keys.revoked_at is null, true)
+      returning (xmax = 0) as inserted`;
+    return { written: row };
+  }
+  const [existing] = await tx<{ id: number }[]>`
+    select id from api_keys
+    where provisioned and revoked_at is null and name = ${grant.name} and org_id is not distinct from ${grant.org_id}
+    order by id desc limit 1
+    for update`;
+  if (existing) {
+    const [row] = await tx<Written>`
+      update api_keys set scopes = ${tx.array(grant.scopes, 25)}, agent = ${grant.agent}, active = ${active}
+      where id = ${existing.id}
+        and (scopes, agent, active) is distinct from (${tx.array(grant.scopes, 25)}::text[], ${grant.agent}::text, ${active})
+      returning false as inserted`;
+    return { written: row };
+  }
+  const issued = await insertKey(tx, { ...grant, active, provisioned: true });
+  return { written: { inserted: true }, generated: { id: issued.id, name: issued.name, key: issued.key } };
+}
+
+function upsertPools(tx: Tx, pools: NonNullable<ProvisioningFile["dni_pools"]>, now: Date): Promise<Written> {
+  const rows = pools.map((p) => ({
+    key: p.key,
+    org_id: p.org_id,
+    name: p.name ?? "",
+    fallback: p.fallback ?? "",
+    placeholder: p.placeholder ?? "",
+    ttl_seconds: p.ttl_seconds ?? 1800,
+    updated_at: now,
+  }));
+  return inBatches(rows, (batch) => tx<Written>`
+    insert into dni_pools ${tx(batch)}
+    on conflict (key) do update set
+      org_id = excluded.org_id, name = excluded.name, fallback = excluded.fallback,
+      placeholder = excluded.placeholder, ttl_seconds = excluded.ttl_seconds, updated_at = excluded.updated_at
+    where (dni_pools.org_id, dni_pools.name, dni_pools.fallback, dni_pools.placeholder, dni_pools.ttl_seconds)
+      is distinct from
+      (excluded.org_id, excluded.name, excluded.fallback, excluded.placeholder, excluded.ttl_seconds)
+    returning (xmax = 0) as inserted`);
+}
+
+/**
+ * Numbers of a file pool that the file no longer lists stop being offered but are kept, since
+ * past calls and visits refer to them. This runs for every pool before any number is
+ * (re)activated, because a number may move between two pools of the same file and only one
+ * active row per number is allowed.
+ */
+async function deactivateNumbers(tx: Tx, pools: NonNullable<ProvisioningFile["dni_pools"]>): Promise<number> {
+  let removed = 0;
+  for (const p of pools) {
+    const rows = p.numbers.length
+      ? await tx`update dni_numbers set active = false
+                 where pool_key = ${p.key} and active and number not in ${tx(p.numbers)} returning number`
+      : await tx`update dni_numbers set active = false where pool_key = ${p.key} and active returning number`;
+    removed += rows.length;
+  }
+  return removed;
+}
+
+function upsertNumbers(tx: Tx, numbers: { pool_key: string; number: string }[]): Promise<Written> {
+  return inBatches(numbers, (batch) => tx<Written>`
+    insert into dni_numbers ${tx(batch)}
+    on conflict (pool_key, number) do update set active = true
+    where not dni_numbers.active
+    returning (xmax = 0) as inserted`);
+}
+
+function upsertCalendars(tx: Tx, calendars: NonNullable<ProvisioningFile["calendars"]>, now: Date): Promise<Written> {
+  const rows = calendars.map((c) => ({
+    id: c.id,
+    org_id: c.org_id,
+    name: c.name ?? "",
+    timezone: c.timezone,
+    slot_minutes: c.slot_minutes ?? 30,
+    capacity: c.capacity ?? 1,
+    min_notice_minutes: c.min_notice_minutes ?? 0,
+    horizon_days: c.horizon_days ?? 14,
+    hours: tx.json(c.hours ?? {}),
+    updated_at: now,
+  }));
+  return inBatches(rows, (batch) => tx<Written>`
+    insert into calendars ${tx(batch)}
+    on conflict (id) do update set
+      org_id = excluded.org_id, name = excluded.name, timezone = excluded.timezone,
+      slot_minutes = excluded.slot_minutes, capacity = excluded.capacity,
+      min_notice_minutes = excluded.min_notice_minutes, horizon_days = excluded.horizon_days,
+      hours = excluded.hours, updated_at = excluded.updated_at
+    where (calendars.org_id, calendars.name, calendars.timezone, calendars.slot_minutes, calendars.capacity,
+           calendars.min_notice_minutes, calendars.horizon_days, calendars.hours)
+      is distinct from
+      (excluded.org_id, excluded.name, excluded.timezone, excluded.slot_minutes, excluded.capacity,
+       excluded.min_notice_minutes, excluded.horizon_days, excluded.hours)
+    returning (xmax = 0) as inserted`);
+}
+
+/** A slug names one calendar; naming it under another calendar moves it. */
+function upsertLinks(tx: Tx, links: { slug: string; calendar_id: number }[], now: Date): Promise<Written> {
+  const rows = links.map((l) => ({ ...l, updated_at: now }));
+  return inBatches(rows, (batch) => tx<Written>`
+    insert into calendar_links ${tx(batch)}
+    on conflict (slug) do update set calendar_id = excluded.calendar_id, updated_at = excluded.updated_at
+    where calendar_links.calendar_id is distinct from excluded.calendar_id
+    returning (xmax = 0) as inserted`);
+}
+
+function upsertWebhooks(tx: Tx, hooks: NonNullable<ProvisioningFile["webhooks"]>, now: Date): Promise<Written> {
+  const rows = hooks.map((h) => ({
+    id: h.id,
+    org_id: h.org_id,
+    url: h.url,
+    secret: h.secret,
+    events: tx.array(h.events, 25),
+    active: h.active ?? true,
+    updated_at: now,
+  }));
+  return inBatches(rows, (batch) => tx<Written>`
+    insert into webhooks ${tx(batch)}
+    on conflict (id) do update set
+      org_id = excluded.org_id, url = excluded.url, secret = excluded.secret, events = excluded.events,
+      active = excluded.active, updated_at = excluded.updated_at
+    where (webhooks.org_id, webhooks.url, webhooks.secret, webhooks.events, webhooks.active)
+      is distinct from (excluded.org_id, excluded.url, excluded.secret, excluded.events, excluded.active)
+    returning (xmax = 0) as inserted`);
+}
+
+function upsertAutomations(tx: Tx, autos: NonNullable<ProvisioningFile["automations"]>, now: Date): Promise<Written> {
+  const rows = autos.map((a) => ({
+    id: a.id,
+    org_id: a.org_id,
+    trigger: a.trigger,
+    channel: a.channel,
+    subject: a.subject ?? null,
+    body: a.body,
+    active: a.active ?? true,
+    updated_at: now,
+  }));
+  return inBatches(rows, (batch) => tx<Written>`
+    insert into automations ${tx(batch)}
+    on conflict (id) do update set
+      org_id = excluded.org_id, trigger = excluded.trigger, channel = excluded.channel,
+      subject = excluded.subject, body = excluded.body, active = excluded.active, updated_at = excluded.updated_at
+    where (automations.org_id, automations.trigger, automations.channel, automations.subject, automations.body,
+           automations.active)
+      is distinct from
+      (excluded.org_id, excluded.trigger, excluded.channel, excluded.subject, excluded.body, excluded.active)
+    returning (xmax = 0) as inserted`);
+}
