@@ -1,4 +1,5 @@
 // Opens the database the configuration names: a real PostgreSQL, or the embedded one.
+import { availableParallelism } from "node:os";
 import type { Config } from "../config";
 import { connect, type Sql } from "./client";
 
@@ -15,7 +16,9 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
   const statementTimeoutMs = purpose === "serve" ? 5000 : 0;
   if (config.databaseUrl) {
     const sql = connect(config.databaseUrl, {
-      max: config.poolMax ?? (purpose === "serve" ? 8 : 2),
+      // Near the database's core count (assumed to share this host): more connections only queue
+      // inside PostgreSQL, and the rate-limit batcher keeps one of them busy at most.
+      max: config.poolMax ?? (purpose === "serve" ? Math.max(2, availableParallelism() * 2) : 2),
       statementTimeoutMs,
       applicationName: `leadline-${purpose}`,
     });

@@ -10,12 +10,15 @@ export interface Proxy {
   /** Accepts connections but forwards nothing, and stalls the open ones: a hung database. */
   hang(): void;
   restore(): void;
+  /** Forwards everything after `ms` milliseconds: a slow database. */
+  delay(ms: number): void;
   close(): Promise<void>;
 }
 
 export async function startProxy(target: string): Promise<Proxy> {
   const dest = new URL(target);
   let mode: "up" | "down" | "hang" = "up";
+  let lag = 0;
   const pairs = new Set<[Socket, Socket]>();
   const server = createServer((client) => {
     if (mode === "down") return client.destroy();
@@ -24,7 +27,9 @@ export async function startProxy(target: string): Promise<Proxy> {
     pairs.add(pair);
     const forward = (from: Socket, to: Socket) =>
       from.on("data", (chunk) => {
-        if (mode === "up") to.write(chunk);
+        if (mode !== "up") return;
+        if (lag > 0) setTimeout(() => to.writable && to.write(chunk), lag);
+        else to.write(chunk);
       });
     forward(client, upstream);
     forward(upstream, client);
@@ -56,6 +61,10 @@ export async function startProxy(target: string): Promise<Proxy> {
     },
     restore() {
       mode = "up";
+      lag = 0;
+    },
+    delay(ms: number) {
+      lag = ms;
     },
     close: () =>
       new Promise<void>((ok) => {

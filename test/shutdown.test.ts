@@ -1,0 +1,48 @@
+// SIGTERM's work (Running.stop): stop accepting, finish requests in flight, flush, close.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { testDatabase, type TestDatabase } from "./harness/db";
+import { call, startApp, type TestApp } from "./harness/app";
+import { ALL_SCOPES, makeKey, seedWorld } from "./harness/factory";
+import { startProxy, type Proxy } from "./harness/proxy";
+
+let db: TestDatabase;
+let proxy: Proxy;
+let app: TestApp;
+
+beforeAll(async () => {
+  db = await testDatabase();
+  await seedWorld(db.sql);
+  proxy = await startProxy(db.url);
+  app = await startApp(proxy.url);
+});
+afterAll(async () => {
+  await app?.stop();
+  await proxy?.close();
+  await db?.drop();
+});
+
+test("requests in flight finish, new ones are refused, counters are flushed", async () => {
+  const { id, key } = await makeKey(db.sql, { scopes: ALL_SCOPES, org: 1 });
+  expect((await call(app.base, "/hooks/api_v1.php?r=leads/1", { key })).status).toBe(404);
+  proxy.delay(20);
+  const inflight = Array.from({ length: 5 }, (_, i) =>
+    call(app.base, "/hooks/lead_intake.php", { method: "POST", key, json: { phone: `51255577${10 + i}`, list_id: 101 } }),
+  );
+  await Bun.sleep(50);
+  const stopping = app.stop();
+  await Bun.sleep(20);
+  const late = await fetch(`${app.base}/healthz`).then(
+    (r) => r.status,
+    () => "refused",
+  );
+  expect(late).toBe("refused");
+  const replies = await Promise.all(inflight);
+  expect(replies.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+  await stopping;
+  const ids = replies.map((r) => r.body.lead_id);
+  expect((await db.sql`select count(*)::int as n from leads where id = any(${ids}::bigint[])`)[0].n).toBe(5);
+  const [row] = await db.sql`select n from rate_counters where key_id = ${id}`;
+  expect(row.n).toBe(6);
+  const [used] = await db.sql`select last_used_at from api_keys where id = ${id}`;
+  expect(used.last_used_at).not.toBeNull();
+}, 20_000);
