@@ -10,7 +10,11 @@ let db: TestDatabase;
 let proxy: Proxy;
 let app: TestApp;
 let key: string;
+let keys: string[];
 let leadId: number;
+let used = 0;
+// Enough keys that the hourly limits never interfere.
+const nextKey = () => keys[Math.floor(used++ / 100) % keys.length];
 
 beforeAll(async () => {
   db = await testDatabase();
@@ -19,6 +23,7 @@ beforeAll(async () => {
   proxy = await startProxy(db.url);
   app = await startApp(proxy.url);
   key = (await makeKey(db.sql, { scopes: ALL_SCOPES })).key;
+  keys = await Promise.all(Array.from({ length: 40 }, () => makeKey(db.sql, { scopes: ALL_SCOPES }).then((k) => k.key)));
 });
 afterAll(async () => {
   await app?.stop();
@@ -26,7 +31,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const getLead = (k = key) => call(app.base, `/hooks/api_v1.php?r=leads/${leadId}`, { key: k });
+const getLead = (k = nextKey()) => call(app.base, `/hooks/api_v1.php?r=leads/${leadId}`, { key: k });
 
 async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
   const t = performance.now();
@@ -78,10 +83,6 @@ describe("database outage", () => {
   }, 20_000);
 
   test("traffic during a cut and restore never crashes the process and loses nothing acknowledged", async () => {
-    // Enough keys that the hourly limits never interfere.
-    const keys = await Promise.all(Array.from({ length: 40 }, () => makeKey(db.sql, { scopes: ALL_SCOPES }).then((k) => k.key)));
-    let n = 0;
-    const nextKey = () => keys[Math.floor(n++ / 100) % keys.length];
     const acknowledged: number[] = [];
     const statuses = new Set<number>();
     let stop = false;
