@@ -92,10 +92,14 @@ describe("database outage", () => {
         const r = await call(app.base, "/hooks/lead_intake.php", { method: "POST", key: nextKey(), json: { phone, list_id: 101 } });
         statuses.add(r.status);
         if (r.status === 200) acknowledged.push(r.body.lead_id);
+        await Bun.sleep(5);
       }
     };
     const readLoop = async () => {
-      while (!stop) statuses.add((await getLead(nextKey())).status);
+      while (!stop) {
+        statuses.add((await getLead(nextKey())).status);
+        await Bun.sleep(5);
+      }
     };
     const loads = [intakeLoop(), readLoop(), readLoop(), readLoop()];
     await Bun.sleep(300);
