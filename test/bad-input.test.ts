@@ -32,11 +32,11 @@ const POST_ROUTES = [
   "/hooks/calls.php",
 ];
 
-function junkBodies(): [string, BodyInit, string | null][] {
+function junkBodies(): [string, string | Uint8Array, string | null][] {
   const rnd = (n: number) => crypto.getRandomValues(new Uint8Array(n));
   const values = [null, true, false, 0, -1, 1e308, "", "x", [], {}, [[]], { a: { b: {} } }, "\u0000", "\ud800", "𝕏".repeat(100)];
   const fields = ["phone", "list_id", "email", "first_name", "state", "hopper", "consent", "metric_key", "value", "points", "status", "secs", "lead_id", "dial_id", "api_key"];
-  const out: [string, BodyInit, string | null][] = [
+  const out: [string, string | Uint8Array, string | null][] = [
     ["empty", "", "application/json"],
     ["binary", rnd(4096), "application/octet-stream"],
     ["binary-json", rnd(4096), "application/json"],

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { resolve } from "node:path";
+import { capture } from "./harness/capture";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { keysCommand } from "../src/auth/command";
@@ -13,22 +14,6 @@ beforeAll(async () => {
 });
 afterAll(() => db?.drop());
 
-/** Runs a command in-process with stdout and stderr captured. */
-async function capture(fn: () => Promise<number>): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const { stdout, stderr } = process;
-  const [w1, w2] = [stdout.write, stderr.write];
-  stdout.write = ((chunk: string | Uint8Array) => (out.push(String(chunk)), true)) as typeof stdout.write;
-  stderr.write = ((chunk: string | Uint8Array) => (err.push(String(chunk)), true)) as typeof stderr.write;
-  try {
-    const code = await fn();
-    return { code, out: out.join(""), err: err.join("") };
-  } finally {
-    stdout.write = w1;
-    stderr.write = w2;
-  }
-}
 
 const keys = (...args: string[]) => capture(() => keysCommand(db.sql, args));
 const lastLine = (s: string) => s.trimEnd().split("\n").at(-1)!;

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { capture } from "./harness/capture";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { provisionCommand } from "../src/provision/command";
 import { keysCommand } from "../src/auth/command";
@@ -26,22 +27,6 @@ function fileOf(content: unknown): string {
   return path;
 }
 
-/** Runs a command in-process with stdout and stderr captured. */
-async function capture(fn: () => Promise<number>): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const { stdout, stderr } = process;
-  const [w1, w2] = [stdout.write, stderr.write];
-  stdout.write = ((chunk: string | Uint8Array) => (out.push(String(chunk)), true)) as typeof stdout.write;
-  stderr.write = ((chunk: string | Uint8Array) => (err.push(String(chunk)), true)) as typeof stderr.write;
-  try {
-    const code = await fn();
-    return { code, out: out.join(""), err: err.join("") };
-  } finally {
-    stdout.write = w1;
-    stderr.write = w2;
-  }
-}
 
 const provision = (sql: Sql, content: unknown) => capture(() => provisionCommand(sql, [fileOf(content)]));
 const failure = (sql: Sql, content: unknown) =>

@@ -1,0 +1,211 @@
+// The compiled executable, run as an operator runs it: copied alone into an empty directory, with
+// a bare environment, talked to only through processes, exit statuses, stdout/stderr and HTTP.
+// It builds nothing: `make test` builds dist/leadline first; without it the file is skipped.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Subprocess } from "bun";
+import { randomBytes } from "node:crypto";
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { connect } from "../src/db/client";
+import { migrations } from "../src/db/migrations";
+import { databaseUrl } from "./harness/db";
+
+const BUILT = resolve(import.meta.dir, "../dist/leadline");
+const missing = !existsSync(BUILT);
+const adminUrl = process.env.LEADLINE_TEST_ADMIN_URL;
+if (missing) console.warn("test/executable.test.ts: SKIPPED: dist/leadline is missing; run `make build` (or `make test`)");
+else if (!adminUrl) console.warn("test/executable.test.ts: real-PostgreSQL tests SKIPPED: run through `make test` or `bun test/run.ts`");
+
+// Generous for a shared 2-core machine; a first start also runs initdb (4-10 s measured).
+const START_MS = 45_000;
+const STOP_MS = 10_000;
+
+let dir = "";
+let bin = "";
+const children = new Set<Subprocess>();
+
+beforeAll(() => {
+  if (missing) return;
+  dir = mkdtempSync(join(tmpdir(), "leadline-exe-"));
+  bin = join(dir, "leadline");
+  copyFileSync(BUILT, bin);
+  chmodSync(bin, 0o755);
+});
+
+afterAll(() => {
+  for (const child of children) child.kill("SIGKILL");
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** No inherited DATABASE_URL, PORT or node_modules: only what the test names. */
+const bareEnv = (env: Record<string, string>) => ({ PATH: "/usr/bin:/bin", HOME: dir, ...env });
+
+async function run(args: string[], env: Record<string, string> = {}) {
+  const proc = Bun.spawn([bin, ...args], { cwd: dir, env: bareEnv(env), stdout: "pipe", stderr: "pipe" });
+  children.add(proc);
+  const timer = setTimeout(() => proc.kill("SIGKILL"), START_MS);
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(timer);
+  children.delete(proc);
+  return { code, out, err };
+}
+
+interface Serving {
+  pid: number;
+  base: string;
+  /** Every stdout line so far. */
+  lines: string[];
+  /** SIGTERM, then the exit status (null if it had to be killed after STOP_MS). */
+  stop(): Promise<number | null>;
+}
+
+/** `leadline serve` on a port of its choosing (PORT=0), read back from its "listening" log line. */
+async function serve(env: Record<string, string>): Promise<Serving> {
+  const proc = Bun.spawn([bin, "serve"], {
+    cwd: dir,
+    env: bareEnv({ PORT: "0", HOST: "127.0.0.1", ...env }),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  children.add(proc);
+  const stderr = new Response(proc.stderr).text();
+  const lines: string[] = [];
+  let onListening: (port: number) => void = () => {};
+  const listening = new Promise<number>((ok) => (onListening = ok));
+  const reading = (async () => {
+    let buf = "";
+    const decoder = new TextDecoder();
+    for await (const chunk of proc.stdout) {
+      buf += decoder.decode(chunk, { stream: true });
+      for (let i = buf.indexOf("\n"); i !== -1; i = buf.indexOf("\n")) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        lines.push(line);
+        if (line.includes('"msg":"listening"')) onListening(JSON.parse(line).port);
+      }
+    }
+    if (buf) lines.push(buf);
+  })();
+  const port = await Promise.race([
+    listening,
+    proc.exited.then(async (code) => {
+      throw new Error(`serve exited with ${code} before listening: ${await stderr}${lines.join("\n")}`);
+    }),
+    Bun.sleep(START_MS).then(() => {
+      proc.kill("SIGKILL");
+      throw new Error(`serve did not listen within ${START_MS} ms`);
+    }),
+  ]);
+  return {
+    pid: proc.pid,
+    base: `http://127.0.0.1:${port}`,
+    lines,
+    async stop() {
+      proc.kill("SIGTERM");
+      const code = await Promise.race([proc.exited, Bun.sleep(STOP_MS).then(() => null)]);
+      if (code === null) proc.kill("SIGKILL");
+      await reading;
+      children.delete(proc);
+      return code;
+    },
+  };
+}
+
+async function get(url: string, key?: string) {
+  const res = await fetch(url, { headers: key ? { "x-api-key": key } : {} });
+  return { status: res.status, body: await res.text() };
+}
+
+describe.skipIf(missing)("the executable", () => {
+  test("version and --help exit 0", async () => {
+    const version = await run(["version"]);
+    expect(version.code).toBe(0);
+    expect(version.out).toMatch(/^\d+\.\d+\.\d+\S*\n$/);
+    const help = await run(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.out).toContain("usage: leadline");
+  });
+
+  test("an unknown command exits non-zero with exactly one line on stderr", async () => {
+    const r = await run(["frobnicate"]);
+    expect(r.code).not.toBe(0);
+    expect(r.out).toBe("");
+    expect(r.err).toMatch(/^leadline: [^\n]+\n$/);
+  });
+
+  test(
+    "serves on the embedded database, stops on SIGTERM, and a second start sees the first one's data",
+    async () => {
+      const env = { DATA_DIR: "./data" };
+      // A key made by one process (which also creates the database) must authenticate in the next.
+      const created = await run(["keys", "create", "--scopes", "leads:read", "--name", "exe-test", "--json"], env);
+      expect(created.code).toBe(0);
+      const { key } = JSON.parse(created.out) as { key: string };
+
+      const first = await serve(env);
+      expect(await get(`${first.base}/healthz`)).toEqual({ status: 200, body: '{"ok":true}' });
+      expect((await get(`${first.base}/readyz`)).status).toBe(200);
+      expect(await get(`${first.base}/no/such/path`)).toEqual({ status: 404, body: '{"ok":false,"error":"not_found"}' });
+      // 404 not_found (not 401): the key was found, so the lead lookup ran.
+      const lead = await get(`${first.base}/hooks/api_v1.php?r=leads/999999`, key);
+      expect(lead.status).toBe(404);
+      expect(JSON.parse(lead.body)).toMatchObject({ ok: false, error: "not_found" });
+
+      // PGlite is one session: a second process must be refused, never open the directory too.
+      const beside = await run(["keys", "list"], env);
+      expect(beside.code).not.toBe(0);
+      expect(beside.err).toMatch(/^leadline: [^\n]*in use by process \d+[^\n]*\n$/);
+      expect(beside.err).toContain(`process ${first.pid}`);
+
+      const started = Date.now();
+      expect(await first.stop()).toBe(0);
+      expect(Date.now() - started).toBeLessThan(STOP_MS);
+      expect(first.lines.length).toBeGreaterThan(0);
+      for (const line of first.lines) expect(JSON.parse(line)).toHaveProperty("msg");
+
+      const second = await serve(env);
+      expect((await get(`${second.base}/readyz`)).status).toBe(200);
+      expect((await get(`${second.base}/hooks/api_v1.php?r=leads/999999`, key)).status).toBe(404);
+      expect(await second.stop()).toBe(0);
+
+      // The first server recorded the key's use when it stopped; that write survived too.
+      const listed = await run(["keys", "list", "--json"], env);
+      expect(listed.code).toBe(0);
+      const [row] = JSON.parse(listed.out) as { name: string; last_used_at: string | null }[];
+      expect(row).toMatchObject({ name: "exe-test" });
+      expect(row.last_used_at).not.toBeNull();
+    },
+    4 * START_MS,
+  );
+});
+
+describe.skipIf(missing || !adminUrl)("the executable on a real PostgreSQL", () => {
+  test(
+    "two instances started together on an empty database both migrate, serve and stop cleanly",
+    async () => {
+      // An empty database, not a clone of the migrated template: both instances race on migrations.
+      const name = `exe_${randomBytes(6).toString("hex")}`;
+      const admin = connect(adminUrl!, { max: 1, statementTimeoutMs: 0, applicationName: "leadline-test-admin" });
+      await admin`create database ${admin(name)}`;
+      const url = databaseUrl(adminUrl!, name);
+      try {
+        const instances = await Promise.all([serve({ DATABASE_URL: url }), serve({ DATABASE_URL: url })]);
+        for (const s of instances) expect((await get(`${s.base}/readyz`)).status).toBe(200);
+        expect(await Promise.all(instances.map((s) => s.stop()))).toEqual([0, 0]);
+
+        const sql = connect(url, { max: 1, statementTimeoutMs: 0 });
+        try {
+          const rows = await sql<{ version: number }[]>`select version from schema_migrations order by version`;
+          expect(rows.map((r) => r.version)).toEqual(migrations.map((m) => m.version));
+        } finally {
+          await sql.end({ timeout: 5 });
+        }
+      } finally {
+        await admin`drop database if exists ${admin(name)} with (force)`;
+        await admin.end({ timeout: 5 });
+      }
+    },
+    2 * START_MS,
+  );
+});
