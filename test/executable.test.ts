@@ -87,16 +87,19 @@ async function serve(env: Record<string, string>): Promise<Serving> {
     }
     if (buf) lines.push(buf);
   })();
+  let timer: Timer | undefined;
   const port = await Promise.race([
     listening,
     proc.exited.then(async (code) => {
       throw new Error(`serve exited with ${code} before listening: ${await stderr}${lines.join("\n")}`);
     }),
-    Bun.sleep(START_MS).then(() => {
-      proc.kill("SIGKILL");
-      throw new Error(`serve did not listen within ${START_MS} ms`);
+    new Promise<never>((_, fail) => {
+      timer = setTimeout(() => {
+        proc.kill("SIGKILL");
+        fail(new Error(`serve did not listen within ${START_MS} ms`));
+      }, START_MS);
     }),
-  ]);
+  ]).finally(() => clearTimeout(timer));
   return {
     pid: proc.pid,
     base: `http://127.0.0.1:${port}`,

@@ -8,6 +8,8 @@ export interface DbOptions {
   /** Server-side cap on one statement, in ms; 0 disables (migrations, provisioning). */
   statementTimeoutMs: number;
   applicationName?: string;
+  /** A Unix socket to connect through instead of the URL's host and port. */
+  path?: string | null;
 }
 
 /**
@@ -18,6 +20,7 @@ export interface DbOptions {
  */
 export function connect(url: string, opts: DbOptions): Sql {
   return postgres(url, {
+    ...(opts.path ? { path: opts.path } : {}),
     max: opts.max,
     connect_timeout: 2,
     idle_timeout: 60,

@@ -26,8 +26,9 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
   }
   const { startEmbedded } = await import("./embedded");
   const server = await startEmbedded(config.dataDir);
-  // PGlite is a single connection: one client connection, so advisory locks never wait.
-  const sql = connect(server.url, { max: 1, statementTimeoutMs, applicationName: `leadline-${purpose}` });
+  // PGlite is a single connection: one client connection, so advisory locks never wait. It ignores
+  // startup parameters and cannot cancel a running statement, so statement_timeout does not apply.
+  const sql = connect(server.url, { max: 1, path: server.path, statementTimeoutMs, applicationName: `leadline-${purpose}` });
   return {
     sql,
     embedded: true,
