@@ -71,14 +71,26 @@ create table api_keys (
   last_used_at timestamptz
 );
 
--- The shared per-key hourly counter. Unlogged: a crash may reset a window's count, which only
--- errs towards letting a client through, and no WAL flush is paid on every request.
-create unlogged table rate_counters (
+-- The shared per-key hourly counter. Every hit takes the next value of its key's sequence
+-- (`rate_seq_<key id>`, created with the key); the hit's position in the hour is that value minus
+-- the hour's base, stored once per key and hour. nextval() needs no transaction id and writes no
+-- row version, so counting costs almost nothing on the database, and every instance draws from
+-- the same sequence, so they count exactly together.
+create table rate_windows (
   key_id bigint not null,
   hour   bigint not null,                  -- floor(unix seconds / 3600)
-  n      integer not null,
+  base   bigint not null,                  -- the sequence value before the hour's first hit
   primary key (key_id, hour)
 );
+
+create function create_rate_sequence() returns trigger language plpgsql as $$
+begin
+  execute format('create sequence if not exists %I', 'rate_seq_' || new.id);
+  return new;
+end $$;
+
+create trigger api_keys_rate_sequence after insert on api_keys
+  for each row execute function create_rate_sequence();
 
 create table leads (
   id          bigserial primary key,

@@ -41,7 +41,7 @@ test("requests in flight finish, new ones are refused, counters are flushed", as
   await stopping;
   const ids = replies.map((r) => r.body.lead_id);
   expect((await db.sql`select count(*)::int as n from leads where id = any(${ids}::bigint[])`)[0].n).toBe(5);
-  const [row] = await db.sql`select n from rate_counters where key_id = ${id}`;
+  const [row] = await db.sql`select last_value::int as n from ${db.sql(`rate_seq_${id}`)}`;
   expect(row.n).toBe(6);
   const [used] = await db.sql`select last_used_at from api_keys where id = ${id}`;
   expect(used.last_used_at).not.toBeNull();

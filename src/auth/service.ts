@@ -22,39 +22,62 @@ const POSITIVE_TTL_MS = 60_000;
 const NEGATIVE_TTL_MS = 10_000;
 const MAX_ENTRIES = 10_000;
 
+/** Last-use times are written at most this often per key. */
+const LAST_USE_GRAIN_MS = 60_000;
+
 export class KeyStore {
   private cache = new Map<string, { key: ApiKey | null; until: number }>();
   private lastUse = new Map<number, number>();
+  private lastWritten = new Map<number, number>();
+  // The digest of the last plaintext seen: `cached` and `resolve` run back to back for one request.
+  private memo: { plaintext: string; hash: Buffer; id: string } = { plaintext: "", hash: Buffer.alloc(0), id: "" };
 
   constructor(
     private readonly sql: Sql,
     private readonly now: () => number = Date.now,
   ) {}
 
+  private digest(plaintext: string): { hash: Buffer; id: string } {
+    if (this.memo.plaintext !== plaintext) {
+      const hash = hashKey(plaintext);
+      this.memo = { plaintext, hash, id: hash.toString("base64") };
+    }
+    return this.memo;
+  }
+
+  /** From memory alone: the key, null for a key known to be bad, undefined when not cached. */
+  cached(plaintext: string): ApiKey | null | undefined {
+    const hit = this.cache.get(this.digest(plaintext).id);
+    const t = this.now();
+    if (!hit || hit.until <= t) return undefined;
+    if (hit.key) this.used(hit.key.id, t);
+    return hit.key;
+  }
+
   /** The active key for a plaintext, or null for unknown, inactive and revoked keys. */
   async resolve(plaintext: string): Promise<ApiKey | null> {
-    const hash = hashKey(plaintext);
-    const id = hash.toString("base64");
-    const hit = this.cache.get(id);
+    const known = this.cached(plaintext);
+    if (known !== undefined) return known;
+    const { hash, id } = this.digest(plaintext);
+    const row = await findKeyByHash(this.sql, hash);
+    const key =
+      row && sameHash(row.key_hash, hash) && row.active && !row.revoked_at
+        ? { id: row.id, orgId: row.org_id, scopes: new Set(row.scopes), agent: row.agent || null }
+        : null;
     const t = this.now();
-    let key: ApiKey | null;
-    if (hit && hit.until > t) {
-      key = hit.key;
-    } else {
-      const row = await findKeyByHash(this.sql, hash);
-      key =
-        row && sameHash(row.key_hash, hash) && row.active && !row.revoked_at
-          ? { id: row.id, orgId: row.org_id, scopes: new Set(row.scopes), agent: row.agent || null }
-          : null;
-      if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(id, { key, until: t + (key ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) });
-    }
-    if (key) this.lastUse.set(key.id, t);
+    if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(id, { key, until: t + (key ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) });
+    if (key) this.used(key.id, t);
     return key;
+  }
+
+  private used(id: number, t: number): void {
+    if (t - (this.lastWritten.get(id) ?? 0) >= LAST_USE_GRAIN_MS) this.lastUse.set(id, t);
   }
 
   invalidate(): void {
     this.cache.clear();
+    this.memo = { plaintext: "", hash: Buffer.alloc(0), id: "" };
   }
 
   /** Subscribes to key changes; postgres.js re-listens after a reconnect, and we drop the cache then too. */
@@ -68,9 +91,12 @@ export class KeyStore {
 
   /** Writes the coalesced last-use times (called every few seconds and at shutdown). */
   async flushLastUse(): Promise<void> {
+    const t = this.now();
+    for (const [id, at] of this.lastWritten) if (t - at >= LAST_USE_GRAIN_MS) this.lastWritten.delete(id);
     if (this.lastUse.size === 0) return;
     const entries = [...this.lastUse];
     this.lastUse.clear();
+    for (const [id, at] of entries) this.lastWritten.set(id, at);
     try {
       await recordLastUse(
         this.sql,
@@ -78,7 +104,10 @@ export class KeyStore {
         entries.map(([, at]) => new Date(at)),
       );
     } catch (err) {
-      for (const [id, at] of entries) if (!this.lastUse.has(id)) this.lastUse.set(id, at);
+      for (const [id, at] of entries) {
+        this.lastWritten.delete(id);
+        if (!this.lastUse.has(id)) this.lastUse.set(id, at);
+      }
       log.warn("recording key last use failed", errorFields(err));
     }
   }

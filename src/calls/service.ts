@@ -1,6 +1,7 @@
 import type { Sql } from "../db/client";
 import type { ApiKey } from "../auth/service";
 import { AppError } from "../http/errors";
+import { readOne } from "../http/rate-limit";
 import { newestLeadByPhone } from "../leads/scope";
 import { parseCallReport } from "./model";
 import { findDial, insertCall, leadInScope } from "./queries";
@@ -25,7 +26,7 @@ export async function reportCall(
     leadId ??= dial.lead_id;
   }
   if (leadId === null && report.phone.length >= 10) {
-    leadId = (await newestLeadByPhone(sql, key.orgId, report.phone.slice(-10)))?.id ?? null;
+    leadId = (await readOne(newestLeadByPhone(sql, key.orgId, report.phone.slice(-10))))?.id ?? null;
   }
   const callId = await insertCall(sql, key.id, leadId, report);
   return { ok: true, call_id: callId, lead_id: leadId };

@@ -2,6 +2,7 @@ import type { Sql } from "../db/client";
 import type { ApiKey } from "../auth/service";
 import { AppError } from "../http/errors";
 import { digitsOf } from "../http/text";
+import { readOne, type ReadOne } from "../http/rate-limit";
 import { newestLeadByPhone } from "../leads/scope";
 import { claimDial, queueDial, type ClaimedDial } from "./queries";
 
@@ -22,9 +23,10 @@ export async function lookup(
   sql: Sql,
   key: ApiKey,
   phone: unknown,
+  read: ReadOne = readOne,
 ): Promise<{ ok: true; found: true; lead_id: number; name: string } | { ok: true; found: false }> {
   const digits = dialable(phone);
-  const lead = await newestLeadByPhone(sql, key.orgId, digits.slice(-10));
+  const lead = await read(newestLeadByPhone(sql, key.orgId, digits.slice(-10)));
   return lead ? { ok: true, found: true, lead_id: lead.id, name: lead.name } : { ok: true, found: false };
 }
 

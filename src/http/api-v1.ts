@@ -1,8 +1,7 @@
 // /hooks/api_v1.php: query-routed. `r` selects the operation; GET accepts only leads/{id},
 // conversations/{id} and cti/lookup, POST only messages and cti/dial; anything else is 404.
 import { Elysia } from "elysia";
-import { authorize, type Need } from "../auth/guard";
-import type { ApiKey } from "../auth/service";
+import { authorize, refuseFromMemory, type Grant, type Need } from "../auth/guard";
 import { getConversation } from "../conversations/service";
 import { dial, lookup } from "../cti/service";
 import { getLead } from "../leads/service";
@@ -13,29 +12,35 @@ import { rawJson, withDeadline } from "./respond";
 
 export const API_V1_BODY_LIMIT = 64 * 1024;
 
-type Handler = (deps: Deps, key: ApiKey, arg: string, request: Request, body: Body) => Promise<unknown>;
-
 interface Operation {
   need: Need;
-  run: Handler;
+  run(deps: Deps, grant: Grant, arg: string, query: Record<string, string | undefined>, body: Body): Promise<unknown>;
 }
 
-const need = (scope: Need["scope"], agent = false): Need => ({ scope, family: "api_v1", scopeError: "wrong_scope", agent });
+const need = (scope: Need["scope"], extra: Partial<Need> = {}): Need => ({
+  scope,
+  family: "api_v1",
+  scopeError: "wrong_scope",
+  ...extra,
+});
 
 const GET_OPS: Record<string, Operation> = {
-  leads: { need: need("leads:read"), run: (d, k, id) => getLead(d.sql, k, Number(id)) },
+  leads: {
+    need: need("leads:read", { countInRead: true }),
+    run: (d, g, id) => getLead(d.sql, g.key, Number(id), g.read),
+  },
   conversations: {
     need: need("conversations:read"),
-    run: async (d, k, id) => rawJson(await getConversation(d.sql, k, Number(id))),
+    run: async (d, g, id) => rawJson(await getConversation(d.sql, g.key, Number(id))),
   },
   "cti/lookup": {
-    need: need("cti"),
-    run: (d, k, _a, request) => lookup(d.sql, k, new URL(request.url).searchParams.get("phone")),
+    need: need("cti", { countInRead: true }),
+    run: (d, g, _a, query) => lookup(d.sql, g.key, query.phone, g.read),
   },
 };
 
 const POST_OPS: Record<string, Operation> = {
-  "cti/dial": { need: need("cti", true), run: (d, k, _a, _r, body) => dial(d.sql, k, fieldsOrFail(body).phone) },
+  "cti/dial": { need: need("cti", { agent: true }), run: (d, g, _a, _q, body) => dial(d.sql, g.key, fieldsOrFail(body).phone) },
   messages: {
     need: need("messages:write"),
     run: async () => {
@@ -53,8 +58,8 @@ function fieldsOrFail(body: Body): Record<string, unknown> {
 const ROUTE = /^(leads|conversations)\/([0-9]{1,15})$/;
 
 /** The operation and its argument for a method and `r`, or null (404). */
-function route(method: string, r: string | null): { op: Operation; arg: string } | null {
-  if (r === null) return null;
+function route(method: string, r: string | undefined): { op: Operation; arg: string } | null {
+  if (typeof r !== "string") return null;
   if (method === "GET") {
     const m = ROUTE.exec(r);
     if (m) return { op: GET_OPS[m[1]], arg: m[2] };
@@ -64,20 +69,23 @@ function route(method: string, r: string | null): { op: Operation; arg: string }
   return null;
 }
 
+async function handle(deps: Deps, request: Request, query: Record<string, string | undefined>, op: Operation, arg: string) {
+  const body: Body = request.method === "POST" ? await readBody(request, API_V1_BODY_LIMIT) : { kind: "empty" };
+  return withDeadline(
+    (async () => {
+      const grant = await authorize(deps, request, bodyFields(body), op.need);
+      return op.run(deps, grant, arg, query, body);
+    })(),
+  );
+}
+
 export const apiV1Routes = (deps: Deps) =>
   new Elysia({ name: "api_v1" }).all(
     "/hooks/api_v1.php",
-    async ({ request }) => {
-      const url = new URL(request.url);
-      const found = route(request.method, url.searchParams.get("r"));
+    ({ request, query }) => {
+      const found = route(request.method, query.r);
       if (!found) throw new AppError("not_found");
-      const body: Body = request.method === "POST" ? await readBody(request, API_V1_BODY_LIMIT) : { kind: "empty" };
-      return withDeadline(
-        (async () => {
-          const key = await authorize(deps, request, bodyFields(body), found.op.need);
-          return found.op.run(deps, key, found.arg, request, body);
-        })(),
-      );
+      return refuseFromMemory(deps, request, found.op.need) ?? handle(deps, request, query, found.op, found.arg);
     },
     { parse: "none" },
   );

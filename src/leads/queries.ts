@@ -97,11 +97,10 @@ export async function createOrDedupLead(
   });
 }
 
-export async function findLead(sql: Sql, orgId: number | null, leadId: number): Promise<Lead | null> {
-  const [row] = await sql<Lead[]>`
+/** The lead as the contract returns it, if it is in the key's scope (a query, run by a ReadOne). */
+export const leadById = (sql: Sql, orgId: number | null, leadId: number) =>
+  sql<Lead[]>`
     select l.id as lead_id, l.first_name, l.last_name, l.phone, l.email, l.address1, l.city, l.state,
            l.postal_code, l.status, li.campaign_id as campaign
     from ${scopedLeads(sql)}
     where l.id = ${leadId} and ${inTenant(sql, orgId)}`;
-  return row ?? null;
-}

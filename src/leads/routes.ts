@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { authorize } from "../auth/guard";
+import { authorize, refuseFromMemory, type Need } from "../auth/guard";
 import type { Deps } from "../http/deps";
 import { AppError } from "../http/errors";
 import { bodyFields, readBody } from "../http/body";
@@ -8,19 +8,19 @@ import { intakeLead } from "./service";
 
 export const INTAKE_BODY_LIMIT = 64 * 1024;
 
+const NEED: Need = { scope: "leads:write", family: "intake", scopeError: "forbidden" };
+
 export const leadRoutes = (deps: Deps) =>
   new Elysia({ name: "leads" }).post(
     "/hooks/lead_intake.php",
     async ({ request }) => {
+      const refused = refuseFromMemory(deps, request, NEED);
+      if (refused) return refused;
       const body = await readBody(request, INTAKE_BODY_LIMIT);
       const fields = bodyFields(body);
       return withDeadline(
         (async () => {
-          const key = await authorize(deps, request, fields, {
-            scope: "leads:write",
-            family: "intake",
-            scopeError: "forbidden",
-          });
+          const { key } = await authorize(deps, request, fields, NEED);
           if (body.kind === "too_large") throw new AppError("body_too_large", "body over 64 KiB");
           if (body.kind === "malformed") throw new AppError(body.code);
           if (!fields) {

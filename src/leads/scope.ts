@@ -10,15 +10,9 @@ export const scopedLeads = (sql: Sql) =>
 export const inTenant = (sql: Sql, orgId: number | null) => (orgId === null ? sql`true` : sql`c.org_id = ${orgId}`);
 
 /** The newest lead in scope whose stored last-10 digits equal `phone`. */
-export async function newestLeadByPhone(
-  sql: Sql,
-  orgId: number | null,
-  phone: string,
-): Promise<{ id: number; name: string } | null> {
-  const [row] = await sql<{ id: number; name: string }[]>`
+export const newestLeadByPhone = (sql: Sql, orgId: number | null, phone: string) =>
+  sql<{ id: number; name: string }[]>`
     select l.id, trim(l.first_name || ' ' || l.last_name) as name
     from ${scopedLeads(sql)}
     where l.phone = ${phone} and ${inTenant(sql, orgId)}
     order by l.id desc limit 1`;
-  return row ?? null;
-}

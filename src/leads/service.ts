@@ -1,8 +1,9 @@
 import type { Sql } from "../db/client";
 import { AppError } from "../http/errors";
 import type { ApiKey } from "../auth/service";
+import { readOne, type ReadOne } from "../http/rate-limit";
 import { parseLeadInput, type Lead } from "./model";
-import { createOrDedupLead, findLead, resolveList } from "./queries";
+import { createOrDedupLead, leadById, resolveList } from "./queries";
 
 export async function intakeLead(
   sql: Sql,
@@ -18,8 +19,8 @@ export async function intakeLead(
   return { ok: true, lead_id, deduped };
 }
 
-export async function getLead(sql: Sql, key: ApiKey, leadId: number): Promise<{ ok: true; lead: Lead }> {
-  const lead = await findLead(sql, key.orgId, leadId);
+export async function getLead(sql: Sql, key: ApiKey, leadId: number, read: ReadOne = readOne): Promise<{ ok: true; lead: Lead }> {
+  const lead = await read(leadById(sql, key.orgId, leadId));
   if (!lead) throw new AppError("not_found");
   return { ok: true, lead };
 }
