@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { resolve } from "node:path";
-import { capture } from "./harness/capture";
+import { capture, spawnCli as spawnAs } from "./harness/capture";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { keysCommand } from "../src/auth/command";
@@ -20,16 +20,7 @@ const lastLine = (s: string) => s.trimEnd().split("\n").at(-1)!;
 const row = async (id: number) => (await db.sql`select * from api_keys where id = ${id}`)[0];
 
 /** The real executable, so that exit statuses and the one-line stderr are what an operator sees. */
-async function spawnCli(...args: string[]) {
-  const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], {
-    cwd: resolve(import.meta.dir, ".."),
-    env: { ...process.env, DATABASE_URL: db.url, LOG_LEVEL: "error" },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  return { code, out, err };
-}
+const spawnCli = (...args: string[]) => spawnAs(db.url, ...args);
 
 describe("keys create", () => {
   test("prints the key alone on stdout's last line and stores only its hash", async () => {

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { capture } from "./harness/capture";
+import { capture, spawnCli } from "./harness/capture";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { provisionCommand } from "../src/provision/command";
 import { keysCommand } from "../src/auth/command";
@@ -320,16 +320,7 @@ describe("provision FILE", () => {
 
   test("the executable: exit 1 and one stderr line on a bad file; keys on stdout on a good one", async () => {
     const db = await freshDb();
-    const run = async (file: string) => {
-      const proc = Bun.spawn([process.execPath, "src/main.ts", "provision", file], {
-        cwd: resolve(import.meta.dir, ".."),
-        env: { ...process.env, DATABASE_URL: db.url, LOG_LEVEL: "error" },
-        stdout: "pipe",
-        stderr: "pipe",
-      });
-      const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-      return { code, out, err };
-    };
+    const run = (file: string) => spawnCli(db.url, "provision", file);
     const bad = example();
     bad.orgs[0].billing.credit = 1;
     bad.lists[0].id = "101";

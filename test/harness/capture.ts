@@ -14,3 +14,15 @@ export async function capture(fn: () => Promise<number>): Promise<{ code: number
     stderr.write = w2;
   }
 }
+
+/** The CLI as an operator runs it (src/main.ts in a child process), against database `url`. */
+export async function spawnCli(url: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], {
+    cwd: new URL("../..", import.meta.url).pathname,
+    env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: "error" },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { code, out, err };
+}
