@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { call, startApp, type TestApp } from "./harness/app";
 import { makeKey, seedWorld } from "./harness/factory";
+import { localDay } from "../src/kpi/service";
 
 let db: TestDatabase;
 let app: TestApp;
@@ -34,7 +35,7 @@ describe("kpi ingest", () => {
     const r = await ingest(global, { metric_key: "calls.made", value: "12.5" });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ ok: true, upserts: 1 });
-    const today = new Date().toISOString().slice(0, 10);
+    const today = localDay(new Date());
     expect([...(await points("calls.made"))]).toEqual([{ org_id: null, metric_key: "calls.made", day: today, dim_key: "", value: 12.5 }]);
     const [m] = await db.sql`select label, aggregation from kpi_metrics where key = 'calls.made'`;
     expect(m).toEqual({ label: "calls.made", aggregation: "sum" });

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { capture, spawnCli } from "./harness/capture";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { provisionCommand } from "../src/provision/command";

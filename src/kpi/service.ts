@@ -4,6 +4,12 @@ import { AppError } from "../http/errors";
 import { parsePoint, splitBatch, type KpiPoint, type PointError } from "./model";
 import { upsertPoints } from "./queries";
 
+/** The server's current date (its local time zone, as the contract says), as YYYY-MM-DD. */
+export function localDay(now: Date): string {
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
+}
+
 export type KpiResult = { ok: true; upserts: number; errors?: PointError[] };
 
 /** Partial batch processing: valid points are upserted even when siblings fail. */
@@ -17,6 +23,6 @@ export async function ingestKpi(sql: Sql, key: ApiKey, value: unknown, now: Date
     else valid.push(key.orgId === null ? p : { ...p, orgId: key.orgId });
   });
   if (valid.length === 0) throw new AppError("no_valid_points", "no point is valid", { errors });
-  await upsertPoints(sql, valid, now.toISOString().slice(0, 10));
+  await upsertPoints(sql, valid, localDay(now));
   return errors.length ? { ok: true, upserts: valid.length, errors } : { ok: true, upserts: valid.length };
 }
