@@ -79,13 +79,17 @@ async function handle(deps: Deps, request: Request, query: Record<string, string
   );
 }
 
-export const apiV1Routes = (deps: Deps) =>
-  new Elysia({ name: "api_v1" }).all(
-    "/hooks/api_v1.php",
-    ({ request, query }) => {
-      const found = route(request.method, query.r);
-      if (!found) throw new AppError("not_found");
-      return refuseFromMemory(deps, request, found.op.need) ?? handle(deps, request, query, found.op, found.arg);
-    },
-    { parse: "none" },
-  );
+export function apiV1Routes(deps: Deps) {
+  const dispatch = ({ request, query }: { request: Request; query: Record<string, string | undefined> }) => {
+    const found = route(request.method, query.r);
+    if (!found) throw new AppError("not_found");
+    return refuseFromMemory(deps, request, found.op.need) ?? handle(deps, request, query, found.op, found.arg);
+  };
+  // GET and POST registered by name take the router's fast path; `all` answers the other methods.
+  return new Elysia({ name: "api_v1" })
+    .get("/hooks/api_v1.php", dispatch, { parse: "none" })
+    .post("/hooks/api_v1.php", dispatch, { parse: "none" })
+    .all("/hooks/api_v1.php", () => {
+      throw new AppError("not_found");
+    });
+}

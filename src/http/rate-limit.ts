@@ -41,7 +41,8 @@ export class RateLimiter {
   private waiting = new Map<number, Waiter[]>();
   private blind = new Map<number, number>();
   private known = new Map<number, { hour: number; n: number }>();
-  private bases = new Map<number, { hour: number; base: Promise<number> }>();
+  // The hour's base per key: a number once known, the pending write before that.
+  private bases = new Map<number, { hour: number; base: number | Promise<number> }>();
   private inflight: Promise<void> | null = null;
   private blindTimer: ReturnType<typeof setTimeout> | null = null;
 
@@ -86,26 +87,41 @@ export class RateLimiter {
                nextval(format('rate_seq_%s', ${keyId}::bigint)::regclass) as v_, r.*
         from (select) one left join lateral (select true as found_, q.* from (${query}) q) r on true`;
       const { hour_, v_, found_, ...row } = hit;
-      if ((await this.position(keyId, { hour: hour_, v: v_ })) > limit) throw new AppError("rate_limited");
+      const at = this.position(keyId, { hour: hour_, v: v_ });
+      if ((typeof at === "number" ? at : await at) > limit) throw new AppError("rate_limited");
       return found_ ? (row as unknown as T) : null;
     };
   }
 
   /** The hit's position in its hour: its value minus the hour's base, which the first hit sets. */
-  private async position(keyId: number, hit: Hit): Promise<number> {
-    let window = this.bases.get(keyId);
-    if (!window || window.hour !== hit.hour) {
-      // Instances racing at the start of an hour keep the smallest base (least()); one that
-      // cached a larger base a moment earlier undercounts by at most the racing hits.
-      const base = this.sql<{ base: number }[]>`
-        insert into rate_windows (key_id, hour, base) values (${keyId}, ${hit.hour}, ${hit.v - 1})
-        on conflict (key_id, hour) do update set base = least(rate_windows.base, excluded.base)
-        returning base`.then(([row]) => row.base);
-      window = { hour: hit.hour, base };
-      if (!this.bases.has(keyId) || this.bases.get(keyId)!.hour < hit.hour) this.bases.set(keyId, window);
-      base.catch(() => this.bases.get(keyId) === window && this.bases.delete(keyId));
+  private position(keyId: number, hit: Hit): number | Promise<number> {
+    const window = this.bases.get(keyId);
+    if (window?.hour === hit.hour && typeof window.base === "number") return this.learn(keyId, hit, window.base);
+    return this.establish(keyId, hit).then((base) => this.learn(keyId, hit, base));
+  }
+
+  private establish(keyId: number, hit: Hit): Promise<number> {
+    const window = this.bases.get(keyId);
+    if (window?.hour === hit.hour) return Promise.resolve(window.base);
+    // Instances racing at the start of an hour keep the smallest base (least()); one that cached a
+    // larger base a moment earlier undercounts by at most the racing hits.
+    const base = this.sql<{ base: number }[]>`
+      insert into rate_windows (key_id, hour, base) values (${keyId}, ${hit.hour}, ${hit.v - 1})
+      on conflict (key_id, hour) do update set base = least(rate_windows.base, excluded.base)
+      returning base`.then(([row]) => row.base);
+    if (!window || window.hour < hit.hour) {
+      const entry: { hour: number; base: number | Promise<number> } = { hour: hit.hour, base };
+      this.bases.set(keyId, entry);
+      base.then(
+        (b) => (entry.base = b),
+        () => this.bases.get(keyId) === entry && this.bases.delete(keyId),
+      );
     }
-    const n = hit.v - (await window.base);
+    return base;
+  }
+
+  private learn(keyId: number, hit: Hit, base: number): number {
+    const n = hit.v - base;
     const seen = this.known.get(keyId);
     if (!seen || seen.hour < hit.hour || (seen.hour === hit.hour && seen.n < n)) this.known.set(keyId, { hour: hit.hour, n });
     return n;
