@@ -338,3 +338,16 @@ describe("provision FILE", () => {
     expect(applied.err).toStartWith("provisioned: ");
   });
 });
+
+describe("deploy/provision.example.json", () => {
+  test("the example shipped for operators applies, and twice generates its keys once", async () => {
+    const db = await freshDb();
+    const file = join(import.meta.dir, "..", "deploy", "provision.example.json");
+    const first = await capture(() => provisionCommand(db.sql, [file]));
+    expect(first.code).toBe(0);
+    expect(first.out.trim().split("\n").filter((l) => l.startsWith("key ")).length).toBe(2);
+    const again = await capture(() => provisionCommand(db.sql, [file]));
+    expect(again.code).toBe(0);
+    expect(again.out.trim()).toBe("");
+  });
+});
