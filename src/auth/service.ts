@@ -6,7 +6,7 @@
 // revocation takes effect within milliseconds on every instance.
 import type { Sql } from "../db/client";
 import { log, errorFields } from "../log";
-import { hashKey, sameHash, type Scope } from "./keys";
+import { hashKey, sameHash } from "./keys";
 import { findKeyByHash, recordLastUse } from "./queries";
 
 export interface ApiKey {
@@ -112,5 +112,3 @@ export class KeyStore {
     }
   }
 }
-
-export const hasScope = (key: ApiKey, scope: Scope) => key.scopes.has(scope);

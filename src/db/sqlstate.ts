@@ -25,13 +25,6 @@ export function isUnavailable(err: unknown): boolean {
   return code.startsWith("08") || code === "57014" || code.startsWith("57P") || code === "53300";
 }
 
-export const isUniqueViolation = (err: unknown) => (err as { code?: unknown })?.code === "23505";
-export const isForeignKeyViolation = (err: unknown) => (err as { code?: unknown })?.code === "23503";
-export const isRetryable = (err: unknown) => {
-  const code = (err as { code?: unknown })?.code;
-  return code === "40001" || code === "40P01";
-};
-
 /** Turns a database error into the AppError a client should see, or null when it is a bug. */
 export function mapDbError(err: unknown): AppError | null {
   if (err instanceof AppError) return err;

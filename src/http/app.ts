@@ -22,5 +22,3 @@ export function buildApp(deps: Deps) {
     .use(kpiRoutes(deps))
     .use(callRoutes(deps));
 }
-
-export type App = ReturnType<typeof buildApp>;

@@ -45,7 +45,3 @@ export class AppError extends Error {
     return this.extra ? { ...body, ...this.extra } : body;
   }
 }
-
-export const fail = (code: ErrorCode, message?: string, extra?: Record<string, unknown>): never => {
-  throw new AppError(code, message, extra);
-};
