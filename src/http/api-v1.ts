@@ -1,59 +1,53 @@
 // /hooks/api_v1.php: query-routed. `r` selects the operation; GET accepts only leads/{id},
 // conversations/{id} and cti/lookup, POST only messages and cti/dial; anything else is 404.
 import { Elysia } from "elysia";
-import { authorize, refuseFromMemory, type Grant, type Need } from "../auth/guard";
+import type { Grant, Need } from "../auth/guard";
 import { getConversation } from "../conversations/service";
 import { dial, lookup } from "../cti/service";
 import { getLead } from "../leads/service";
-import { bodyFields, readBody, type Body } from "./body";
+import { bodyFields } from "./body";
 import type { Deps } from "./deps";
 import { AppError } from "./errors";
-import { rawJson, withDeadline } from "./respond";
+import { runKeyed, type KeyedSpec, type ReadBody } from "./keyed";
+import { rawJson } from "./respond";
 
-export const API_V1_BODY_LIMIT = 64 * 1024;
+const BODY_LIMIT = 64 * 1024;
 
 interface Operation {
-  need: Need;
-  run(deps: Deps, grant: Grant, arg: string, query: Record<string, string | undefined>, body: Body): Promise<unknown>;
+  spec: KeyedSpec;
+  run(deps: Deps, grant: Grant, arg: string, query: Record<string, string | undefined>, body: ReadBody): Promise<unknown>;
 }
 
-const need = (scope: Need["scope"], extra: Partial<Need> = {}): Need => ({
-  scope,
-  family: "api_v1",
-  scopeError: "wrong_scope",
-  ...extra,
+/** GET operations read no body; POST operations up to 64 KiB. */
+const get = (scope: Need["scope"], extra: Partial<Need> = {}): KeyedSpec => ({
+  need: { scope, family: "api_v1", scopeError: "wrong_scope", ...extra },
 });
+const post = (scope: Need["scope"], extra: Partial<Need> = {}): KeyedSpec => ({ ...get(scope, extra), bodyLimit: BODY_LIMIT });
 
 const GET_OPS: Record<string, Operation> = {
   leads: {
-    need: need("leads:read", { countInRead: true }),
+    spec: get("leads:read", { countInRead: true }),
     run: (d, g, id) => getLead(d.sql, g.key, Number(id), g.read),
   },
   conversations: {
-    need: need("conversations:read"),
+    spec: get("conversations:read"),
     run: async (d, g, id) => rawJson(await getConversation(d.sql, g.key, Number(id))),
   },
   "cti/lookup": {
-    need: need("cti", { countInRead: true }),
+    spec: get("cti", { countInRead: true }),
     run: (d, g, _a, query) => lookup(d.sql, g.key, query.phone, g.read),
   },
 };
 
 const POST_OPS: Record<string, Operation> = {
-  "cti/dial": { need: need("cti", { agent: true }), run: (d, g, _a, _q, body) => dial(d.sql, g.key, fieldsOrFail(body).phone) },
+  "cti/dial": { spec: post("cti", { agent: true }), run: (d, g, _a, _q, body) => dial(d.sql, g.key, bodyFields(body)?.phone) },
   messages: {
-    need: need("messages:write"),
+    spec: post("messages:write"),
     run: async () => {
       throw new AppError("not_implemented", "message sending is not available in this version");
     },
   },
 };
-
-function fieldsOrFail(body: Body): Record<string, unknown> {
-  if (body.kind === "too_large") throw new AppError("body_too_large", "body over 64 KiB");
-  if (body.kind === "malformed") throw new AppError(body.code);
-  return bodyFields(body) ?? {};
-}
 
 const ROUTE = /^(leads|conversations)\/([0-9]{1,15})$/;
 
@@ -69,21 +63,12 @@ function route(method: string, r: string | undefined): { op: Operation; arg: str
   return null;
 }
 
-async function handle(deps: Deps, request: Request, query: Record<string, string | undefined>, op: Operation, arg: string) {
-  const body: Body = request.method === "POST" ? await readBody(request, API_V1_BODY_LIMIT) : { kind: "empty" };
-  return withDeadline(
-    (async () => {
-      const grant = await authorize(deps, request, bodyFields(body), op.need);
-      return op.run(deps, grant, arg, query, body);
-    })(),
-  );
-}
-
 export function apiV1Routes(deps: Deps) {
   const dispatch = ({ request, query }: { request: Request; query: Record<string, string | undefined> }) => {
     const found = route(request.method, query.r);
     if (!found) throw new AppError("not_found");
-    return refuseFromMemory(deps, request, found.op.need) ?? handle(deps, request, query, found.op, found.arg);
+    const { op, arg } = found;
+    return runKeyed(deps, request, op.spec, (grant, body) => op.run(deps, grant, arg, query, body));
   };
   // GET and POST registered by name take the router's fast path; `all` answers the other methods.
   return new Elysia({ name: "api_v1" })

@@ -1,0 +1,39 @@
+// The skeleton every key-authenticated route shares: refuse a key known to be over its limit
+// before anything else, read the body (the key may be in it), then within the deadline authorize,
+// reject a body that could not be read, and run the operation.
+import { authorize, refuseFromMemory, type Grant, type Need } from "../auth/guard";
+import { readBody, bodyFields, type Body } from "./body";
+import type { Deps } from "./deps";
+import { AppError } from "./errors";
+import { withDeadline } from "./respond";
+
+/** A body that was read: what an operation receives. */
+export type ReadBody = Extract<Body, { kind: "empty" | "json" | "form" }>;
+
+export interface KeyedSpec {
+  need: Need;
+  /** Bytes accepted; no limit means the route reads no body (GET). */
+  bodyLimit?: number;
+  jsonOnly?: boolean;
+}
+
+const describe = (bytes: number) => (bytes >= 1024 * 1024 ? `${bytes / (1024 * 1024)} MiB` : `${bytes / 1024} KiB`);
+
+type Operation = (grant: Grant, body: ReadBody) => Promise<unknown>;
+
+/** Synchronous when the refusal comes from memory, so a key hammering past its limit costs no await. */
+export function runKeyed(deps: Deps, request: Request, spec: KeyedSpec, run: Operation): Response | Promise<unknown> {
+  return refuseFromMemory(deps, request, spec.need) ?? readAndRun(deps, request, spec, run);
+}
+
+async function readAndRun(deps: Deps, request: Request, spec: KeyedSpec, run: Operation): Promise<unknown> {
+  const body: Body = spec.bodyLimit ? await readBody(request, spec.bodyLimit, { jsonOnly: spec.jsonOnly }) : { kind: "empty" };
+  return withDeadline(
+    (async () => {
+      const grant = await authorize(deps, request, bodyFields(body), spec.need);
+      if (body.kind === "too_large") throw new AppError("body_too_large", `body over ${describe(spec.bodyLimit!)}`);
+      if (body.kind === "malformed") throw new AppError(body.code);
+      return run(grant, body);
+    })(),
+  );
+}
