@@ -1,6 +1,7 @@
 // Test data written straight to the database (the provisioning file has its own tests).
 import type { Sql } from "../../src/db/client";
-import { generateKey, hashKey, keyPrefix } from "../../src/auth/keys";
+import { insertKey } from "../../src/auth/admin";
+import type { Scope } from "../../src/auth/keys";
 
 export interface World {
   /** org 1 (Acme) with campaign ACME, lists 101 and 102, agent "agent7"; org 2 (Bolt) with BOLT, list 201, agent "agent9". */
@@ -24,13 +25,17 @@ export interface KeySpec {
 }
 
 export async function makeKey(sql: Sql, spec: KeySpec): Promise<{ id: number; key: string }> {
-  const key = generateKey();
-  const [row] = await sql<{ id: number }[]>`
-    insert into api_keys (key_hash, key_prefix, name, org_id, scopes, agent, active, revoked_at)
-    values (${hashKey(key)}, ${keyPrefix(key)}, ${spec.name ?? "test"}, ${spec.org ?? null}, ${spec.scopes},
-            ${spec.agent ?? null}, ${spec.active ?? true}, ${spec.revoked ? new Date() : null})
-    returning id`;
-  return { id: row.id, key };
+  const { id, key } = await sql.begin((tx) =>
+    insertKey(tx, {
+      name: spec.name ?? "test",
+      org_id: spec.org ?? null,
+      scopes: spec.scopes as Scope[],
+      agent: spec.agent ?? null,
+      active: spec.active ?? true,
+    }),
+  );
+  if (spec.revoked) await sql`update api_keys set active = false, revoked_at = now() where id = ${id}`;
+  return { id, key };
 }
 
 export const ALL_SCOPES = ["leads:read", "leads:write", "conversations:read", "messages:write", "cti", "metrics:write", "calls:write"];
