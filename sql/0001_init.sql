@@ -79,7 +79,7 @@ create table api_keys (
 create table rate_windows (
   key_id bigint not null,
   hour   bigint not null,                  -- floor(unix seconds / 3600)
-  base   bigint not null,                  -- the sequence value before the hour's first hit
+  base   bigint not null,                  -- the sequence's last value when the window was opened
   primary key (key_id, hour)
 );
 
