@@ -6,7 +6,7 @@ SRC := $(shell find src sql -type f 2>/dev/null)
 
 install: node_modules/.installed
 
-node_modules/.installed: package.json package-lock.json
+node_modules/.installed: package.json package-lock.json patches/apply.mjs
 	npm ci --no-audit --no-fund
 	@touch $@
 

@@ -34,6 +34,27 @@ const edits = [
       "    chunk = nextWriteTimer = null // leadline patch: stale buffer after close\n" +
       "    socket.removeListener('data', data)",
   },
+  {
+    // The pool keeps its connections in Queues whose shift() only frees the array once it is
+    // empty. Under sustained load the busy queue never empties: every query shifts a connection
+    // and pushes it back, so the array grows by one slot per query, and remove() scans it from
+    // the start (indexOf) on every move. Per-query CPU grows with the number of queries served
+    // since the queue last emptied (measured here: 16 µs → 67 µs over 360,000 queries) and the
+    // memory is never returned. Compact once half the array is spent, and search from the head.
+    file: "node_modules/postgres/src/queue.js",
+    from: "      const index = xs.indexOf(x)\n      return index === -1\n        ? null\n        : (xs.splice(index, 1), x)",
+    to:
+      "      const at = xs.indexOf(x, index) // leadline patch: queue growth\n" +
+      "      return at === -1\n        ? null\n        : (xs.splice(at, 1), x)",
+  },
+  {
+    file: "node_modules/postgres/src/queue.js",
+    from: "      if (index === xs.length) {\n        index = 0\n        xs = []\n      } else {",
+    to:
+      "      if (index === xs.length) {\n        index = 0\n        xs = []\n" +
+      "      } else if (index >= 1024 && index * 2 >= xs.length) { // leadline patch: queue growth\n" +
+      "        xs = xs.slice(index)\n        index = 0\n      } else {",
+  },
 ];
 
 for (const { file, from, to } of edits) {
