@@ -1,5 +1,5 @@
 import type { Sql } from "../db/client";
-import { inTenant, scopedLeads } from "../leads/scope";
+import { inTenant } from "../leads/scope";
 import type { CallReport } from "./model";
 
 export interface ScopedDial {
@@ -16,7 +16,7 @@ export async function findDial(sql: Sql, orgId: number | null, dialId: number): 
 }
 
 export async function leadInScope(sql: Sql, orgId: number | null, leadId: number): Promise<boolean> {
-  const [row] = await sql`select 1 from ${scopedLeads(sql)} where l.id = ${leadId} and ${inTenant(sql, orgId)}`;
+  const [row] = await sql`select 1 from leads l where l.id = ${leadId} and ${inTenant(sql, orgId)}`;
   return row !== undefined;
 }
 

@@ -1,5 +1,5 @@
 import type { Sql } from "../db/client";
-import { inTenant, scopedLeads } from "../leads/scope";
+import { inTenant } from "../leads/scope";
 
 export const PER_SOURCE = 200;
 export const KEPT = 200;
@@ -13,7 +13,7 @@ export async function conversationJson(sql: Sql, orgId: number | null, leadId: n
   const [row] = await sql<{ body: string | null }[]>`
     with lead as (
       select l.id, l.first_name, l.last_name, l.phone, l.status
-      from ${scopedLeads(sql)}
+      from leads l
       where l.id = ${leadId} and ${inTenant(sql, orgId)}
     ), entries as (
       (select m.created_at as at, 1 as src, m.id as sid, json_build_object(

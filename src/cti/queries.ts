@@ -1,5 +1,5 @@
 import type { Sql } from "../db/client";
-import { inTenant, scopedLeads } from "../leads/scope";
+import { inTenant } from "../leads/scope";
 
 /** Queues a dial for the agent, matched to the newest lead in scope with the same last 10 digits. */
 export async function queueDial(
@@ -12,7 +12,7 @@ export async function queueDial(
   const [row] = await sql<{ id: number; lead_id: number | null }[]>`
     insert into dials (agent, key_id, lead_id, phone)
     values (${agent}, ${keyId}, (
-      select l.id from ${scopedLeads(sql)}
+      select l.id from leads l
       where l.phone = ${digits.slice(-10)} and ${inTenant(sql, orgId)}
       order by l.id desc limit 1), ${digits})
     returning id, lead_id`;

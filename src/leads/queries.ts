@@ -1,6 +1,6 @@
 import type { Sql } from "../db/client";
 import type { Lead, LeadInput } from "./model";
-import { inTenant, scopedLeads } from "./scope";
+import { inTenant } from "./scope";
 
 export interface ResolvedList {
   id: number;
@@ -26,7 +26,7 @@ export async function resolveList(
         coalesce(${envInbound}::bigint, (
           select (value #>> '{}')::bigint from settings
           where key = 'COMMS_INBOUND_LIST_ID' and jsonb_typeof(value) = 'number')))
-      and ${inTenant(sql, orgId)}
+      and ${orgId === null ? sql`true` : sql`c.org_id = ${orgId}`}
     order by li.id = ${requested}::bigint desc nulls last
     limit 1`;
   return row ?? null;
@@ -101,6 +101,6 @@ export async function createOrDedupLead(
 export const leadById = (sql: Sql, orgId: number | null, leadId: number) =>
   sql<Lead[]>`
     select l.id as lead_id, l.first_name, l.last_name, l.phone, l.email, l.address1, l.city, l.state,
-           l.postal_code, l.status, li.campaign_id as campaign
-    from ${scopedLeads(sql)}
+           l.postal_code, l.status, l.campaign_id as campaign
+    from leads l
     where l.id = ${leadId} and ${inTenant(sql, orgId)}`;

@@ -1,0 +1,124 @@
+// Each lead carries its campaign and organization (sql/0002), so tenant reads touch one table.
+// These tests move leads, lists and campaigns around and check that every read follows at once,
+// and that the copies cannot be written around the triggers.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { migrate } from "../src/db/migrate";
+import { migrations } from "../src/db/migrations";
+import { testDatabase, type TestDatabase } from "./harness/db";
+import { call, startApp, type TestApp } from "./harness/app";
+import { makeKey, makeLead, seedWorld } from "./harness/factory";
+
+let db: TestDatabase;
+let app: TestApp;
+let acme: string; // org 1
+let bolt: string; // org 2
+let global: string;
+
+beforeAll(async () => {
+  db = await testDatabase();
+  await seedWorld(db.sql);
+  app = await startApp(db.url);
+  const scopes = ["leads:read", "cti", "conversations:read"];
+  acme = (await makeKey(db.sql, { scopes, org: 1, agent: "agent7" })).key;
+  bolt = (await makeKey(db.sql, { scopes, org: 2, agent: "agent9" })).key;
+  global = (await makeKey(db.sql, { scopes, agent: "house1" })).key;
+});
+afterAll(async () => {
+  await app?.stop();
+  await db?.drop();
+});
+
+const getLead = (key: string, id: number) => call(app.base, `/hooks/api_v1.php?r=leads/${id}`, { key });
+const lookup = (key: string, phone: string) => call(app.base, `/hooks/api_v1.php?r=cti/lookup&phone=${phone}`, { key });
+const conversation = (key: string, id: number) => call(app.base, `/hooks/api_v1.php?r=conversations/${id}`, { key });
+
+/** Status of get lead, lookup and conversation for `key`, and the campaign get lead reports. */
+async function seenBy(key: string, id: number, phone: string) {
+  const [lead, found, conv] = await Promise.all([getLead(key, id), lookup(key, phone), conversation(key, id)]);
+  return {
+    lead: lead.status,
+    campaign: lead.body?.lead?.campaign ?? null,
+    lookup: found.body?.found ? found.body.lead_id : null,
+    conversation: conv.status,
+  };
+}
+
+const visible = (id: number, campaign: string) => ({ lead: 200, campaign, lookup: id, conversation: 200 });
+const hidden = { lead: 404, campaign: null, lookup: null, conversation: 404 };
+
+describe("lead placement follows its list, campaign and organization", () => {
+  test("a new lead takes its list's campaign and organization", async () => {
+    const id = await makeLead(db.sql, { list: 102, phone: "5120000101" });
+    const [row] = await db.sql`select campaign_id, org_id from leads where id = ${id}`;
+    expect(row).toEqual({ campaign_id: "ACME", org_id: 1 });
+    expect(await seenBy(acme, id, "5120000101")).toEqual(visible(id, "ACME"));
+    expect(await seenBy(bolt, id, "5120000101")).toEqual(hidden);
+  });
+
+  test("a lead moved to another org's list changes hands at once", async () => {
+    const id = await makeLead(db.sql, { list: 101, phone: "5120000102" });
+    await db.sql`update leads set list_id = 201 where id = ${id}`;
+    expect(await seenBy(acme, id, "5120000102")).toEqual(hidden);
+    expect(await seenBy(bolt, id, "5120000102")).toEqual(visible(id, "BOLT"));
+  });
+
+  test("a list moved to another campaign moves its leads", async () => {
+    await db.sql`insert into lists (id, campaign_id, name) values (103, 'ACME', 'Moving')`;
+    const id = await makeLead(db.sql, { list: 103, phone: "5120000103" });
+    await db.sql`update lists set campaign_id = 'BOLT' where id = 103`;
+    expect(await seenBy(acme, id, "5120000103")).toEqual(hidden);
+    expect(await seenBy(bolt, id, "5120000103")).toEqual(visible(id, "BOLT"));
+  });
+
+  test("a campaign moved to another organization, or to none, moves the leads of all its lists", async () => {
+    await db.sql`insert into campaigns (id, org_id, name) values ('SPLIT', 1, 'Split')`;
+    await db.sql`insert into lists (id, campaign_id, name) values (104, 'SPLIT', 'A'), (105, 'SPLIT', 'B')`;
+    const a = await makeLead(db.sql, { list: 104, phone: "5120000104" });
+    const b = await makeLead(db.sql, { list: 105, phone: "5120000105" });
+    await db.sql`update campaigns set org_id = 2 where id = 'SPLIT'`;
+    expect(await seenBy(acme, a, "5120000104")).toEqual(hidden);
+    expect(await seenBy(bolt, b, "5120000105")).toEqual(visible(b, "SPLIT"));
+    await db.sql`update campaigns set org_id = null where id = 'SPLIT'`;
+    expect(await seenBy(bolt, a, "5120000104")).toEqual(hidden);
+    expect(await seenBy(global, a, "5120000104")).toEqual(visible(a, "SPLIT"));
+  });
+
+  test("the copies cannot be written directly: the trigger derives them again", async () => {
+    const id = await makeLead(db.sql, { list: 201, phone: "5120000106" });
+    await db.sql`update leads set org_id = 1, campaign_id = 'ACME' where id = ${id}`;
+    const [row] = await db.sql`select campaign_id, org_id from leads where id = ${id}`;
+    expect(row).toEqual({ campaign_id: "BOLT", org_id: 2 });
+    expect(await seenBy(acme, id, "5120000106")).toEqual(hidden);
+    const [inserted] = await db.sql<{ id: number }[]>`
+      insert into leads (list_id, phone, org_id, campaign_id) values (201, '5120000107', 1, 'ACME') returning id`;
+    expect(await seenBy(acme, inserted.id, "5120000107")).toEqual(hidden);
+    expect(await seenBy(bolt, inserted.id, "5120000107")).toEqual(visible(inserted.id, "BOLT"));
+  });
+
+  test("a campaign without an organization is seen by platform-global keys only", async () => {
+    const id = await makeLead(db.sql, { list: 900, phone: "5120000108" });
+    expect(await seenBy(acme, id, "5120000108")).toEqual(hidden);
+    expect(await seenBy(global, id, "5120000108")).toEqual(visible(id, "HOUSE"));
+  });
+});
+
+describe("migration 0002 on a database that already has leads", () => {
+  test("fills in every existing lead's campaign and organization", async () => {
+    const old = await testDatabase();
+    try {
+      await old.sql.unsafe("drop schema public cascade; create schema public");
+      await migrate(old.sql, migrations.slice(0, 1));
+      await seedWorld(old.sql);
+      await old.sql`insert into leads (list_id, phone) values (101, '5120000201'), (201, '5120000202'), (900, '5120000203')`;
+      expect(await migrate(old.sql)).toEqual(migrations.slice(1).map((m) => m.name));
+      const rows = await old.sql`select list_id, campaign_id, org_id from leads order by list_id`;
+      expect([...rows]).toEqual([
+        { list_id: 101, campaign_id: "ACME", org_id: 1 },
+        { list_id: 201, campaign_id: "BOLT", org_id: 2 },
+        { list_id: 900, campaign_id: "HOUSE", org_id: null },
+      ]);
+    } finally {
+      await old.drop();
+    }
+  });
+});
