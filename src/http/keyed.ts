@@ -1,7 +1,8 @@
 // The skeleton every key-authenticated route shares: refuse a key known to be over its limit
 // before anything else, read the body (the key may be in it), then within the deadline authorize,
-// reject a body that could not be read, and run the operation.
-import { authorize, refuseFromMemory, type Grant, type Need } from "../auth/guard";
+// reject a body that could not be read, and run the operation. A GET reads no body, so when its
+// header key is cached it is authorized and started in the same turn of the event loop.
+import { authorize, authorizeFromMemory, refuseFromMemory, type Grant, type Need } from "../auth/guard";
 import { readBody, bodyFields, type Body } from "./body";
 import type { Deps } from "./deps";
 import { AppError } from "./errors";
@@ -21,13 +22,22 @@ const describe = (bytes: number) => (bytes >= 1024 * 1024 ? `${bytes / (1024 * 1
 
 type Operation = (grant: Grant, body: ReadBody) => Promise<unknown>;
 
+const EMPTY: ReadBody = { kind: "empty" };
+
 /** Synchronous when the refusal comes from memory, so a key hammering past its limit costs no await. */
 export function runKeyed(deps: Deps, request: Request, spec: KeyedSpec, run: Operation): Response | Promise<unknown> {
-  return refuseFromMemory(deps, request, spec.need) ?? readAndRun(deps, request, spec, run);
+  const refused = refuseFromMemory(deps, request, spec.need);
+  if (refused) return refused;
+  if (!spec.bodyLimit) {
+    // No body to read: a cached key is authorized at once, and the operation starts in this turn.
+    const grant = authorizeFromMemory(deps, request, spec.need);
+    if (grant) return withDeadline(grant instanceof Promise ? grant.then((g) => run(g, EMPTY)) : run(grant, EMPTY));
+  }
+  return readAndRun(deps, request, spec, run);
 }
 
 async function readAndRun(deps: Deps, request: Request, spec: KeyedSpec, run: Operation): Promise<unknown> {
-  const body: Body = spec.bodyLimit ? await readBody(request, spec.bodyLimit, { jsonOnly: spec.jsonOnly }) : { kind: "empty" };
+  const body: Body = spec.bodyLimit ? await readBody(request, spec.bodyLimit, { jsonOnly: spec.jsonOnly }) : EMPTY;
   return withDeadline(
     (async () => {
       const grant = await authorize(deps, request, bodyFields(body), spec.need);

@@ -46,6 +46,8 @@ export class RateLimiter {
   private blind = new Map<number, number>();
   private known = new Map<number, { hour: number; n: number }>();
   private windows = new Map<number, { hour: number; base: number }>();
+  /** Each key's sequence oid, learnt when its first window opens; a key's sequence never changes. */
+  private seqs = new Map<number, number>();
   private opening = new Map<number, Promise<void>>();
   private inflight: Promise<void> | null = null;
   private blindTimer: ReturnType<typeof setTimeout> | null = null;
@@ -87,11 +89,12 @@ export class RateLimiter {
   countedReader(keyId: number, limit: number): ReadOne {
     return async <T extends Row>(query: PendingQuery<T[]>) => {
       await this.ready(keyId);
-      // The read's columns come back beside the hit's: `found_` tells a missing row apart.
+      // The sequence is named by its oid: no name lookup per hit. The read's columns come back
+      // beside the hit's, and `found_` tells a missing row apart.
       const [hit] = await this.sql<({ hour_: number; v_: number; found_: boolean | null } & T)[]>`
-        select floor(extract(epoch from now()) / 3600)::bigint as hour_,
-               nextval(format('rate_seq_%s', ${keyId}::bigint)::regclass) as v_, r.*
-        from (select) one left join lateral (select true as found_, q.* from (${query}) q) r on true`;
+        select floor(date_part('epoch', now()) / 3600)::bigint as hour_,
+               nextval(${this.seqs.get(keyId)!}::oid::regclass) as v_, r.*
+        from (select) one left join (select true as found_, q.* from (${query}) q) r on true`;
       const { hour_, v_, found_, ...row } = hit;
       if (this.position(keyId, { hour: hour_, v: v_ }) > limit) throw new AppError("rate_limited");
       return found_ ? (row as unknown as T) : null;
@@ -111,12 +114,13 @@ export class RateLimiter {
 
   /** The first instance in an hour sets the base; the others read it (the no-op update returns it). */
   private async openWindow(keyId: number): Promise<void> {
-    const [row] = await this.sql<{ hour: number; base: number }[]>`
+    const [row] = await this.sql<{ hour: number; base: number; seq: number }[]>`
       insert into rate_windows (key_id, hour, base)
       values (${keyId}, floor(extract(epoch from now()) / 3600)::bigint,
               coalesce(pg_sequence_last_value(format('rate_seq_%s', ${keyId}::bigint)::regclass), 0))
       on conflict (key_id, hour) do update set base = rate_windows.base
-      returning hour, base`;
+      returning hour, base, format('rate_seq_%s', key_id)::regclass::oid::bigint as seq`;
+    this.seqs.set(keyId, row.seq);
     const known = this.windows.get(keyId);
     if (!known || known.hour < row.hour) this.windows.set(keyId, { hour: row.hour, base: row.base });
   }
