@@ -28,6 +28,10 @@ const env = (name: string, dflt: number) => {
 };
 const DURATION = env("BENCH_DURATION", 6);
 const WARMUP = env("BENCH_WARMUP", 2);
+// Scenarios held to a ratio of baseline (b) alternate with it in this many slices of the run, and
+// report the median of the slices' ratios: the machine's speed drifts between scenarios (other
+// tenants of a shared host), and a baseline measured a minute earlier does not see that drift.
+const ROUNDS = env("BENCH_ROUNDS", 3);
 const CONNS = env("BENCH_CONNECTIONS", 32);
 const THREADS = env("BENCH_THREADS", 2);
 // The baseline's pool mirrors the service's default (src/db/open.ts: max(2, 2 × cores)) unless
@@ -323,6 +327,36 @@ async function expectStatus(url: string, init: RequestInit, status: number, chec
   return null;
 }
 
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/**
+ * Slices of one scenario as one result: counts and CPU summed, latencies the median slice's
+ * (percentiles do not add up), database statistics the last slice's (each slice resets them).
+ */
+function mergeSlices(parts: WrkResult[]): WrkResult {
+  const sum = (f: (r: WrkResult) => number) => parts.reduce((a, r) => a + f(r), 0);
+  const requests = sum((r) => r.requests);
+  const duration = sum((r) => r.duration_us);
+  const byRps = [...parts].sort((a, b) => a.rps - b.rps);
+  const mid = byRps[Math.floor(byRps.length / 2)];
+  const cpu = (k: keyof WrkResult["cpu"]) => sum((r) => r.cpu[k] * r.requests) / Math.max(1, requests);
+  return {
+    ...mid,
+    requests,
+    duration_us: duration,
+    rps: requests / (duration / 1e6),
+    status_errors: sum((r) => r.status_errors),
+    connect_errors: sum((r) => r.connect_errors),
+    read_errors: sum((r) => r.read_errors),
+    write_errors: sum((r) => r.write_errors),
+    timeouts: sum((r) => r.timeouts),
+    cpu: { app: cpu("app"), pg: cpu("pg"), wrk: cpu("wrk"), total: cpu("total") },
+    busy: sum((r) => r.busy * r.duration_us) / duration,
+    foreign: sum((r) => r.foreign * r.duration_us) / duration,
+    db: parts[parts.length - 1].db,
+  };
+}
+
 function socketErrors(r: WrkResult): number {
   return r.connect_errors + r.read_errors + r.write_errors + r.timeouts;
 }
@@ -361,7 +395,7 @@ async function main(): Promise<void> {
   const resultsDir = join(import.meta.dir, "results");
   mkdirSync(resultsDir, { recursive: true });
   const svcCmd = profile
-    ? [BUN, "--cpu-prof-md", `--cpu-prof-dir=${resultsDir}`, `--cpu-prof-name=profile-${Date.now()}.md`, join(root, "src/main.ts"), "serve"]
+    ? [BUN, "--cpu-prof-md", `--cpu-prof-interval=${process.env.BENCH_PROFILE_INTERVAL ?? 1000}`, `--cpu-prof-dir=${resultsDir}`, `--cpu-prof-name=profile-${Date.now()}.md`, join(root, "src/main.ts"), "serve"]
     : [EXE, "serve"];
   if (profile) say("BENCH_PROFILE=1: the service runs from src/ under the CPU profiler");
   const svc = spawnLogged("leadline", svcCmd, {
@@ -592,6 +626,25 @@ async function main(): Promise<void> {
     },
   ];
 
+  /**
+   * The scenario measured in ROUNDS slices, each right after a slice of baseline (b) of the same
+   * length: the slices' ratios, and the scenario's slices merged into one result.
+   */
+  async function pairedRounds(s: Scenario, conns: number): Promise<{ r: WrkResult; ratios: number[] }> {
+    const b = scenarios.find((x) => x.id === "b")!;
+    const seconds = Math.max(1, Math.round(DURATION / ROUNDS));
+    const parts: WrkResult[] = [];
+    const ratios: number[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const base = await wrk(b.url, b.args, seconds, conns, probes[b.url], false);
+      const part = await wrk(s.url, s.args, seconds, conns, probes[s.url]);
+      if (socketErrors(base) || base.status_errors) throw new Error(`baseline slice failed: ${base.status_errors} non-2xx, ${socketErrors(base)} socket errors`);
+      ratios.push(part.rps / base.rps);
+      parts.push(part);
+    }
+    return { r: mergeSlices(parts), ratios };
+  }
+
   const keyUse: Record<string, number> = {};
   const poolSeen = { svc: 0, base: 0 };
   for (const s of scenarios) {
@@ -608,7 +661,10 @@ async function main(): Promise<void> {
     const warm = await wrk(s.url, s.args, WARMUP, conns, probes[s.url], false);
     const state = s.before ? await s.before() : undefined;
     say(`${s.id}: measuring`);
-    const r = await wrk(s.url, s.args, DURATION, conns, probes[s.url]);
+    const paired = s.baseline === "b" && s.target !== undefined && results.b !== undefined;
+    const slices = paired ? await pairedRounds(s, conns) : null;
+    const r = slices ? slices.r : await wrk(s.url, s.args, DURATION, conns, probes[s.url]);
+    if (slices) checks.push(`ratio per slice ${slices.ratios.map(pct).join(" / ")}`);
     results[s.id] = r;
     const [pc] = await sql`
       select count(*) filter (where application_name = 'leadline-serve')::int as svc,
@@ -648,7 +704,7 @@ async function main(): Promise<void> {
     const row: Row = { id: s.id, name: s.name, r, conns, checks, ok };
     if (s.baseline && results[s.baseline]) {
       row.baseline = s.baseline;
-      row.ratio = r.rps / results[s.baseline].rps;
+      row.ratio = slices ? median(slices.ratios) : r.rps / results[s.baseline].rps;
     }
     if (s.target) {
       const t = s.target(r, row.ratio);
