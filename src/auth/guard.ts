@@ -40,16 +40,25 @@ const MAX_KEY_LENGTH = 200;
 
 const permits = (key: ApiKey, need: Need) => key.scopes.has(need.scope) && (!need.agent || key.agent !== null);
 
+/** The header key's cache entry: the key, null for a key known to be bad, undefined when not cached. */
+function cachedKey(deps: Deps, request: Request): ApiKey | null | undefined {
+  const plaintext = presentedKey(request, null);
+  if (!plaintext || plaintext.length > MAX_KEY_LENGTH) return undefined;
+  return deps.keys.cached(plaintext);
+}
+
+/** The key is cached, permitted here, and already over the family's limit this hour. */
+const overFromMemory = (deps: Deps, key: ApiKey | null | undefined, need: Need): boolean =>
+  !!key && permits(key, need) && deps.limiter.overFromMemory(key.id, LIMITS[need.family]);
+
+const tooMany = () => json(new AppError("rate_limited").body(), 429);
+
 /**
  * The 429 for a request whose cached key is already over its family's limit, decided without
  * awaiting anything: a client hammering past its limit costs no database work and no throw.
  */
 export function refuseFromMemory(deps: Deps, request: Request, need: Need): Response | null {
-  const plaintext = presentedKey(request, null);
-  if (!plaintext || plaintext.length > MAX_KEY_LENGTH) return null;
-  const key = deps.keys.cached(plaintext);
-  if (!key || !permits(key, need) || !deps.limiter.overFromMemory(key.id, LIMITS[need.family])) return null;
-  return json(new AppError("rate_limited").body(), 429);
+  return overFromMemory(deps, cachedKey(deps, request), need) ? tooMany() : null;
 }
 
 export async function authorize(
@@ -64,15 +73,15 @@ export async function authorize(
 }
 
 /**
- * `authorize` for a request without a body whose header key is cached: decided without awaiting
- * anything (the hottest reads pay no extra turns of the event loop). Undefined when the key has to
- * be looked up.
+ * Everything `authorize` and `refuseFromMemory` decide, for a request without a body whose header
+ * key is cached, without awaiting anything (the hottest reads pay no extra turns of the event
+ * loop): the grant, or the 429 for a key already over its limit. Undefined when the key has to be
+ * looked up.
  */
-export function authorizeFromMemory(deps: Deps, request: Request, need: Need): Grant | Promise<Grant> | undefined {
-  const plaintext = presentedKey(request, null);
-  if (!plaintext || plaintext.length > MAX_KEY_LENGTH) return undefined;
-  const key = deps.keys.cached(plaintext);
-  return key === undefined ? undefined : admit(deps, key, need);
+export function authorizeFromMemory(deps: Deps, request: Request, need: Need): Grant | Promise<Grant> | Response | undefined {
+  const key = cachedKey(deps, request);
+  if (key === undefined) return undefined;
+  return overFromMemory(deps, key, need) ? tooMany() : admit(deps, key, need);
 }
 
 /** Scope, agent and rate limit for a resolved key (null: unknown, inactive or revoked). */

@@ -26,14 +26,12 @@ const EMPTY: ReadBody = { kind: "empty" };
 
 /** Synchronous when the refusal comes from memory, so a key hammering past its limit costs no await. */
 export function runKeyed(deps: Deps, request: Request, spec: KeyedSpec, run: Operation): Response | Promise<unknown> {
-  const refused = refuseFromMemory(deps, request, spec.need);
-  if (refused) return refused;
-  if (!spec.bodyLimit) {
-    // No body to read: a cached key is authorized at once, and the operation starts in this turn.
-    const grant = authorizeFromMemory(deps, request, spec.need);
-    if (grant) return withDeadline(grant instanceof Promise ? grant.then((g) => run(g, EMPTY)) : run(grant, EMPTY));
-  }
-  return readAndRun(deps, request, spec, run);
+  if (spec.bodyLimit) return refuseFromMemory(deps, request, spec.need) ?? readAndRun(deps, request, spec, run);
+  // No body to read: a cached key is decided at once, and the operation starts in this turn.
+  const grant = authorizeFromMemory(deps, request, spec.need);
+  if (grant === undefined) return readAndRun(deps, request, spec, run);
+  if (grant instanceof Response) return grant;
+  return withDeadline(grant instanceof Promise ? grant.then((g) => run(g, EMPTY)) : run(grant, EMPTY));
 }
 
 async function readAndRun(deps: Deps, request: Request, spec: KeyedSpec, run: Operation): Promise<unknown> {

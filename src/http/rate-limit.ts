@@ -87,18 +87,22 @@ export class RateLimiter {
    * limit and read. Throws rate_limited when the hit is over `limit`; the read is then discarded.
    */
   countedReader(keyId: number, limit: number): ReadOne {
-    return async <T extends Row>(query: PendingQuery<T[]>) => {
-      await this.ready(keyId);
-      // The sequence is named by its oid: no name lookup per hit. The read's columns come back
-      // beside the hit's, and `found_` tells a missing row apart.
-      const [hit] = await this.sql<({ hour_: number; v_: number; found_: boolean | null } & T)[]>`
-        select floor(date_part('epoch', now()) / 3600)::bigint as hour_,
-               nextval(${this.seqs.get(keyId)!}::oid::regclass) as v_, r.*
-        from (select) one left join (select true as found_, q.* from (${query}) q) r on true`;
-      const { hour_, v_, found_, ...row } = hit;
-      if (this.position(keyId, { hour: hour_, v: v_ }) > limit) throw new AppError("rate_limited");
-      return found_ ? (row as unknown as T) : null;
+    return <T extends Row>(query: PendingQuery<T[]>) => {
+      const opening = this.ready(keyId);
+      return opening ? opening.then(() => this.countedRead(keyId, limit, query)) : this.countedRead(keyId, limit, query);
     };
+  }
+
+  private async countedRead<T extends Row>(keyId: number, limit: number, query: PendingQuery<T[]>): Promise<T | null> {
+    // The sequence is named by its oid: no name lookup per hit. The read's columns come back
+    // beside the hit's, and `found_` tells a missing row apart.
+    const [hit] = await this.sql<({ hour_: number; v_: number; found_: boolean | null } & T)[]>`
+      select floor(date_part('epoch', now()) / 3600)::bigint as hour_,
+             nextval(${this.seqs.get(keyId)!}::oid::regclass) as v_, r.*
+      from (select) one left join (select true as found_, q.* from (${query}) q) r on true`;
+    const { hour_, v_, found_, ...row } = hit;
+    if (this.position(keyId, { hour: hour_, v: v_ }) > limit) throw new AppError("rate_limited");
+    return found_ ? (row as unknown as T) : null;
   }
 
   /** Resolves once this instance knows the key's window for the current hour (at once when it does). */
