@@ -102,6 +102,35 @@ describe("lead placement follows its list, campaign and organization", () => {
   });
 });
 
+describe("concurrent reads of many keys share statements, each answered for its own key", () => {
+  test("120 get-lead and lookup requests at once, from three keys of different reach", async () => {
+    // Leads in org 1, org 2 and the org-less HOUSE campaign, with distinct phones.
+    const placed = [
+      { list: 101, phone: "5130000001" },
+      { list: 201, phone: "5130000002" },
+      { list: 900, phone: "5130000003" },
+    ];
+    const ids = await Promise.all(placed.map((p) => makeLead(db.sql, p)));
+    const reach: Record<string, number[]> = { acme: [ids[0]], bolt: [ids[1]], global: ids };
+    const keys: Record<string, string> = { acme, bolt, global };
+    const jobs = Array.from({ length: 120 }, (_, n) => ({ who: ["acme", "bolt", "global"][n % 3], which: Math.floor(n / 3) % 3, kind: n % 2 }));
+    const replies = await Promise.all(
+      jobs.map((j) => (j.kind ? getLead(keys[j.who], ids[j.which]) : lookup(keys[j.who], placed[j.which].phone))),
+    );
+    jobs.forEach((j, n) => {
+      const sees = reach[j.who].includes(ids[j.which]);
+      const r = replies[n];
+      if (j.kind) {
+        expect(r.status).toBe(sees ? 200 : 404);
+        if (sees) expect(r.body.lead.lead_id).toBe(ids[j.which]);
+      } else {
+        expect(r.status).toBe(200);
+        expect(r.body).toEqual(sees ? { ok: true, found: true, lead_id: ids[j.which], name: "" } : { ok: true, found: false });
+      }
+    });
+  });
+});
+
 describe("migration 0002 on a database that already has leads", () => {
   test("fills in every existing lead's campaign and organization", async () => {
     const old = await testDatabase();

@@ -4,7 +4,7 @@
 // these routes read themselves, and each family answers a bad key with its own code.
 import type { Deps } from "../http/deps";
 import { AppError, type ErrorCode } from "../http/errors";
-import { LIMITS, readOne, type Family, type ReadOne } from "../http/rate-limit";
+import { LIMITS, type Counter, type Family } from "../http/rate-limit";
 import { json } from "../http/respond";
 import type { Scope } from "./keys";
 import type { ApiKey } from "./service";
@@ -16,16 +16,16 @@ export interface Need {
   scopeError: Extract<ErrorCode, "forbidden" | "wrong_scope">;
   agent?: boolean;
   /**
-   * The route's one statement is a single-row read that counts the hit itself (see
-   * RateLimiter.countedReader), saving a round trip on the hottest reads.
+   * The route's read draws the hit in its own statement (see Counter), saving a round trip on the
+   * hottest reads.
    */
   countInRead?: boolean;
 }
 
 export interface Grant {
   key: ApiKey;
-  /** How the route runs its single-row read: counted in the same statement, or plainly. */
-  read: ReadOne;
+  /** For `countInRead` routes: the hit their read draws. Other routes' hits are already counted. */
+  counter: Counter | null;
 }
 
 export function presentedKey(request: Request, fields: Record<string, unknown> | null): string | null {
@@ -92,10 +92,11 @@ function admit(deps: Deps, key: ApiKey | null, need: Need): Grant | Promise<Gran
   const limit = LIMITS[need.family];
   if (need.countInRead) {
     if (deps.limiter.overFromMemory(key.id, limit)) throw new AppError("rate_limited");
-    return { key, read: deps.limiter.countedReader(key.id, limit) };
+    const counter = deps.limiter.counter(key.id, limit);
+    return counter instanceof Promise ? counter.then((c) => ({ key, counter: c })) : { key, counter };
   }
   return deps.limiter.allow(key.id, limit).then((ok) => {
     if (!ok) throw new AppError("rate_limited");
-    return { key, read: readOne };
+    return { key, counter: null };
   });
 }

@@ -1,7 +1,6 @@
 import type { Sql } from "../db/client";
 import type { ApiKey } from "../auth/service";
 import { AppError } from "../http/errors";
-import { readOne } from "../http/rate-limit";
 import { newestLeadByPhone } from "../leads/scope";
 import { parseCallReport } from "./model";
 import { findDial, insertCall, leadInScope } from "./queries";
@@ -26,7 +25,8 @@ export async function reportCall(
     leadId ??= dial.lead_id;
   }
   if (leadId === null && report.phone.length >= 10) {
-    leadId = (await readOne(newestLeadByPhone(sql, key.orgId, report.phone.slice(-10))))?.id ?? null;
+    const [match] = await newestLeadByPhone(sql, key.orgId, report.phone.slice(-10));
+    leadId = match?.id ?? null;
   }
   const callId = await insertCall(sql, key.id, leadId, report);
   return { ok: true, call_id: callId, lead_id: leadId };

@@ -1,5 +1,7 @@
 import type { Sql } from "../db/client";
-import { inTenant } from "../leads/scope";
+import { inInputOrder } from "../db/batcher";
+import { hitColumns, type Hit } from "../http/rate-limit";
+import { inRowTenant, inTenant, NO_ORG } from "../leads/scope";
 
 /** Queues a dial for the agent, matched to the newest lead in scope with the same last 10 digits. */
 export async function queueDial(
@@ -17,6 +19,40 @@ export async function queueDial(
       order by l.id desc limit 1), ${digits})
     returning id, lead_id`;
   return row;
+}
+
+export interface LookupRead {
+  /** The Counter's sequence oid. */
+  seq: number;
+  orgId: number | null;
+  /** Last 10 digits. */
+  phone: string;
+}
+
+/** CTI lookup's answer for one read: the hit it drew, and the newest lead in scope, if any. */
+export interface LookupReply {
+  hit: Hit;
+  lead: { id: number; name: string } | null;
+}
+
+/**
+ * CTI lookup for many requests in one statement (src/db/batcher.ts): one row per read, each
+ * drawing its key's hit, with the newest lead in the key's scope whose last 10 digits match.
+ */
+export async function countedLookups(sql: Sql, reads: readonly LookupRead[]): Promise<LookupReply[]> {
+  const rows = await sql<({ i: number; id: number | null; name: string | null } & Hit)[]>`
+    select u.i, ${hitColumns(sql)}, m.id, m.name
+    from unnest(${reads.map((r) => r.seq)}::int8[], ${reads.map((r) => r.orgId ?? NO_ORG)}::int8[],
+                ${reads.map((r) => r.phone)}::text[]) with ordinality as u(seq, org, phone, i)
+    left join lateral (
+      select l.id, trim(l.first_name || ' ' || l.last_name) as name
+      from leads l
+      where l.phone = u.phone and ${inRowTenant(sql)}
+      order by l.id desc limit 1) m on true`;
+  return inInputOrder(rows, reads.length).map((r) => ({
+    hit: { hour_: r.hour_, v_: r.v_ },
+    lead: r.id === null ? null : { id: r.id, name: r.name ?? "" },
+  }));
 }
 
 export interface ClaimedDial {

@@ -2,9 +2,9 @@ import type { Sql } from "../db/client";
 import type { ApiKey } from "../auth/service";
 import { AppError } from "../http/errors";
 import { digitsOf } from "../http/text";
-import { readOne, type ReadOne } from "../http/rate-limit";
-import { newestLeadByPhone } from "../leads/scope";
-import { claimDial, queueDial, type ClaimedDial } from "./queries";
+import { Batcher, HOT_READ_SLOTS } from "../db/batcher";
+import type { Counter } from "../http/rate-limit";
+import { claimDial, countedLookups, queueDial, type ClaimedDial, type LookupRead, type LookupReply } from "./queries";
 
 function dialable(phone: unknown): string {
   const digits = digitsOf(phone);
@@ -19,14 +19,21 @@ export async function dial(sql: Sql, key: ApiKey, phone: unknown): Promise<{ ok:
   return { ok: true, id: row.id, lead_id: row.lead_id };
 }
 
+export type LookupReads = Batcher<LookupRead, LookupReply>;
+
+/** Concurrent CTI lookups, merged into one statement per round trip (see HOT_READ_SLOTS). */
+export const lookupReads = (sql: Sql): LookupReads => new Batcher((reads) => countedLookups(sql, reads), { slots: HOT_READ_SLOTS });
+
+/** CTI lookup: discloses only `found`, `lead_id` and `name`; its read draws the request's hit. */
 export async function lookup(
-  sql: Sql,
+  reads: LookupReads,
   key: ApiKey,
+  counter: Counter,
   phone: unknown,
-  read: ReadOne = readOne,
 ): Promise<{ ok: true; found: true; lead_id: number; name: string } | { ok: true; found: false }> {
   const digits = dialable(phone);
-  const lead = await read(newestLeadByPhone(sql, key.orgId, digits.slice(-10)));
+  const { hit, lead } = await reads.load({ seq: counter.seq, orgId: key.orgId, phone: digits.slice(-10) });
+  counter.admit(hit);
   return lead ? { ok: true, found: true, lead_id: lead.id, name: lead.name } : { ok: true, found: false };
 }
 

@@ -3,8 +3,8 @@
 import { Elysia } from "elysia";
 import type { Grant, Need } from "../auth/guard";
 import { getConversation } from "../conversations/service";
-import { dial, lookup } from "../cti/service";
-import { getLead } from "../leads/service";
+import { dial, lookup, lookupReads, type LookupReads } from "../cti/service";
+import { getLead, leadReads, type LeadReads } from "../leads/service";
 import { bodyFields } from "./body";
 import type { Deps } from "./deps";
 import { AppError } from "./errors";
@@ -13,9 +13,14 @@ import { rawJson } from "./respond";
 
 const BODY_LIMIT = 64 * 1024;
 
+/** What the operations run with: the service's dependencies and this app's batched hot reads. */
+interface Ctx extends Deps {
+  reads: { leads: LeadReads; lookups: LookupReads };
+}
+
 interface Operation {
   spec: KeyedSpec;
-  run(deps: Deps, grant: Grant, arg: string, query: Record<string, string | undefined>, body: ReadBody): Promise<unknown>;
+  run(ctx: Ctx, grant: Grant, arg: string, query: Record<string, string | undefined>, body: ReadBody): Promise<unknown>;
 }
 
 /** GET operations read no body; POST operations up to 64 KiB. */
@@ -27,20 +32,20 @@ const post = (scope: Need["scope"], extra: Partial<Need> = {}): KeyedSpec => ({ 
 const GET_OPS: Record<string, Operation> = {
   leads: {
     spec: get("leads:read", { countInRead: true }),
-    run: (d, g, id) => getLead(d.sql, g.key, Number(id), g.read),
+    run: (c, g, id) => getLead(c.reads.leads, g.key, g.counter!, Number(id)),
   },
   conversations: {
     spec: get("conversations:read"),
-    run: async (d, g, id) => rawJson(await getConversation(d.sql, g.key, Number(id))),
+    run: async (c, g, id) => rawJson(await getConversation(c.sql, g.key, Number(id))),
   },
   "cti/lookup": {
     spec: get("cti", { countInRead: true }),
-    run: (d, g, _a, query) => lookup(d.sql, g.key, query.phone, g.read),
+    run: (c, g, _a, query) => lookup(c.reads.lookups, g.key, g.counter!, query.phone),
   },
 };
 
 const POST_OPS: Record<string, Operation> = {
-  "cti/dial": { spec: post("cti", { agent: true }), run: (d, g, _a, _q, body) => dial(d.sql, g.key, bodyFields(body)?.phone) },
+  "cti/dial": { spec: post("cti", { agent: true }), run: (c, g, _a, _q, body) => dial(c.sql, g.key, bodyFields(body)?.phone) },
   messages: {
     spec: post("messages:write"),
     run: async () => {
@@ -64,11 +69,12 @@ function route(method: string, r: string | undefined): { op: Operation; arg: str
 }
 
 export function apiV1Routes(deps: Deps) {
+  const ctx: Ctx = { ...deps, reads: { leads: leadReads(deps.sql), lookups: lookupReads(deps.sql) } };
   const dispatch = ({ request, query }: { request: Request; query: Record<string, string | undefined> }) => {
     const found = route(request.method, query.r);
     if (!found) throw new AppError("not_found");
     const { op, arg } = found;
-    return runKeyed(deps, request, op.spec, (grant, body) => op.run(deps, grant, arg, query, body));
+    return runKeyed(deps, request, op.spec, (grant, body) => op.run(ctx, grant, arg, query, body));
   };
   // GET and POST registered by name take the router's fast path; `all` answers the other methods.
   return new Elysia({ name: "api_v1" })

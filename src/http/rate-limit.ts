@@ -7,16 +7,16 @@
 // hit of the hour is above the base. Hits still in flight across the hour boundary count in the
 // new hour (a slight overcount, never an undercount).
 // Measured with pgbench on the 2-core bench machine, an upsert of a counter row cost a quarter of
-// the database's throughput on indexed reads, and nextval() nothing measurable: it takes no
-// transaction id and writes no row version. All instances draw from one sequence, so the count is
-// exact across them; the base is written once per key and hour.
+// the database's throughput on indexed reads; nextval() costs 2–4 µs (more the more distinct keys
+// the backends touch), takes a transaction id only once per 32 values, and writes no row version.
+// All instances draw from one sequence, so the count is exact across them; the base is written
+// once per key and hour.
 //
-// The hottest single-row reads (get lead, CTI lookup) take their value in their own statement
-// (countedReader); other routes queue their hits and one statement serves each round of them.
+// The hottest reads (get lead, CTI lookup) draw their value in their own, batched, statement
+// (Counter, hitColumns); other routes queue their hits and one statement serves each round of them.
 // A key already known to be over a family's threshold this hour is refused from memory: the count
 // only grows within a window, so that knowledge cannot be wrong. Its refusals still draw values,
 // in the next round, so they keep exhausting stricter families as the contract says.
-import type { PendingQuery, Row } from "postgres";
 import type { Sql } from "../db/client";
 import { log, errorFields } from "../log";
 import { AppError } from "./errors";
@@ -24,18 +24,37 @@ import { AppError } from "./errors";
 export const LIMITS = { intake: 120, api_v1: 300, kpi: 600, calls: 600 } as const;
 export type Family = keyof typeof LIMITS;
 
-/** Runs a query that returns at most one row. */
-export type ReadOne = <T extends Row>(query: PendingQuery<T[]>) => Promise<T | null>;
+/** The columns a counted read draws its hit in. */
+export interface Hit {
+  hour_: number;
+  v_: number;
+}
 
-export const readOne: ReadOne = async (query) => (await query)[0] ?? null;
+/**
+ * A hit to draw in a read's own statement (the hottest reads, batched by src/db/batcher.ts): the
+ * statement selects `hitColumns` once per read, and the drawn hit is then admitted or refused.
+ */
+export interface Counter {
+  /** The oid of the key's sequence, for `u.seq` in hitColumns. */
+  seq: number;
+  /** Throws rate_limited when the drawn hit is over the limit; the read is then discarded. */
+  admit(hit: Hit): void;
+}
 
-interface Hit {
+/**
+ * Draws one hit per row of the input relation `u`, whose column `seq` holds the key's sequence
+ * oid: named by oid, the sequence needs no lookup by name.
+ */
+export const hitColumns = (sql: Sql) =>
+  sql`floor(date_part('epoch', now()) / 3600)::bigint as hour_, nextval(u.seq::oid::regclass) as v_`;
+
+interface Drawn {
   hour: number;
   v: number;
 }
 
 interface Waiter {
-  resolve(hit: Hit): void;
+  resolve(hit: Drawn): void;
   reject(err: unknown): void;
 }
 
@@ -73,7 +92,7 @@ export class RateLimiter {
   async allow(keyId: number, limit: number): Promise<boolean> {
     if (this.overFromMemory(keyId, limit)) return false;
     await this.ready(keyId);
-    const hit = await new Promise<Hit>((resolve, reject) => {
+    const hit = await new Promise<Drawn>((resolve, reject) => {
       const list = this.waiting.get(keyId);
       if (list) list.push({ resolve, reject });
       else this.waiting.set(keyId, [{ resolve, reject }]);
@@ -83,26 +102,21 @@ export class RateLimiter {
   }
 
   /**
-   * A ReadOne that counts this request's hit in the read's own statement: one round trip for
-   * limit and read. Throws rate_limited when the hit is over `limit`; the read is then discarded.
+   * The Counter for one request of `keyId`: at once when this instance has the key's window for
+   * the hour open, else once it has opened it (every hit of an hour must be drawn after its base).
    */
-  countedReader(keyId: number, limit: number): ReadOne {
-    return <T extends Row>(query: PendingQuery<T[]>) => {
-      const opening = this.ready(keyId);
-      return opening ? opening.then(() => this.countedRead(keyId, limit, query)) : this.countedRead(keyId, limit, query);
-    };
+  counter(keyId: number, limit: number): Counter | Promise<Counter> {
+    const opening = this.ready(keyId);
+    return opening ? opening.then(() => this.counterOf(keyId, limit)) : this.counterOf(keyId, limit);
   }
 
-  private async countedRead<T extends Row>(keyId: number, limit: number, query: PendingQuery<T[]>): Promise<T | null> {
-    // The sequence is named by its oid: no name lookup per hit. The read's columns come back
-    // beside the hit's, and `found_` tells a missing row apart.
-    const [hit] = await this.sql<({ hour_: number; v_: number; found_: boolean | null } & T)[]>`
-      select floor(date_part('epoch', now()) / 3600)::bigint as hour_,
-             nextval(${this.seqs.get(keyId)!}::oid::regclass) as v_, r.*
-      from (select) one left join (select true as found_, q.* from (${query}) q) r on true`;
-    const { hour_, v_, found_, ...row } = hit;
-    if (this.position(keyId, { hour: hour_, v: v_ }) > limit) throw new AppError("rate_limited");
-    return found_ ? (row as unknown as T) : null;
+  private counterOf(keyId: number, limit: number): Counter {
+    return {
+      seq: this.seqs.get(keyId)!,
+      admit: (hit) => {
+        if (this.position(keyId, { hour: hit.hour_, v: hit.v_ }) > limit) throw new AppError("rate_limited");
+      },
+    };
   }
 
   /** Resolves once this instance knows the key's window for the current hour (at once when it does). */
@@ -133,7 +147,7 @@ export class RateLimiter {
    * The hit's position in its hour. A hit drawn in an hour whose window this instance has not
    * opened (the database's clock crossed the hour first) counts as the hour's first.
    */
-  private position(keyId: number, hit: Hit): number {
+  private position(keyId: number, hit: Drawn): number {
     const window = this.windows.get(keyId);
     if (window?.hour !== hit.hour) return 1;
     const n = Math.max(1, hit.v - window.base);
@@ -174,7 +188,7 @@ export class RateLimiter {
         select h.key_id, floor(extract(epoch from now()) / 3600)::bigint as hour,
                nextval(format('rate_seq_%s', h.key_id)::regclass) as v
         from unnest(${ids}::bigint[], ${counts}::int[]) as h(key_id, c), generate_series(1, h.c)`;
-      const byKey = new Map<number, Hit[]>();
+      const byKey = new Map<number, Drawn[]>();
       for (const r of rows) {
         const list = byKey.get(r.key_id);
         if (list) list.push({ hour: r.hour, v: r.v });

@@ -1,6 +1,8 @@
 import type { Sql } from "../db/client";
 import type { Lead, LeadInput } from "./model";
-import { inTenant } from "./scope";
+import { inInputOrder } from "../db/batcher";
+import { hitColumns, type Hit } from "../http/rate-limit";
+import { inRowTenant, NO_ORG } from "./scope";
 
 export interface ResolvedList {
   id: number;
@@ -97,10 +99,35 @@ export async function createOrDedupLead(
   });
 }
 
-/** The lead as the contract returns it, if it is in the key's scope (a query, run by a ReadOne). */
-export const leadById = (sql: Sql, orgId: number | null, leadId: number) =>
-  sql<Lead[]>`
-    select l.id as lead_id, l.first_name, l.last_name, l.phone, l.email, l.address1, l.city, l.state,
+export interface LeadRead {
+  /** The Counter's sequence oid. */
+  seq: number;
+  orgId: number | null;
+  leadId: number;
+}
+
+/** Get lead's answer for one read: the hit it drew, and the lead if it is in the key's scope. */
+export interface LeadReply {
+  hit: Hit;
+  lead: Lead | null;
+}
+
+/**
+ * Get lead for many requests in one statement (src/db/batcher.ts): one row per read, each drawing
+ * its key's hit, with the lead as the contract returns it when it exists in the key's scope.
+ */
+export async function countedLeads(sql: Sql, reads: readonly LeadRead[]): Promise<LeadReply[]> {
+  const rows = await sql<({ i: number } & Hit & Nullable<Lead>)[]>`
+    select u.i, ${hitColumns(sql)},
+           l.id as lead_id, l.first_name, l.last_name, l.phone, l.email, l.address1, l.city, l.state,
            l.postal_code, l.status, l.campaign_id as campaign
-    from leads l
-    where l.id = ${leadId} and ${inTenant(sql, orgId)}`;
+    from unnest(${reads.map((r) => r.seq)}::int8[], ${reads.map((r) => r.orgId ?? NO_ORG)}::int8[],
+                ${reads.map((r) => r.leadId)}::int8[]) with ordinality as u(seq, org, id, i)
+    left join leads l on l.id = u.id and ${inRowTenant(sql)}`;
+  return inInputOrder(rows, reads.length).map(({ i, hour_, v_, ...lead }) => ({
+    hit: { hour_, v_ },
+    lead: lead.lead_id === null ? null : (lead as Lead),
+  }));
+}
+
+type Nullable<T> = { [K in keyof T]: T[K] | null };

@@ -7,6 +7,15 @@ import type { Sql } from "../db/client";
 /** Distinct statement texts for global and tenant keys, so each gets its own plan. */
 export const inTenant = (sql: Sql, orgId: number | null) => (orgId === null ? sql`true` : sql`l.org_id = ${orgId}`);
 
+/**
+ * The same confinement for each row of an input relation `u` (a batched read), whose column `org`
+ * holds the key's organization, or NO_ORG for a platform-global key: postgres.js cannot send nulls
+ * inside an array.
+ */
+export const inRowTenant = (sql: Sql) => sql`(u.org = ${NO_ORG} or l.org_id = u.org)`;
+
+export const NO_ORG = -1;
+
 /** The newest lead in scope whose stored last-10 digits equal `phone`. */
 export const newestLeadByPhone = (sql: Sql, orgId: number | null, phone: string) =>
   sql<{ id: number; name: string }[]>`

@@ -1,9 +1,10 @@
 import type { Sql } from "../db/client";
 import { AppError } from "../http/errors";
 import type { ApiKey } from "../auth/service";
-import { readOne, type ReadOne } from "../http/rate-limit";
+import { Batcher, HOT_READ_SLOTS } from "../db/batcher";
+import type { Counter } from "../http/rate-limit";
 import { parseLeadInput, type Lead } from "./model";
-import { createOrDedupLead, leadById, resolveList } from "./queries";
+import { countedLeads, createOrDedupLead, resolveList, type LeadRead, type LeadReply } from "./queries";
 
 export async function intakeLead(
   sql: Sql,
@@ -19,8 +20,15 @@ export async function intakeLead(
   return { ok: true, lead_id, deduped };
 }
 
-export async function getLead(sql: Sql, key: ApiKey, leadId: number, read: ReadOne = readOne): Promise<{ ok: true; lead: Lead }> {
-  const lead = await read(leadById(sql, key.orgId, leadId));
+export type LeadReads = Batcher<LeadRead, LeadReply>;
+
+/** Concurrent get-lead reads, merged into one statement per round trip (see HOT_READ_SLOTS). */
+export const leadReads = (sql: Sql): LeadReads => new Batcher((reads) => countedLeads(sql, reads), { slots: HOT_READ_SLOTS });
+
+/** Get lead: its read draws the request's hit (`counter`), found or not. */
+export async function getLead(reads: LeadReads, key: ApiKey, counter: Counter, leadId: number): Promise<{ ok: true; lead: Lead }> {
+  const { hit, lead } = await reads.load({ seq: counter.seq, orgId: key.orgId, leadId });
+  counter.admit(hit);
   if (!lead) throw new AppError("not_found");
   return { ok: true, lead };
 }
