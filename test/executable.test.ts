@@ -142,7 +142,7 @@ describe.skipIf(missing)("the executable", () => {
     async () => {
       const env = { DATA_DIR: "./data" };
       // A key made by one process (which also creates the database) must authenticate in the next.
-      const created = await run(["keys", "create", "--scopes", "leads:read", "--name", "exe-test", "--json"], env);
+      const created = await run(["keys", "create", "--scopes", "leads:read,cti", "--name", "exe-test", "--json"], env);
       expect(created.code).toBe(0);
       const { key } = JSON.parse(created.out) as { key: string };
 
@@ -154,6 +154,9 @@ describe.skipIf(missing)("the executable", () => {
       const lead = await get(`${first.base}/hooks/api_v1.php?r=leads/999999`, key);
       expect(lead.status).toBe(404);
       expect(JSON.parse(lead.body)).toMatchObject({ ok: false, error: "not_found" });
+      // Both batched reads run on PGlite.
+      const lookup = await get(`${first.base}/hooks/api_v1.php?r=cti/lookup&phone=5125550100`, key);
+      expect(lookup).toEqual({ status: 200, body: '{"ok":true,"found":false}' });
 
       // PGlite is one session: a second process must be refused, never open the directory too.
       const beside = await run(["keys", "list"], env);
