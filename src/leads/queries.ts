@@ -124,9 +124,25 @@ export async function countedLeads(sql: Sql, reads: readonly LeadRead[]): Promis
     from unnest(${reads.map((r) => r.seq)}::int8[], ${reads.map((r) => r.orgId ?? NO_ORG)}::int8[],
                 ${reads.map((r) => r.leadId)}::int8[]) with ordinality as u(seq, org, id, i)
     left join leads l on l.id = u.id and ${inRowTenant(sql)}`;
-  return inInputOrder(rows, reads.length).map(({ i, hour_, v_, ...lead }) => ({
-    hit: { hour_, v_ },
-    lead: lead.lead_id === null ? null : (lead as Lead),
+  // Field by field: copying the row with a rest pattern showed in profiles (copyDataProperties).
+  return inInputOrder(rows, reads.length).map((r) => ({
+    hit: { hour_: r.hour_, v_: r.v_ },
+    lead:
+      r.lead_id === null
+        ? null
+        : {
+            lead_id: r.lead_id,
+            first_name: r.first_name!,
+            last_name: r.last_name!,
+            phone: r.phone!,
+            email: r.email!,
+            address1: r.address1!,
+            city: r.city!,
+            state: r.state!,
+            postal_code: r.postal_code!,
+            status: r.status!,
+            campaign: r.campaign!,
+          },
   }));
 }
 
