@@ -47,6 +47,29 @@ describe("Batcher", () => {
     expect(await Promise.all([first, second, ...later])).toEqual(["a", "b", "c", "d", "e"]);
   });
 
+  test("with overlapAt, a second statement starts only once that many reads wait", async () => {
+    const { calls, run } = manual<number>();
+    const b = new Batcher(run, { slots: 2, overlapAt: 3 });
+    const first = b.load(1);
+    await tick();
+    const few = [2, 3].map((n) => b.load(n));
+    await tick();
+    expect(calls.map((c) => c.inputs)).toEqual([[1]]);
+    const third = b.load(4);
+    await tick();
+    expect(calls.map((c) => c.inputs)).toEqual([[1], [2, 3, 4]]);
+    // Both out; a read that waits alone goes when one of them is answered and the other is too.
+    const lone = b.load(5);
+    calls[0].resolve(["a"]);
+    await tick();
+    expect(calls.length).toBe(2);
+    calls[1].resolve(["b", "c", "d"]);
+    await tick();
+    expect(calls.map((c) => c.inputs)).toEqual([[1], [2, 3, 4], [5]]);
+    calls[2].resolve(["e"]);
+    expect(await Promise.all([first, ...few, third, lone])).toEqual(["a", "b", "c", "d", "e"]);
+  });
+
   test("no statement carries more than `max` reads", async () => {
     const { calls, run } = manual<number>();
     const b = new Batcher(run, { slots: 3, max: 2 });

@@ -2,7 +2,7 @@ import type { Sql } from "../db/client";
 import type { ApiKey } from "../auth/service";
 import { AppError } from "../http/errors";
 import { digitsOf } from "../http/text";
-import { Batcher, HOT_READ_SLOTS } from "../db/batcher";
+import { Batcher, HOT_READ_OVERLAP, HOT_READ_SLOTS } from "../db/batcher";
 import type { Counter } from "../http/rate-limit";
 import { claimDial, countedLookups, queueDial, type ClaimedDial, type LookupRead, type LookupReply } from "./queries";
 
@@ -22,7 +22,7 @@ export async function dial(sql: Sql, key: ApiKey, phone: unknown): Promise<{ ok:
 export type LookupReads = Batcher<LookupRead, LookupReply>;
 
 /** Concurrent CTI lookups, merged into one statement per round trip (see HOT_READ_SLOTS). */
-export const lookupReads = (sql: Sql): LookupReads => new Batcher((reads) => countedLookups(sql, reads), { slots: HOT_READ_SLOTS });
+export const lookupReads = (sql: Sql): LookupReads => new Batcher((reads) => countedLookups(sql, reads), { slots: HOT_READ_SLOTS, overlapAt: HOT_READ_OVERLAP });
 
 /** CTI lookup: discloses only `found`, `lead_id` and `name`; its read draws the request's hit. */
 export async function lookup(
