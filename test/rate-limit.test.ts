@@ -72,6 +72,20 @@ describe("shared hourly limit", () => {
     expect((await kpi(b, key)).status).toBe(200);
   });
 
+  test("a CTI lookup refused for its phone still counts, and over the limit answers 429 first", async () => {
+    const { id, key } = await makeKey(db.sql, { scopes: ALL_SCOPES, org: 1, agent: "agent7" });
+    const lookup = (phone: string) => call(a.base, `/hooks/api_v1.php?r=cti/lookup&phone=${phone}`, { key });
+    const r = await lookup("12345");
+    expect(r.status).toBe(422);
+    expect(r.body).toMatchObject({ ok: false, error: "bad_phone" });
+    expect((await lookup("5125550199")).status).toBe(200);
+    await a.running.deps.limiter.flush();
+    expect(await drawn(id)).toBe(2);
+    // At the limit: the 301st request is refused for the limit, not for its phone.
+    await db.sql`select setval(format('rate_seq_%s', ${id}::bigint)::regclass, 300 + (select base from rate_windows where key_id = ${id}))`;
+    expect((await lookup("12345")).status).toBe(429);
+  });
+
   test("another key is unaffected", async () => {
     const { key } = await makeKey(db.sql, { scopes: ALL_SCOPES, org: 1 });
     expect((await getLead(a, key)).status).toBe(404);

@@ -31,7 +31,12 @@ export async function lookup(
   counter: Counter,
   phone: unknown,
 ): Promise<{ ok: true; found: true; lead_id: number; name: string } | { ok: true; found: false }> {
-  const digits = dialable(phone);
+  const digits = digitsOf(phone);
+  if (digits.length < 10) {
+    // Refused before it reads, the request still counts (a limit above, bad_phone otherwise).
+    await counter.drawAlone();
+    throw new AppError("bad_phone", "phone must have at least 10 digits");
+  }
   const { hit, lead } = await reads.load({ seq: counter.seq, orgId: key.orgId, phone: digits.slice(-10) });
   counter.admit(hit);
   return lead ? { ok: true, found: true, lead_id: lead.id, name: lead.name } : { ok: true, found: false };

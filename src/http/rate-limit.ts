@@ -39,6 +39,11 @@ export interface Counter {
   seq: number;
   /** Throws rate_limited when the drawn hit is over the limit; the read is then discarded. */
   admit(hit: Hit): void;
+  /**
+   * Draws the hit without a read, for a request refused before it reads (bad input): every
+   * authenticated request counts. Throws rate_limited when the hit is over the limit.
+   */
+  drawAlone(): Promise<void>;
 }
 
 /**
@@ -115,6 +120,9 @@ export class RateLimiter {
       seq: this.seqs.get(keyId)!,
       admit: (hit) => {
         if (this.position(keyId, { hour: hit.hour_, v: hit.v_ }) > limit) throw new AppError("rate_limited");
+      },
+      drawAlone: async () => {
+        if (!(await this.allow(keyId, limit))) throw new AppError("rate_limited");
       },
     };
   }
