@@ -91,7 +91,6 @@ function admit(deps: Deps, key: ApiKey | null, need: Need): Grant | Promise<Gran
   if (need.agent && !key.agent) throw new AppError("no_bound_agent");
   const limit = LIMITS[need.family];
   if (need.countInRead) {
-    if (deps.limiter.overFromMemory(key.id, limit)) throw new AppError("rate_limited");
     const counter = deps.limiter.counter(key.id, limit);
     return counter instanceof Promise ? counter.then((c) => ({ key, counter: c })) : { key, counter };
   }

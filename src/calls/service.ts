@@ -25,8 +25,7 @@ export async function reportCall(
     leadId ??= dial.lead_id;
   }
   if (leadId === null && report.phone.length >= 10) {
-    const [match] = await newestLeadByPhone(sql, key.orgId, report.phone.slice(-10));
-    leadId = match?.id ?? null;
+    leadId = (await newestLeadByPhone(sql, key.orgId, report.phone.slice(-10)))?.id ?? null;
   }
   const callId = await insertCall(sql, key.id, leadId, report);
   return { ok: true, call_id: callId, lead_id: leadId };

@@ -2,7 +2,7 @@ import type { Sql } from "../db/client";
 import type { ApiKey } from "../auth/service";
 import { AppError } from "../http/errors";
 import { digitsOf } from "../http/text";
-import { Batcher, HOT_READ_OVERLAP, HOT_READ_SLOTS } from "../db/batcher";
+import { hotReads, type Batcher } from "../db/batcher";
 import type { Counter } from "../http/rate-limit";
 import { claimDial, countedLookups, queueDial, type ClaimedDial, type LookupRead, type LookupReply } from "./queries";
 
@@ -21,8 +21,8 @@ export async function dial(sql: Sql, key: ApiKey, phone: unknown): Promise<{ ok:
 
 export type LookupReads = Batcher<LookupRead, LookupReply>;
 
-/** Concurrent CTI lookups, merged into one statement per round trip (see HOT_READ_SLOTS). */
-export const lookupReads = (sql: Sql): LookupReads => new Batcher((reads) => countedLookups(sql, reads), { slots: HOT_READ_SLOTS, overlapAt: HOT_READ_OVERLAP });
+/** Concurrent CTI lookups, merged into one statement per round trip. */
+export const lookupReads = (sql: Sql): LookupReads => hotReads((reads) => countedLookups(sql, reads));
 
 /** CTI lookup: discloses only `found`, `lead_id` and `name`; its read draws the request's hit. */
 export async function lookup(
@@ -31,11 +31,13 @@ export async function lookup(
   counter: Counter,
   phone: unknown,
 ): Promise<{ ok: true; found: true; lead_id: number; name: string } | { ok: true; found: false }> {
-  const digits = digitsOf(phone);
-  if (digits.length < 10) {
+  let digits: string;
+  try {
+    digits = dialable(phone);
+  } catch (err) {
     // Refused before it reads, the request still counts (a limit above, bad_phone otherwise).
     await counter.drawAlone();
-    throw new AppError("bad_phone", "phone must have at least 10 digits");
+    throw err;
   }
   const { hit, lead } = await reads.load({ seq: counter.seq, orgId: key.orgId, phone: digits.slice(-10) });
   counter.admit(hit);

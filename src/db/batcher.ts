@@ -6,6 +6,7 @@
 // is busy, new reads wait and go together in the next statement. At low load each read still goes
 // alone and at once; under load each statement carries about (concurrent reads ÷ slots) of them.
 import { AppError } from "../http/errors";
+import { DEADLINE_MS } from "../http/respond";
 
 /**
  * The hot reads' batching. One statement goes whenever none is out; a second overlaps it only once
@@ -15,8 +16,7 @@ import { AppError } from "../http/errors";
  * CPU idle waiting on the statement out; two or four plain slots made batches of 4–7 and every
  * read dearer; two slots overlapping at eight made batches of ~9 and the best throughput.
  */
-export const HOT_READ_SLOTS = 2;
-export const HOT_READ_OVERLAP = 8;
+export const hotReads = <In, Out>(run: (inputs: In[]) => Promise<Out[]>) => new Batcher(run, { slots: 2, overlapAt: 8 });
 
 interface Waiting<In, Out> {
   input: In;
@@ -37,7 +37,7 @@ export interface BatcherOptions {
   /**
    * A statement not answered within this is given up on: its reads fail as `unavailable` and its
    * slot is freed, so that a hung connection cannot hold the batcher after the database is back.
-   * Default: 1 s, the requests' own deadline (src/http/respond.ts).
+   * Default: the requests' own deadline.
    */
   timeoutMs?: number;
 }
@@ -58,7 +58,7 @@ export class Batcher<In, Out> {
   ) {
     this.slots = Math.max(1, options.slots);
     this.max = options.max ?? 256;
-    this.timeoutMs = options.timeoutMs ?? 1000;
+    this.timeoutMs = options.timeoutMs ?? DEADLINE_MS;
     this.overlapAt = options.overlapAt ?? 1;
   }
 

@@ -50,8 +50,10 @@ export interface Counter {
  * Draws one hit per row of the input relation `u`, whose column `seq` holds the key's sequence
  * oid: named by oid, the sequence needs no lookup by name.
  */
-export const hitColumns = (sql: Sql) =>
-  sql`floor(date_part('epoch', now()) / 3600)::bigint as hour_, nextval(u.seq::oid::regclass) as v_`;
+export const hitColumns = (sql: Sql) => sql`${dbHour(sql)} as hour_, nextval(u.seq::oid::regclass) as v_`;
+
+/** The database's current hour since the epoch: the one clock every instance's windows agree on. */
+const dbHour = (sql: Sql) => sql`floor(date_part('epoch', now()) / 3600)::bigint`;
 
 interface Drawn {
   hour: number;
@@ -109,8 +111,10 @@ export class RateLimiter {
   /**
    * The Counter for one request of `keyId`: at once when this instance has the key's window for
    * the hour open, else once it has opened it (every hit of an hour must be drawn after its base).
+   * Throws rate_limited, like allow() answers false, for a key known to be over `limit`.
    */
   counter(keyId: number, limit: number): Counter | Promise<Counter> {
+    if (this.overFromMemory(keyId, limit)) throw new AppError("rate_limited");
     const opening = this.ready(keyId);
     return opening ? opening.then(() => this.counterOf(keyId, limit)) : this.counterOf(keyId, limit);
   }
@@ -141,11 +145,11 @@ export class RateLimiter {
   /** The first instance in an hour sets the base; the others read it (the no-op update returns it). */
   private async openWindow(keyId: number): Promise<void> {
     const [row] = await this.sql<{ hour: number; base: number; seq: number }[]>`
+      with s as (select format('rate_seq_%s', ${keyId}::bigint)::regclass as seq)
       insert into rate_windows (key_id, hour, base)
-      values (${keyId}, floor(extract(epoch from now()) / 3600)::bigint,
-              coalesce(pg_sequence_last_value(format('rate_seq_%s', ${keyId}::bigint)::regclass), 0))
+      select ${keyId}, ${dbHour(this.sql)}, coalesce(pg_sequence_last_value(s.seq), 0) from s
       on conflict (key_id, hour) do update set base = rate_windows.base
-      returning hour, base, format('rate_seq_%s', key_id)::regclass::oid::bigint as seq`;
+      returning hour, base, (select seq::oid::bigint from s) as seq`;
     this.seqs.set(keyId, row.seq);
     const known = this.windows.get(keyId);
     if (!known || known.hour < row.hour) this.windows.set(keyId, { hour: row.hour, base: row.base });
@@ -192,15 +196,17 @@ export class RateLimiter {
     const ids = [...new Set([...waiting.keys(), ...blind.keys()])];
     const counts = ids.map((id) => (waiting.get(id)?.length ?? 0) + (blind.get(id) ?? 0));
     try {
-      const rows = await this.sql<{ key_id: number; hour: number; v: number }[]>`
-        select h.key_id, floor(extract(epoch from now()) / 3600)::bigint as hour,
-               nextval(format('rate_seq_%s', h.key_id)::regclass) as v
-        from unnest(${ids}::bigint[], ${counts}::int[]) as h(key_id, c), generate_series(1, h.c)`;
+      // Every key here has had its window opened (a waiter's by ready(), a blind one's before it
+      // was known to be over), so its sequence oid is known.
+      const rows = await this.sql<({ key_id: number } & Hit)[]>`
+        select u.key_id, ${hitColumns(this.sql)}
+        from unnest(${ids}::bigint[], ${ids.map((id) => this.seqs.get(id)!)}::bigint[], ${counts}::int[]) as u(key_id, seq, c),
+             generate_series(1, u.c)`;
       const byKey = new Map<number, Drawn[]>();
       for (const r of rows) {
         const list = byKey.get(r.key_id);
-        if (list) list.push({ hour: r.hour, v: r.v });
-        else byKey.set(r.key_id, [{ hour: r.hour, v: r.v }]);
+        if (list) list.push({ hour: r.hour_, v: r.v_ });
+        else byKey.set(r.key_id, [{ hour: r.hour_, v: r.v_ }]);
       }
       for (const [id, list] of waiting) {
         const hits = (byKey.get(id) ?? []).sort((a, b) => a.v - b.v);
@@ -214,7 +220,7 @@ export class RateLimiter {
 
   /** Drops windows of past hours. */
   async prune(): Promise<void> {
-    await this.sql`delete from rate_windows where hour < floor(extract(epoch from now()) / 3600)::bigint - 1`;
+    await this.sql`delete from rate_windows where hour < ${dbHour(this.sql)} - 1`;
     const hour = Math.floor(this.now() / HOUR_MS);
     for (const [id, seen] of this.known) if (seen.hour < hour) this.known.delete(id);
     for (const [id, w] of this.windows) if (w.hour < hour) this.windows.delete(id);

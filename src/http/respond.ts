@@ -22,7 +22,7 @@ export function renderError(err: unknown): Response {
 }
 
 /** Requests answer within about a second: a database that is away or stuck becomes a quick 503. */
-const DEADLINE_MS = 1000;
+export const DEADLINE_MS = 1000;
 
 export function withDeadline<T>(work: Promise<T>, ms = DEADLINE_MS): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;

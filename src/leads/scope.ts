@@ -17,9 +17,15 @@ export const inRowTenant = (sql: Sql) => sql`(u.org = ${NO_ORG} or l.org_id = u.
 export const NO_ORG = -1;
 
 /** The newest lead in scope whose stored last-10 digits equal `phone`. */
-export const newestLeadByPhone = (sql: Sql, orgId: number | null, phone: string) =>
-  sql<{ id: number; name: string }[]>`
+export async function newestLeadByPhone(
+  sql: Sql,
+  orgId: number | null,
+  phone: string,
+): Promise<{ id: number; name: string } | null> {
+  const [row] = await sql<{ id: number; name: string }[]>`
     select l.id, trim(l.first_name || ' ' || l.last_name) as name
     from leads l
     where l.phone = ${phone} and ${inTenant(sql, orgId)}
     order by l.id desc limit 1`;
+  return row ?? null;
+}

@@ -1,7 +1,7 @@
 import type { Sql } from "../db/client";
 import { AppError } from "../http/errors";
 import type { ApiKey } from "../auth/service";
-import { Batcher, HOT_READ_OVERLAP, HOT_READ_SLOTS } from "../db/batcher";
+import { hotReads, type Batcher } from "../db/batcher";
 import type { Counter } from "../http/rate-limit";
 import { parseLeadInput, type Lead } from "./model";
 import { countedLeads, createOrDedupLead, resolveList, type LeadRead, type LeadReply } from "./queries";
@@ -22,8 +22,8 @@ export async function intakeLead(
 
 export type LeadReads = Batcher<LeadRead, LeadReply>;
 
-/** Concurrent get-lead reads, merged into one statement per round trip (see HOT_READ_SLOTS). */
-export const leadReads = (sql: Sql): LeadReads => new Batcher((reads) => countedLeads(sql, reads), { slots: HOT_READ_SLOTS, overlapAt: HOT_READ_OVERLAP });
+/** Concurrent get-lead reads, merged into one statement per round trip. */
+export const leadReads = (sql: Sql): LeadReads => hotReads((reads) => countedLeads(sql, reads));
 
 /** Get lead: its read draws the request's hit (`counter`), found or not. */
 export async function getLead(reads: LeadReads, key: ApiKey, counter: Counter, leadId: number): Promise<{ ok: true; lead: Lead }> {
