@@ -1,0 +1,91 @@
+-- Dynamic number insertion: visitors with their first-touch attribution, holds of pool numbers,
+-- the history of every hold (so a call at time T finds who held the number then), browser events,
+-- and the attribution kept with each call. Pools and their numbers are 0001's dni_pools and
+-- dni_numbers; a number removed from a pool is deactivated there, never deleted, so old holds and
+-- calls keep pointing at something real.
+
+-- One row per visitor id per pool (the id lives in a cookie on the customer's site). The UTM,
+-- click, landing and referrer columns are written by the first lease only (first touch); later
+-- leases move last_visit_at, user_agent and ip_hash. ip_hash is SHA-1 of the salt and the address:
+-- raw addresses are never stored.
+create table dni_visitors (
+  id             bigserial primary key,
+  pool_key       text not null references dni_pools (key),
+  visitor        text not null,
+  utm_source     text not null default '',
+  utm_medium     text not null default '',
+  utm_campaign   text not null default '',
+  utm_term       text not null default '',
+  utm_content    text not null default '',
+  gclid          text not null default '',
+  landing        text not null default '',
+  referrer       text not null default '',
+  user_agent     text not null default '',
+  ip_hash        text not null default '',
+  first_visit_at timestamptz not null,
+  last_visit_at  timestamptz not null,
+  unique (pool_key, visitor)
+);
+create index dni_visitors_last_visit on dni_visitors (last_visit_at);
+
+-- Every hold ever made: its id is the hold's identity (dni_holds.hold_id), and expires_at follows
+-- the hold's renewals until another visitor takes the number. Call attribution reads this table,
+-- so a call still finds its visitor after the hold has expired or the number has moved on.
+create sequence dni_hold_ids;
+create table dni_hold_history (
+  id         bigint primary key default nextval('dni_hold_ids'),
+  pool_key   text not null,
+  number     text not null,
+  visitor_id bigint not null references dni_visitors (id),
+  started_at timestamptz not null,
+  expires_at timestamptz not null
+);
+create index dni_hold_history_number on dni_hold_history (number, started_at desc);
+
+-- The current (or last) hold of each number, one row per number across all pools: a number can
+-- move between pools, and keying by number alone keeps it from being held in two pools at once.
+-- A number is free when it has no row or its expires_at has passed; the row of an expired hold is
+-- kept, because its expires_at is the time the number was released, and allocation takes the
+-- least recently released free number first (a recycled number is then the one least likely to
+-- receive a late call meant for its previous visitor). Only two statements write here: allocation
+-- under the pool's advisory lock, which takes a row only while `expires_at <= now`, and renewal,
+-- which touches a row only while `hold_id` is still the renewer's; both are conditional updates
+-- that PostgreSQL re-checks on the row it locks, so neither can overwrite the other's outcome.
+-- (hold_id has no foreign key: the history row is written from this row's RETURNING in the same
+-- statement.)
+create table dni_holds (
+  number     text primary key,
+  pool_key   text not null,
+  hold_id    bigint not null,
+  visitor_id bigint not null,
+  expires_at timestamptz not null
+);
+create index dni_holds_visitor on dni_holds (visitor_id);
+
+-- Browser events (dni.php action=event). Joined to visitors by (pool_key, visitor), so an event
+-- that arrives before its visitor's first lease still counts in the report.
+create table dni_events (
+  id         bigserial primary key,
+  pool_key   text not null,
+  visitor    text not null,
+  kind       text not null check (kind in ('pageview', 'form', 'custom')),
+  name       text not null default '',
+  value      double precision not null default 0,
+  meta       jsonb,
+  created_at timestamptz not null
+);
+create index dni_events_pool_time on dni_events (pool_key, created_at);
+
+-- Attribution kept with a call whose to_number was a pool number: copies, so the call reads the
+-- same however the visitor row changes later. visit_id (0001) is the dni_visitors id.
+alter table calls
+  add column dni_pool     text,
+  add column dni_visitor  text,
+  add column utm_source   text,
+  add column utm_medium   text,
+  add column utm_campaign text,
+  add column utm_term     text,
+  add column utm_content  text,
+  add column gclid        text,
+  add column landing      text;
+create index calls_dni_pool on calls (dni_pool, occurred_at) where dni_pool is not null;

@@ -1,0 +1,265 @@
+// The lease engine: which visitor holds which pool number, answered from memory where that is
+// provably safe, from PostgreSQL otherwise. No HTTP here; routes validate input and call in.
+//
+// ── The cache and why it is correct ──────────────────────────────────────────────────────────
+// Each instance keeps a bounded LRU (DNI_CACHE_SIZE entries, default 100,000; least recently
+// used visitors fall out, so memory stays flat however many distinct visitors come) from
+// (pool, visitor) to the visitor's hold: number, hold id, and `confirmedUntil`, the hold's expiry
+// as this instance knows it to be written in the database (from the statement that allocated or
+// renewed it, or from a write-behind batch it sent).
+//
+// What an instance may answer from memory, and until when: a returning visitor's lease or
+// heartbeat is answered from the entry only while `now < confirmedUntil - margin` (margin: 30 s,
+// or a quarter of the ttl for pools with holds under two minutes). The renewal is then queued and
+// written behind in a batch about once a second; when that batch lands, `confirmedUntil` moves
+// up to the new expiry. At or past the margin, or on a miss, the instance goes to the database.
+//
+// Why no instance can hand out a number another holds:
+//  1. Numbers are handed to new holders only by `allocate`, in a transaction holding the pool's
+//     advisory lock, and only when the number's hold row says `expires_at <= now`, re-checked on
+//     the locked row.
+//  2. A hold's expires_at in the database never decreases while the hold lasts: renewals write
+//     greatest(old, new), and only for the same hold_id (a number taken by someone else has a new
+//     hold_id, so a late renewal of the old hold changes nothing and tells its instance to evict).
+//  3. So while `now < confirmedUntil` (by every instance's clock, which the margin allows to
+//     disagree by up to the margin less the request time), the hold row in the database still
+//     belongs to this visitor and no allocator can take it. Answering from memory inside that
+//     window hands out nothing new: the number is the visitor's in the database at that moment.
+//  4. Past the window the answer comes from the database: a visitor whose hold expired there and
+//     whose number went to someone else meanwhile gets a fresh allocation (or the fallback), never
+//     the number now held by the other visitor, even though its old entry is still in this LRU.
+// What other instances see: only the database. A renewal answered here reaches them within a
+// batch interval; until then they see the previous expiry, which is still in the future (point
+// 3), so they neither allocate the number nor disagree about who holds it. If this instance dies
+// with renewals unwritten, the hold ends at the last written expiry and the visitor's next
+// heartbeat (always due well before that, see dni.js) is answered `not_leased`; the script leases
+// again and the visitor most likely gets the same number back (their own last number comes first).
+// A number removed from its pool stops being renewed by the next batch (which evicts the entry),
+// is never allocated again, and its holder gets a new number on their next lease.
+import { LRUCache } from "lru-cache";
+import type { Sql } from "../db/client";
+import { errorFields, log } from "../log";
+import { leasedAnswer, PoolCache, type LeaseAnswer, type Pool } from "./pools";
+import {
+  allocate, insertEvents, POOL_LOCK_NS, renewByVisitor, renewHolds, touchVisitors, visitAndRenew,
+  type EventRow, type Held, type Renewal, type Visit, type VisitTouch,
+} from "./queries";
+import type { BrowserEvent } from "./rules";
+
+/** Epoch milliseconds; tests pass a clock they set. */
+export interface Clock {
+  now(): number;
+}
+
+export const DEFAULT_CACHE_SIZE = 100_000;
+
+export interface EngineOptions {
+  /** Visitors kept in the LRU (DNI_CACHE_SIZE). */
+  cacheSize?: number;
+  /** A batch is sent at once when this many renewals or events wait (else on the periodic flush). */
+  batchSize?: number;
+  /**
+   * Renewals and events waiting at most: beyond it, renewals take the database path and events
+   * wait for the flush, so a stalled database cannot grow memory without bound.
+   */
+  maxPending?: number;
+}
+
+interface Entry {
+  visitorId: number;
+  number: string;
+  holdId: number;
+  /** The hold's expiry as written in the database, as far as this instance knows (epoch ms). */
+  confirmedUntil: number;
+}
+
+interface PendingRenewal extends Renewal {
+  key: string;
+  touch: VisitTouch | null;
+}
+
+export type HeartbeatAnswer = { ok: true; ttl: number } | { ok: false; error: "not_leased" };
+
+const cacheKey = (pool: string, visitor: string) => `${pool}\n${visitor}`;
+
+export class DniEngine {
+  readonly pools: PoolCache;
+  private readonly cache: LRUCache<string, Entry>;
+  private pending = new Map<string, PendingRenewal>();
+  private events: EventRow[] = [];
+  private flushing: Promise<void> | null = null;
+  /** Per pool, the clock time before which allocation is known to find nothing free. */
+  private exhaustedUntil = new Map<string, number>();
+  private readonly batchSize: number;
+  private readonly maxPending: number;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly clock: Clock,
+    opts: EngineOptions = {},
+  ) {
+    this.cache = new LRUCache({ max: opts.cacheSize ?? DEFAULT_CACHE_SIZE });
+    this.pools = new PoolCache(sql);
+    this.batchSize = opts.batchSize ?? 1000;
+    this.maxPending = opts.maxPending ?? 100_000;
+  }
+
+  /**
+   * A number for the visitor: their own hold renewed (from memory when safe), else a free number,
+   * else the pool's fallback. `visit` is first-touch attribution for a new visitor; for a
+   * returning one only its user agent and address hash are kept (with the visit time).
+   */
+  lease(pool: Pool, visitor: string, visit: Visit): LeaseAnswer | Promise<LeaseAnswer> {
+    const now = this.clock.now();
+    const key = cacheKey(pool.key, visitor);
+    const entry = this.cache.get(key);
+    if (entry && this.fromMemory(pool, entry, now)) {
+      this.queue(key, entry, now + pool.ttlMs, {
+        visitor_id: entry.visitorId, at_ms: now, user_agent: visit.user_agent, ip_hash: visit.ip_hash,
+      });
+      return leasedAnswer(pool, entry.number);
+    }
+    return this.leaseFromDb(pool, visitor, visit, key, now);
+  }
+
+  /** Keeps the visitor's hold alive: `{ok: true, ttl}`, or not_leased without an active hold. */
+  heartbeat(pool: Pool, visitor: string): HeartbeatAnswer | Promise<HeartbeatAnswer> {
+    const now = this.clock.now();
+    const key = cacheKey(pool.key, visitor);
+    const entry = this.cache.get(key);
+    if (entry && this.fromMemory(pool, entry, now)) {
+      this.queue(key, entry, now + pool.ttlMs, null);
+      return { ok: true, ttl: pool.ttlSeconds };
+    }
+    return this.heartbeatFromDb(pool, visitor, key, now);
+  }
+
+  /** Records a browser event; written behind with the next batch. */
+  event(pool: Pool, visitor: string, event: BrowserEvent): void | Promise<void> {
+    this.events.push({ ...event, pool_key: pool.key, visitor, at_ms: this.clock.now() });
+    if (this.events.length >= this.batchSize) {
+      const flushed = this.flush();
+      // Past the bound, the request waits for the batch instead of piling up more.
+      if (this.events.length + this.batchSize > this.maxPending) return flushed;
+    }
+  }
+
+  private fromMemory(pool: Pool, entry: Entry, now: number): boolean {
+    return now < entry.confirmedUntil - pool.marginMs && this.pending.size < this.maxPending;
+  }
+
+  private queue(key: string, entry: Entry, untilMs: number, touch: VisitTouch | null): void {
+    const waiting = this.pending.get(key);
+    if (waiting && waiting.hold_id === entry.holdId) {
+      waiting.until_ms = Math.max(waiting.until_ms, untilMs);
+      if (touch) waiting.touch = touch;
+    } else {
+      this.pending.set(key, { key, hold_id: entry.holdId, number: entry.number, until_ms: untilMs, touch });
+    }
+    if (this.pending.size >= this.batchSize) void this.flush();
+  }
+
+  private remember(key: string, visitorId: number, held: Held): void {
+    this.cache.set(key, {
+      visitorId,
+      number: held.number,
+      holdId: held.hold_id,
+      confirmedUntil: held.expires_at.getTime(),
+    });
+  }
+
+  private async leaseFromDb(pool: Pool, visitor: string, visit: Visit, key: string, now: number): Promise<LeaseAnswer> {
+    const at = new Date(now);
+    const until = new Date(now + pool.ttlMs);
+    // This visit is written now; a queued touch of the same visitor would only be older.
+    const waiting = this.pending.get(key);
+    if (waiting) waiting.touch = null;
+    const { visitor_id, held } = await visitAndRenew(this.sql, pool.key, visitor, visit, at, until);
+    if (held) {
+      this.remember(key, visitor_id, held);
+      return leasedAnswer(pool, held.number);
+    }
+    this.cache.delete(key);
+    if ((this.exhaustedUntil.get(pool.key) ?? 0) > now) return pool.fallbackAnswer;
+    // `raced` means a renewal landed on the picked number between the pick and its row lock; the
+    // next pick sees it. Bounded, though every retry is itself a sign of progress elsewhere.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const got = await this.sql.begin(async (tx) => {
+        // The lock is awaited before the allocation is sent. Pipelined behind it, the allocation
+        // was seen to pick numbers another instance had just allocated (its snapshot predated the
+        // lock's grant; the row re-check then refused the insert and every pick had to be retried).
+        await tx`select pg_advisory_xact_lock(${POOL_LOCK_NS}, hashtext(${pool.key}))`;
+        return allocate(tx, pool.key, visitor_id, at, until);
+      });
+      if (got.kind === "held") {
+        this.remember(key, visitor_id, got.held);
+        return leasedAnswer(pool, got.held.number);
+      }
+      if (got.kind === "exhausted") {
+        // Nothing frees a number before some hold expires, except provisioning new numbers; a
+        // second of remembering spares the lock a stampede of fallback visitors.
+        this.exhaustedUntil.set(pool.key, now + 1000);
+        return pool.fallbackAnswer;
+      }
+    }
+    log.warn("dni allocation kept racing renewals; answering the fallback", { pool: pool.key });
+    return pool.fallbackAnswer;
+  }
+
+  private async heartbeatFromDb(pool: Pool, visitor: string, key: string, now: number): Promise<HeartbeatAnswer> {
+    const held = await renewByVisitor(this.sql, pool.key, visitor, new Date(now), new Date(now + pool.ttlMs));
+    if (!held) {
+      this.cache.delete(key);
+      return { ok: false, error: "not_leased" };
+    }
+    this.remember(key, held.visitor_id, held);
+    return { ok: true, ttl: pool.ttlSeconds };
+  }
+
+  /** Writes the waiting renewals, visits and events; one call at a time, callers share a run. */
+  flush(): Promise<void> {
+    if (this.flushing) return this.flushing.then(() => (this.pending.size || this.events.length ? this.flush() : undefined));
+    if (this.pending.size === 0 && this.events.length === 0) return Promise.resolve();
+    this.flushing = this.writeBatch().finally(() => {
+      this.flushing = null;
+    });
+    return this.flushing;
+  }
+
+  private async writeBatch(): Promise<void> {
+    const renewals = [...this.pending.values()];
+    const events = this.events;
+    this.pending = new Map();
+    this.events = [];
+    const touches = renewals.flatMap((r) => (r.touch ? [r.touch] : []));
+    const [holds, visits, written] = await Promise.allSettled([
+      renewHolds(this.sql, renewals),
+      touchVisitors(this.sql, touches),
+      insertEvents(this.sql, events),
+    ]);
+    if (holds.status === "fulfilled") {
+      const extended = new Map(holds.value.map((h) => [h.hold_id, h.expires_at.getTime()]));
+      for (const r of renewals) {
+        const entry = this.cache.peek(r.key);
+        if (!entry || entry.holdId !== r.hold_id) continue;
+        const until = extended.get(r.hold_id);
+        if (until === undefined) this.cache.delete(r.key);
+        else entry.confirmedUntil = Math.max(entry.confirmedUntil, until);
+      }
+    } else {
+      // Put back what no newer renewal replaced; entries age out of the memory window meanwhile.
+      log.warn("dni renewal batch failed", errorFields(holds.reason));
+      for (const r of renewals) if (!this.pending.has(r.key)) this.pending.set(r.key, { ...r, touch: null });
+    }
+    if (visits.status === "rejected") log.warn("dni visit batch failed", errorFields(visits.reason));
+    if (written.status === "rejected") {
+      log.warn("dni event batch failed", errorFields(written.reason));
+      if (this.events.length + events.length <= this.maxPending) this.events.unshift(...events);
+    }
+  }
+
+  /** Entries in the LRU (for the benchmark and tests of the bound). */
+  get cachedVisitors(): number {
+    return this.cache.size;
+  }
+}

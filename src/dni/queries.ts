@@ -1,0 +1,228 @@
+// The statements of the lease engine. Times are the engine clock's, passed in (epoch ms or Date),
+// never the database's now(): expiry is a rule of the engine and tests set its clock.
+//
+// Lock order, to keep concurrent statements from deadlocking (instances flush overlapping batches
+// when visitors alternate between them): a statement locks visitor rows before hold rows, several
+// of either kind in key order, and a history row only while holding its hold row (a history row is
+// written only by whoever has just written its hold).
+import type postgres from "postgres";
+import type { Sql } from "../db/client";
+import type { Attribution, BrowserEvent } from "./rules";
+
+export interface PoolRow {
+  key: string;
+  org_id: number | null;
+  fallback: string;
+  placeholder: string;
+  ttl_seconds: number;
+}
+
+export async function findPool(sql: Sql, key: string): Promise<PoolRow | null> {
+  const [row] = await sql<PoolRow[]>`
+    select key, org_id, fallback, placeholder, ttl_seconds from dni_pools where key = ${key}`;
+  return row ?? null;
+}
+
+export interface Held {
+  number: string;
+  hold_id: number;
+  expires_at: Date;
+}
+
+export interface Visit extends Attribution {
+  user_agent: string;
+  ip_hash: string;
+}
+
+/**
+ * A lease that missed the cache: records the visit (first touch on insert; visit time, user agent
+ * and address hash on update) and renews the visitor's active hold, if any, in one statement.
+ * The renewal re-checks the hold on the row it locks, so it cannot extend a hold that another
+ * visitor took a moment ago.
+ */
+export async function visitAndRenew(
+  sql: Sql,
+  pool: string,
+  visitor: string,
+  visit: Visit,
+  now: Date,
+  until: Date,
+): Promise<{ visitor_id: number; held: Held | null }> {
+  const [row] = await sql<({ visitor_id: number } & { [K in keyof Held]: Held[K] | null })[]>`
+    with v as (
+      insert into dni_visitors ${sql({ pool_key: pool, visitor, ...visit, first_visit_at: now, last_visit_at: now })}
+      on conflict (pool_key, visitor) do update set
+        last_visit_at = greatest(dni_visitors.last_visit_at, excluded.last_visit_at),
+        user_agent = excluded.user_agent, ip_hash = excluded.ip_hash
+      returning id
+    ), cur as (
+      select h.number, h.hold_id
+      from v join dni_holds h on h.visitor_id = v.id
+      join dni_numbers n on n.number = h.number and n.pool_key = ${pool} and n.active
+      where h.pool_key = ${pool} and h.expires_at > ${now}
+      order by h.expires_at desc limit 1
+    ), r as (
+      update dni_holds h set expires_at = greatest(h.expires_at, ${until})
+      from cur where h.number = cur.number and h.hold_id = cur.hold_id and h.expires_at > ${now}
+      returning h.number, h.hold_id, h.expires_at
+    ), hh as (
+      update dni_hold_history x set expires_at = r.expires_at from r where x.id = r.hold_id
+    )
+    select v.id as visitor_id, r.number, r.hold_id, r.expires_at from v left join r on true`;
+  return {
+    visitor_id: row.visitor_id,
+    held: row.number === null ? null : { number: row.number, hold_id: row.hold_id!, expires_at: row.expires_at! },
+  };
+}
+
+/** A heartbeat that missed the cache: renews the visitor's active hold on an active number. */
+export async function renewByVisitor(
+  sql: Sql,
+  pool: string,
+  visitor: string,
+  now: Date,
+  until: Date,
+): Promise<(Held & { visitor_id: number }) | null> {
+  const [row] = await sql<(Held & { visitor_id: number })[]>`
+    with cur as (
+      select h.number, h.hold_id, v.id as visitor_id
+      from dni_visitors v join dni_holds h on h.visitor_id = v.id and h.pool_key = v.pool_key
+      join dni_numbers n on n.number = h.number and n.pool_key = v.pool_key and n.active
+      where v.pool_key = ${pool} and v.visitor = ${visitor} and h.expires_at > ${now}
+      order by h.expires_at desc limit 1
+    ), r as (
+      update dni_holds h set expires_at = greatest(h.expires_at, ${until})
+      from cur where h.number = cur.number and h.hold_id = cur.hold_id and h.expires_at > ${now}
+      returning h.number, h.hold_id, h.expires_at
+    ), hh as (
+      update dni_hold_history x set expires_at = r.expires_at from r where x.id = r.hold_id
+    )
+    select r.number, r.hold_id, r.expires_at, cur.visitor_id from r join cur on true`;
+  return row ?? null;
+}
+
+/** Distinct advisory-lock namespace (first key of the two-key form) for pool allocation. */
+export const POOL_LOCK_NS = 727_005;
+
+export type Allocation = { kind: "held"; held: Held } | { kind: "exhausted" } | { kind: "raced" };
+
+/**
+ * Gives the visitor a number, inside a transaction that holds the pool's advisory lock (so
+ * allocators of one pool never pick the same free number): the visitor's own last number when
+ * nobody has taken it since (its hold, and its span in the history, simply go on), else the least
+ * recently released free active number (never-held numbers first). A free number is one whose
+ * hold expired by `now`, as re-checked on the locked row: a renewal that landed meanwhile (a
+ * write-behind batch of another instance) makes the insert a no-op and the caller picks again.
+ */
+export async function allocate(
+  tx: postgres.TransactionSql<{ bigint: number }>,
+  pool: string,
+  visitorId: number,
+  now: Date,
+  until: Date,
+): Promise<Allocation> {
+  const [row] = await tx<{ picked: string | null; number: string | null; hold_id: number | null; expires_at: Date | null }[]>`
+    with pick as (
+      select n.number, h.hold_id as old_hold, coalesce(h.visitor_id = ${visitorId}, false) as mine
+      from dni_numbers n left join dni_holds h on h.number = n.number
+      where n.pool_key = ${pool} and n.active
+        and (h.number is null or h.expires_at <= ${now} or h.visitor_id = ${visitorId})
+      order by coalesce(h.visitor_id = ${visitorId}, false) desc, h.expires_at asc nulls first, n.number
+      limit 1
+    ), up as (
+      insert into dni_holds (number, pool_key, hold_id, visitor_id, expires_at)
+      select number, ${pool}, case when mine then old_hold else nextval('dni_hold_ids') end, ${visitorId}, ${until}
+      from pick
+      on conflict (number) do update set
+        pool_key = excluded.pool_key, hold_id = excluded.hold_id, visitor_id = excluded.visitor_id,
+        expires_at = greatest(excluded.expires_at,
+                              case when dni_holds.hold_id = excluded.hold_id then dni_holds.expires_at end)
+      where dni_holds.expires_at <= ${now} or dni_holds.hold_id = excluded.hold_id
+      returning number, hold_id, expires_at
+    ), hist as (
+      insert into dni_hold_history (id, pool_key, number, visitor_id, started_at, expires_at)
+      select hold_id, ${pool}, number, ${visitorId}, ${now}, expires_at from up
+      on conflict (id) do update set expires_at = excluded.expires_at
+    )
+    select pick.number as picked, up.number, up.hold_id, up.expires_at
+    from (select 1) one left join pick on true left join up on true`;
+  if (row.picked === null) return { kind: "exhausted" };
+  if (row.number === null) return { kind: "raced" };
+  return { kind: "held", held: { number: row.number, hold_id: row.hold_id!, expires_at: row.expires_at! } };
+}
+
+export interface Renewal {
+  hold_id: number;
+  number: string;
+  until_ms: number;
+}
+
+/**
+ * A write-behind batch of renewals: each extends its hold only while the hold is still the one
+ * renewed (same hold_id: nobody took the number since) and its number is still active in the
+ * pool. Returns the holds extended, with the expiry now in the database; a hold missing from the
+ * answer was lost (taken over after expiring, or its number removed from the pool).
+ */
+export async function renewHolds(sql: Sql, renewals: Renewal[]): Promise<{ hold_id: number; expires_at: Date }[]> {
+  if (renewals.length === 0) return [];
+  const sorted = [...renewals].sort((a, b) => (a.number < b.number ? -1 : a.number > b.number ? 1 : 0));
+  return sql<{ hold_id: number; expires_at: Date }[]>`
+    with u as (
+      select * from unnest(${sorted.map((r) => r.hold_id)}::bigint[], ${sorted.map((r) => r.number)}::text[],
+                           ${sorted.map((r) => r.until_ms)}::float8[]) as u(hold_id, number, until_ms)
+    ), locked as (
+      select h.number from dni_holds h where h.number in (select number from u) order by h.number for update
+    ), r as (
+      update dni_holds h set expires_at = greatest(h.expires_at, to_timestamp(u.until_ms / 1000))
+      from u join locked l on l.number = u.number, dni_numbers n
+      where h.number = u.number and h.hold_id = u.hold_id
+        and n.number = h.number and n.pool_key = h.pool_key and n.active
+      returning h.hold_id, h.expires_at
+    ), hh as (
+      update dni_hold_history x set expires_at = r.expires_at from r where x.id = r.hold_id
+    )
+    select hold_id, expires_at from r`;
+}
+
+export interface VisitTouch {
+  visitor_id: number;
+  at_ms: number;
+  user_agent: string;
+  ip_hash: string;
+}
+
+/** A write-behind batch of returning visits: visit time, user agent and address hash. */
+export async function touchVisitors(sql: Sql, touches: VisitTouch[]): Promise<void> {
+  if (touches.length === 0) return;
+  const sorted = [...touches].sort((a, b) => a.visitor_id - b.visitor_id);
+  await sql`
+    with w as (
+      select * from unnest(${sorted.map((t) => t.visitor_id)}::bigint[], ${sorted.map((t) => t.at_ms)}::float8[],
+                           ${sorted.map((t) => t.user_agent)}::text[], ${sorted.map((t) => t.ip_hash)}::text[])
+        as w(id, at_ms, ua, ip)
+    ), locked as (
+      select x.id from dni_visitors x where x.id in (select id from w) order by x.id for update
+    )
+    update dni_visitors x set last_visit_at = greatest(x.last_visit_at, to_timestamp(w.at_ms / 1000)),
+                              user_agent = w.ua, ip_hash = w.ip
+    from w join locked l on l.id = w.id
+    where x.id = w.id`;
+}
+
+export interface EventRow extends BrowserEvent {
+  pool_key: string;
+  visitor: string;
+  at_ms: number;
+}
+
+export async function insertEvents(sql: Sql, rows: EventRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await sql`
+    insert into dni_events (pool_key, visitor, kind, name, value, meta, created_at)
+    select pool_key, visitor, kind, name, value, meta::jsonb, to_timestamp(at_ms / 1000)
+    from unnest(${rows.map((r) => r.pool_key)}::text[], ${rows.map((r) => r.visitor)}::text[],
+                ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.name)}::text[],
+                ${rows.map((r) => r.value)}::float8[], ${rows.map((r) => r.meta)}::text[],
+                ${rows.map((r) => r.at_ms)}::float8[])
+      as e(pool_key, visitor, kind, name, value, meta, at_ms)`;
+}
