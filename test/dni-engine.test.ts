@@ -297,6 +297,20 @@ describe("races", () => {
     expect(perVisitor).toBe(1);
   });
 
+  test("one new visitor leasing on three engines at once gets one number and one hold", async () => {
+    const db = await fresh();
+    const clock = new TestClock();
+    await provisionPools(db.sql, [{ numbers: poolNumbers(10) }]);
+    const engines = [0, 1, 2].map(() => engineOn(db.url, clock).engine);
+    const pools = await Promise.all(engines.map((e) => poolOf(e)));
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => engines[i % 3].lease(pools[i % 3], "same", visit())));
+    expect(new Set(answers.map((a) => a.number))).toEqual(new Set([answers[0].number]));
+    expect(answers[0].fallback).toBe(false);
+    const [{ holds, visitors }] = await db.sql`
+      select (select count(*)::int from dni_hold_history) as holds, (select count(*)::int from dni_visitors) as visitors`;
+    expect({ holds, visitors }).toEqual({ holds: 1, visitors: 1 });
+  });
+
   test("three engines on one database, visitors alternating between them, holds expiring: never two holders", async () => {
     const db = await fresh();
     const clock = new TestClock();
