@@ -5,7 +5,8 @@ import { DniEngine } from "../src/dni/engine";
 import type { Pool } from "../src/dni/pools";
 import type { Visit } from "../src/dni/queries";
 import { testDatabase, type TestDatabase } from "./harness/db";
-import { countingClient, overlappingHolds, poolNumbers, provisionPools, TestClock } from "./harness/dni";
+import { ManualClock } from "./harness/clock";
+import { countingClient, overlappingHolds, poolNumbers, provisionPools, testClock } from "./harness/dni";
 
 const dbs: TestDatabase[] = [];
 const closers: (() => Promise<void>)[] = [];
@@ -34,7 +35,7 @@ async function poolOf(engine: DniEngine, key = "acme-site"): Promise<Pool> {
 }
 
 /** An engine on a client of its own, counting its statements. */
-function engineOn(url: string, clock: TestClock, opts: ConstructorParameters<typeof DniEngine>[2] = {}) {
+function engineOn(url: string, clock: ManualClock, opts: ConstructorParameters<typeof DniEngine>[2] = {}) {
   const client = countingClient(url);
   closers.push(client.end);
   return { engine: new DniEngine(client.sql, clock, opts), statements: client.count };
@@ -44,10 +45,10 @@ const TTL = 1800_000;
 
 describe("leases", () => {
   let db: TestDatabase;
-  let clock: TestClock;
+  let clock: ManualClock;
   beforeEach(async () => {
     db = await fresh();
-    clock = new TestClock();
+    clock = testClock();
     await provisionPools(db.sql, [{ numbers: poolNumbers(3) }]);
   });
 
@@ -150,10 +151,10 @@ describe("leases", () => {
 
 describe("memory and write-behind", () => {
   let db: TestDatabase;
-  let clock: TestClock;
+  let clock: ManualClock;
   beforeEach(async () => {
     db = await fresh();
-    clock = new TestClock();
+    clock = testClock();
     await provisionPools(db.sql, [{ numbers: poolNumbers(20) }]);
   });
 
@@ -273,7 +274,7 @@ describe("memory and write-behind", () => {
 describe("races", () => {
   test("200 concurrent leases on one engine: no number goes to two visitors", async () => {
     const db = await fresh();
-    const clock = new TestClock();
+    const clock = testClock();
     await provisionPools(db.sql, [{ numbers: poolNumbers(150) }]);
     const { engine } = engineOn(db.url, clock);
     const pool = await poolOf(engine);
@@ -299,7 +300,7 @@ describe("races", () => {
 
   test("one new visitor leasing on three engines at once gets one number and one hold", async () => {
     const db = await fresh();
-    const clock = new TestClock();
+    const clock = testClock();
     await provisionPools(db.sql, [{ numbers: poolNumbers(10) }]);
     const engines = [0, 1, 2].map(() => engineOn(db.url, clock).engine);
     const pools = await Promise.all(engines.map((e) => poolOf(e)));
@@ -313,7 +314,7 @@ describe("races", () => {
 
   test("three engines on one database, visitors alternating between them, holds expiring: never two holders", async () => {
     const db = await fresh();
-    const clock = new TestClock();
+    const clock = testClock();
     await provisionPools(db.sql, [{ numbers: poolNumbers(12), ttl_seconds: 120 }]);
     const engines = [0, 1, 2].map(() => engineOn(db.url, clock).engine);
     const pools = await Promise.all(engines.map((e) => poolOf(e)));
@@ -343,7 +344,7 @@ describe("races", () => {
 describe("events", () => {
   test("events are written behind with their kind, name, value and meta", async () => {
     const db = await fresh();
-    const clock = new TestClock();
+    const clock = testClock();
     await provisionPools(db.sql, [{ numbers: poolNumbers(1) }]);
     const { engine } = engineOn(db.url, clock);
     const pool = await poolOf(engine);

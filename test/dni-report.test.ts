@@ -1,13 +1,13 @@
 // Call attribution from the hold history, and `leadline dni report`.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { UsageError } from "../src/cli";
+import { UsageError } from "../src/errors";
 import { attributeCall } from "../src/dni/attribution";
 import { dniCommand } from "../src/dni/command";
 import { DniEngine } from "../src/dni/engine";
 import type { Visit } from "../src/dni/queries";
 import { capture } from "./harness/capture";
 import { testDatabase, type TestDatabase } from "./harness/db";
-import { poolNumbers, provisionPools, TestClock } from "./harness/dni";
+import { poolNumbers, provisionPools, testClock } from "./harness/dni";
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -28,7 +28,7 @@ async function insertCall(toNumber: string, at: number): Promise<number> {
 }
 
 describe("call attribution and the report", () => {
-  const clock = new TestClock(Date.UTC(2026, 10, 20, 12, 0, 0));
+  const clock = testClock(Date.UTC(2026, 10, 20, 12, 0, 0));
   const t0 = clock.now();
   let engine: DniEngine;
 

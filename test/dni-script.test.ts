@@ -118,6 +118,9 @@ async function open(path: string, html: string, ctx?: BrowserContext): Promise<{
 const texts = (p: Page, ids: string[]) => p.evaluate((ids) => ids.map((id) => document.getElementById(id).textContent), ids);
 const hrefs = (p: Page, ids: string[]) => p.evaluate((ids) => ids.map((id) => document.getElementById(id).getAttribute("href")), ids);
 
+// Real browser work on a shared 2-core machine: generous per-test time.
+const SLOW = 30_000;
+
 describe("dni.js against a stand-in API", () => {
   test("swaps the placeholder in every format and in tel: links, keeping each format; leaves look-alikes alone", async () => {
     api.seen.length = 0;
@@ -145,7 +148,7 @@ describe("dni.js against a stand-in API", () => {
     expect(cookies.find((c) => c.name === "_ll_dni")?.value).toBe(lease.body.visitor);
     expect(errors).toEqual([]);
     await ctx.close();
-  });
+  }, SLOW);
 
   test("content added later is swapped too (MutationObserver), in text and links", async () => {
     api.answer((action) => (action === "lease" ? leased("7375550142") : Response.json({ ok: true })));
@@ -163,7 +166,7 @@ describe("dni.js against a stand-in API", () => {
     expect(await hrefs(p, ["n2", "t6"])).toEqual(["tel:+1 737 555 0142", "tel:7375550142"]);
     expect(errors).toEqual([]);
     await ctx.close();
-  });
+  }, SLOW);
 
   test("the visitor id survives a reload, and lives in localStorage when cookies are refused", async () => {
     api.seen.length = 0;
@@ -192,7 +195,7 @@ describe("dni.js against a stand-in API", () => {
     expect(again[1].body.visitor).toBe(again[0].body.visitor);
     expect(again[0].body.visitor).not.toBe(leases[0].body.visitor);
     await noCookies.close();
-  });
+  }, SLOW);
 
   test("heartbeats while visible; a lost hold is leased again and the new number replaces the old one", async () => {
     api.seen.length = 0;
@@ -220,7 +223,7 @@ describe("dni.js against a stand-in API", () => {
     expect(api.seen.filter((s) => s.action === "event")).toHaveLength(1);
     expect(errors).toEqual([]);
     await ctx.close();
-  });
+  }, SLOW);
 
   test("a form submit is recorded and goes through undelayed", async () => {
     api.seen.length = 0;
@@ -234,7 +237,7 @@ describe("dni.js against a stand-in API", () => {
     expect(event.body).toMatchObject({ kind: "form", name: "quote", meta: { page: "/form" } });
     expect(errors).toEqual([]);
     await ctx.close();
-  });
+  }, SLOW);
 
   test("with the API failing in any way, the page is byte-for-byte untouched and nothing is thrown", async () => {
     const html = page(api.base);
@@ -269,7 +272,7 @@ describe("dni.js against a stand-in API", () => {
       expect({ label, errors }).toEqual({ label, errors: [] });
       await ctx.close();
     }
-  });
+  }, SLOW);
 });
 
 async function waitFor<T>(find: () => T | undefined, ms = 5000): Promise<T> {

@@ -1,12 +1,15 @@
 // Migrations compiled into the executable: nothing is read from disk at run time.
-// Add a new file to sql/ and a line here; numbers are contiguous and checked at start.
+// Add a new file to sql/ and a line here; numbers are contiguous, checked at start, and a test
+// checks this list against the files in sql/.
 import m0001 from "../../sql/0001_init.sql" with { type: "text" };
 import m0002 from "../../sql/0002_lead_placement.sql" with { type: "text" };
+import m0003 from "../../sql/0003_room.sql" with { type: "text" };
 import m0005 from "../../sql/0005_dni.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
   { version: 2, name: "0002_lead_placement", sql: m0002 },
-  // Numbered 3 until 0003/0004 land on this branch (the lead renumbers at merge).
-  { version: 3, name: "0005_dni", sql: m0005 },
+  { version: 3, name: "0003_room", sql: m0003 },
+  // Numbered 4 until 0004 (messaging) lands beside it; then it becomes version 5.
+  { version: 4, name: "0005_dni", sql: m0005 },
 ];

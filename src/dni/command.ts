@@ -1,7 +1,7 @@
 // `leadline dni report [--pool KEY] [--since YYYY-MM-DD] [--json]`: argument parsing and output
 // only; the query lives in report.ts.
 import type { Sql } from "../db/client";
-import { UsageError } from "../cli";
+import { UsageError } from "../errors";
 import { dniReport, type ReportRow } from "./report";
 
 const USAGE = "usage: leadline dni report [--pool KEY] [--since YYYY-MM-DD] [--json]";

@@ -37,6 +37,7 @@
 // A number removed from its pool stops being renewed by the next batch (which evicts the entry),
 // is never allocated again, and its holder gets a new number on their next lease.
 import { LRUCache } from "lru-cache";
+import type { Clock } from "../clock";
 import type { Sql } from "../db/client";
 import { errorFields, log } from "../log";
 import { leasedAnswer, PoolCache, type LeaseAnswer, type Pool } from "./pools";
@@ -45,11 +46,6 @@ import {
   type EventRow, type Held, type Renewal, type Visit, type VisitTouch,
 } from "./queries";
 import type { BrowserEvent } from "./rules";
-
-/** Epoch milliseconds; tests pass a clock they set. */
-export interface Clock {
-  now(): number;
-}
 
 export const DEFAULT_CACHE_SIZE = 100_000;
 

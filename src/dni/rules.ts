@@ -1,6 +1,6 @@
 // The contract's pure rules for number insertion: identifiers, number formatting, attribution
 // fields and browser events. No database, no clock.
-import { cleanText, cut, textField } from "../http/text";
+import { cleanText, cut, textField } from "../http/fields";
 
 export const POOL_MAX = 48;
 export const VISITOR_MAX = 48;

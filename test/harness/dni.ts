@@ -4,20 +4,11 @@ import postgres from "postgres";
 import type { Sql } from "../../src/db/client";
 import { applyProvisioning } from "../../src/provision/service";
 import type { ProvisioningFile } from "../../src/provision/model";
+import { ManualClock } from "./clock";
 
-/** A clock the test sets (epoch ms). */
-export class TestClock {
-  constructor(public ms = Date.UTC(2026, 10, 23, 12, 0, 0)) {}
-  now(): number {
-    return this.ms;
-  }
-  set(ms: number): void {
-    this.ms = ms;
-  }
-  advance(ms: number): void {
-    this.ms += ms;
-  }
-}
+/** The tests' starting time: a fixed moment, so that expiries are exact. */
+export const T0 = Date.UTC(2026, 10, 23, 12, 0, 0);
+export const testClock = (ms = T0) => new ManualClock(ms);
 
 export interface PoolSpec {
   key?: string;
