@@ -19,12 +19,14 @@ commands:
   keys list [--json]         list keys (never plaintext)
   keys revoke ID             revoke a key
   keys rotate ID [--json]    issue a replacement key with the same grants and revoke the old one
+  dni report [--pool KEY] [--since YYYY-MM-DD] [--json]
+                             visitors, page views, form events and calls per pool and UTM source/medium/campaign
   version                    print the version
   --help                     this text
 
 scopes: leads:read leads:write conversations:read messages:write cti metrics:write calls:write
 environment: DATABASE_URL DATA_DIR PORT HOST BASE_URL COMMS_INBOUND_LIST_ID NPK_IP_SALT
-             TRUST_PROXY LOG_LEVEL WEBHOOK_ALLOW_PRIVATE DB_POOL_MAX (see README.md)
+             TRUST_PROXY LOG_LEVEL WEBHOOK_ALLOW_PRIVATE DB_POOL_MAX DNI_CACHE_SIZE (see README.md)
 `;
 
 async function withDb<T>(config: Config, fn: (db: Database) => Promise<T>): Promise<T> {
@@ -67,6 +69,10 @@ export async function runCli(argv: string[]): Promise<number> {
       case "keys": {
         const { keysCommand } = await import("./auth/command");
         return await withDb(config, (db) => keysCommand(db.sql, rest));
+      }
+      case "dni": {
+        const { dniCommand } = await import("./dni/command");
+        return await withDb(config, (db) => dniCommand(db.sql, rest));
       }
       default:
         throw new UsageError(`unknown command ${JSON.stringify(cmd)}; see leadline --help`);

@@ -4,6 +4,7 @@ import { Elysia } from "elysia";
 import { callRoutes } from "../calls/routes";
 import { conversationOperations } from "../conversations/routes";
 import { ctiOperations, ctiRoutes } from "../cti/routes";
+import { dniRoutes } from "../dni/routes";
 import { AppError } from "../errors";
 import type { Deps } from "../http/deps";
 import { errorResponse } from "../http/respond";
@@ -26,5 +27,6 @@ export function buildApp(deps: Deps) {
     .use(apiV1Routes(deps, operations))
     .use(kpiRoutes(deps))
     .use(callRoutes(deps))
-    .use(ctiRoutes(deps));
+    .use(ctiRoutes(deps))
+    .use(dniRoutes(deps));
 }

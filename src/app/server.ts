@@ -6,6 +6,7 @@ import { systemClock, type Clock } from "../clock";
 import type { Config } from "../config";
 import { migrate } from "../db/migrate";
 import { openDatabase, type Database } from "../db/open";
+import { dniWorkers } from "../dni/instance";
 import type { Deps } from "../http/deps";
 import { JobRunner, type JobHandler } from "../jobs/queue";
 import { Workers, type Worker } from "../jobs/worker";
@@ -50,7 +51,12 @@ export async function start(config: Config, db: Database, options: StartOptions 
   if (!db.embedded) await keys.listen();
   const app = buildApp(deps);
   const server = listen(app, config);
-  const background: Worker[] = [keys.lastUseWorker(), ...limits.workers(), new JobRunner(db.sql, clock, jobHandlers(deps))];
+  const background: Worker[] = [
+    keys.lastUseWorker(),
+    ...limits.workers(),
+    ...dniWorkers(deps),
+    new JobRunner(db.sql, clock, jobHandlers(deps)),
+  ];
   const workers = new Workers(background);
   workers.start();
   let stopping: Promise<void> | null = null;
