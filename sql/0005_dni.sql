@@ -42,25 +42,53 @@ create table dni_hold_history (
 );
 create index dni_hold_history_number on dni_hold_history (number, started_at desc);
 
--- The current (or last) hold of each number, one row per number across all pools: a number can
--- move between pools, and keying by number alone keeps it from being held in two pools at once.
--- A number is free when it has no row or its expires_at has passed; the row of an expired hold is
--- kept, because its expires_at is the time the number was released, and allocation takes the
--- least recently released free number first (a recycled number is then the one least likely to
--- receive a late call meant for its previous visitor). Only two statements write here: allocation
--- under the pool's advisory lock, which takes a row only while `expires_at <= now`, and renewal,
--- which touches a row only while `hold_id` is still the renewer's; both are conditional updates
--- that PostgreSQL re-checks on the row it locks, so neither can overwrite the other's outcome.
--- (hold_id has no foreign key: the history row is written from this row's RETURNING in the same
--- statement.)
+-- One row per pool number: its current (or last) hold. A number is free when its expires_at has
+-- passed; the row of an expired hold is kept, because its expires_at is the time the number was
+-- released, and allocation takes the least recently released free number first (a recycled number
+-- is then the one least likely to receive a late call meant for its previous visitor). A number
+-- never held has hold_id 0 and expires_at -infinity, so it comes first of all.
+-- Keyed by number alone, across pools: a number moved to another pool stays busy until the hold
+-- made in its old pool ends. `pool_key` and `active` mirror the number's active dni_numbers row
+-- (the trigger below), so the free numbers of a pool are one index range and the hot statements
+-- need no join.
+-- Only two kinds of statement write holds: allocation under the pool's advisory lock, which takes
+-- a row only while `expires_at <= now`, and renewal, which touches a row only while `hold_id` is
+-- still the renewer's; both are conditional updates that PostgreSQL re-checks on the row it locks,
+-- so neither can overwrite the other's outcome. (hold_id has no foreign key: the history row is
+-- written from this row's RETURNING in the same statement.)
 create table dni_holds (
   number     text primary key,
   pool_key   text not null,
-  hold_id    bigint not null,
-  visitor_id bigint not null,
-  expires_at timestamptz not null
+  active     boolean not null,
+  hold_id    bigint not null default 0,
+  visitor_id bigint not null default 0,
+  expires_at timestamptz not null default '-infinity'
 );
-create index dni_holds_visitor on dni_holds (visitor_id);
+create index dni_holds_free on dni_holds (pool_key, expires_at, number) where active;
+create index dni_holds_visitor on dni_holds (visitor_id) where visitor_id <> 0;
+
+-- Provisioning inserts, (re)activates and deactivates numbers; their hold rows follow. A number
+-- moves between pools by a deactivation in one and an activation in the other (provisioning runs
+-- them in that order): the row then belongs to the new pool, and a hold still running from the
+-- old pool keeps it busy until it expires (its visitor's renewals fail: wrong pool).
+create function dni_numbers_follow() returns trigger language plpgsql as $$
+begin
+  if new.active then
+    insert into dni_holds (number, pool_key, active) values (new.number, new.pool_key, true)
+    on conflict (number) do update set pool_key = excluded.pool_key, active = true
+    where (dni_holds.pool_key, dni_holds.active) is distinct from (excluded.pool_key, true);
+  else
+    update dni_holds set active = false where number = new.number and pool_key = new.pool_key and active;
+  end if;
+  return null;
+end $$;
+
+create trigger dni_numbers_follow after insert or update of active, pool_key on dni_numbers
+  for each row execute function dni_numbers_follow();
+
+insert into dni_holds (number, pool_key, active)
+select number, pool_key, true from dni_numbers where active
+on conflict (number) do nothing;
 
 -- Browser events (dni.php action=event). Joined to visitors by (pool_key, visitor), so an event
 -- that arrives before its visitor's first lease still counts in the report.

@@ -271,6 +271,36 @@ describe("memory and write-behind", () => {
   });
 });
 
+describe("numbers moving between pools", () => {
+  test("a number moved to another pool stays busy until the hold made in its old pool ends", async () => {
+    const db = await fresh();
+    const clock = testClock();
+    await provisionPools(db.sql, [
+      { key: "a", numbers: ["5125550101", "5125550102"] },
+      { key: "b", numbers: ["7375550101"] },
+    ]);
+    const { engine } = engineOn(db.url, clock);
+    const [a, b] = [await poolOf(engine, "a"), await poolOf(engine, "b")];
+    expect((await engine.lease(a, "va", visit())).number).toBe("5125550101");
+    // 0101 moves from pool a to pool b.
+    await provisionPools(db.sql, [
+      { key: "a", numbers: ["5125550102"] },
+      { key: "b", numbers: ["7375550101", "5125550101"] },
+    ]);
+    expect((await engine.lease(b, "vb1", visit())).number).toBe("7375550101");
+    expect((await engine.lease(b, "vb2", visit())).fallback).toBe(true);
+    // va's hold can no longer be renewed: the number is not pool a's.
+    clock.advance(1000);
+    engine.heartbeat(a, "va");
+    await engine.flush();
+    expect(await engine.heartbeat(a, "va")).toEqual({ ok: false, error: "not_leased" });
+    expect((await engine.lease(a, "va", visit())).number).toBe("5125550102");
+    clock.advance(TTL);
+    expect((await engine.lease(b, "vb2", visit())).number).toBe("5125550101");
+    expect(await overlappingHolds(db.sql)).toEqual([]);
+  });
+});
+
 describe("races", () => {
   test("200 concurrent leases on one engine: no number goes to two visitors", async () => {
     const db = await fresh();

@@ -110,7 +110,7 @@ export class DniEngine {
     const key = cacheKey(pool.key, visitor);
     const entry = this.cache.get(key);
     if (entry && this.fromMemory(pool, entry, now)) {
-      this.queue(key, entry, now + pool.ttlMs, {
+      this.queue(pool.key, key, entry, now + pool.ttlMs, {
         visitor_id: entry.visitorId, at_ms: now, user_agent: visit.user_agent, ip_hash: visit.ip_hash,
       });
       return leasedAnswer(pool, entry.number);
@@ -124,7 +124,7 @@ export class DniEngine {
     const key = cacheKey(pool.key, visitor);
     const entry = this.cache.get(key);
     if (entry && this.fromMemory(pool, entry, now)) {
-      this.queue(key, entry, now + pool.ttlMs, null);
+      this.queue(pool.key, key, entry, now + pool.ttlMs, null);
       return { ok: true, ttl: pool.ttlSeconds };
     }
     return this.heartbeatFromDb(pool, visitor, key, now);
@@ -144,13 +144,13 @@ export class DniEngine {
     return now < entry.confirmedUntil - pool.marginMs && this.pending.size < this.maxPending;
   }
 
-  private queue(key: string, entry: Entry, untilMs: number, touch: VisitTouch | null): void {
+  private queue(pool: string, key: string, entry: Entry, untilMs: number, touch: VisitTouch | null): void {
     const waiting = this.pending.get(key);
     if (waiting && waiting.hold_id === entry.holdId) {
       waiting.until_ms = Math.max(waiting.until_ms, untilMs);
       if (touch) waiting.touch = touch;
     } else {
-      this.pending.set(key, { key, hold_id: entry.holdId, number: entry.number, until_ms: untilMs, touch });
+      this.pending.set(key, { key, pool_key: pool, hold_id: entry.holdId, number: entry.number, until_ms: untilMs, touch });
     }
     if (this.pending.size >= this.batchSize) void this.flush();
   }

@@ -58,12 +58,11 @@ export async function visitAndRenew(
     ), cur as (
       select h.number, h.hold_id
       from v join dni_holds h on h.visitor_id = v.id
-      join dni_numbers n on n.number = h.number and n.pool_key = ${pool} and n.active
-      where h.pool_key = ${pool} and h.expires_at > ${now}
+      where h.pool_key = ${pool} and h.active and h.expires_at > ${now}
       order by h.expires_at desc limit 1
     ), r as (
       update dni_holds h set expires_at = greatest(h.expires_at, ${until})
-      from cur where h.number = cur.number and h.hold_id = cur.hold_id and h.expires_at > ${now}
+      from cur where h.number = cur.number and h.hold_id = cur.hold_id and h.active and h.expires_at > ${now}
       returning h.number, h.hold_id, h.expires_at
     ), hh as (
       update dni_hold_history x set expires_at = r.expires_at from r where x.id = r.hold_id
@@ -86,13 +85,12 @@ export async function renewByVisitor(
   const [row] = await sql<(Held & { visitor_id: number })[]>`
     with cur as (
       select h.number, h.hold_id, v.id as visitor_id
-      from dni_visitors v join dni_holds h on h.visitor_id = v.id and h.pool_key = v.pool_key
-      join dni_numbers n on n.number = h.number and n.pool_key = v.pool_key and n.active
+      from dni_visitors v join dni_holds h on h.visitor_id = v.id and h.pool_key = v.pool_key and h.active
       where v.pool_key = ${pool} and v.visitor = ${visitor} and h.expires_at > ${now}
       order by h.expires_at desc limit 1
     ), r as (
       update dni_holds h set expires_at = greatest(h.expires_at, ${until})
-      from cur where h.number = cur.number and h.hold_id = cur.hold_id and h.expires_at > ${now}
+      from cur where h.number = cur.number and h.hold_id = cur.hold_id and h.active and h.expires_at > ${now}
       returning h.number, h.hold_id, h.expires_at
     ), hh as (
       update dni_hold_history x set expires_at = r.expires_at from r where x.id = r.hold_id
@@ -110,9 +108,10 @@ export type Allocation = { kind: "held"; held: Held } | { kind: "exhausted" } | 
  * Gives the visitor a number, inside a transaction that holds the pool's advisory lock (so
  * allocators of one pool never pick the same free number): the visitor's own last number when
  * nobody has taken it since (its hold, and its span in the history, simply go on), else the least
- * recently released free active number (never-held numbers first). A free number is one whose
- * hold expired by `now`, as re-checked on the locked row: a renewal that landed meanwhile (a
- * write-behind batch of another instance) makes the insert a no-op and the caller picks again.
+ * recently released free number of the pool (never-held numbers first), found at the head of the
+ * pool's free-number index whatever the pool's size. A free number is one whose hold expired by
+ * `now`, as re-checked on the locked row: a renewal that landed meanwhile (a write-behind batch of
+ * another instance, which takes no lock) makes the update a no-op and the caller picks again.
  */
 export async function allocate(
   tx: postgres.TransactionSql<{ bigint: number }>,
@@ -122,23 +121,27 @@ export async function allocate(
   until: Date,
 ): Promise<Allocation> {
   const [row] = await tx<{ picked: string | null; number: string | null; hold_id: number | null; expires_at: Date | null }[]>`
-    with pick as (
-      select n.number, h.hold_id as old_hold, coalesce(h.visitor_id = ${visitorId}, false) as mine
-      from dni_numbers n left join dni_holds h on h.number = n.number
-      where n.pool_key = ${pool} and n.active
-        and (h.number is null or h.expires_at <= ${now} or h.visitor_id = ${visitorId})
-      order by coalesce(h.visitor_id = ${visitorId}, false) desc, h.expires_at asc nulls first, n.number
-      limit 1
+    with mine as (
+      select number, hold_id from dni_holds
+      where visitor_id = ${visitorId} and pool_key = ${pool} and active
+      order by expires_at desc limit 1
+    ), free as (
+      select number, hold_id from dni_holds
+      where pool_key = ${pool} and active and expires_at <= ${now}
+      order by expires_at, number limit 1
+    ), pick as (
+      select number, hold_id as old_hold, true as mine from mine
+      union all
+      select number, hold_id, false from free where not exists (select 1 from mine)
     ), up as (
-      insert into dni_holds (number, pool_key, hold_id, visitor_id, expires_at)
-      select number, ${pool}, case when mine then old_hold else nextval('dni_hold_ids') end, ${visitorId}, ${until}
+      update dni_holds h set
+        hold_id = case when pick.mine then pick.old_hold else nextval('dni_hold_ids') end,
+        visitor_id = ${visitorId},
+        expires_at = greatest(${until}, case when pick.mine then h.expires_at end)
       from pick
-      on conflict (number) do update set
-        pool_key = excluded.pool_key, hold_id = excluded.hold_id, visitor_id = excluded.visitor_id,
-        expires_at = greatest(excluded.expires_at,
-                              case when dni_holds.hold_id = excluded.hold_id then dni_holds.expires_at end)
-      where dni_holds.expires_at <= ${now} or dni_holds.hold_id = excluded.hold_id
-      returning number, hold_id, expires_at
+      where h.number = pick.number and h.pool_key = ${pool} and h.active
+        and (h.expires_at <= ${now} or (pick.mine and h.hold_id = pick.old_hold))
+      returning h.number, h.hold_id, h.expires_at
     ), hist as (
       insert into dni_hold_history (id, pool_key, number, visitor_id, started_at, expires_at)
       select hold_id, ${pool}, number, ${visitorId}, ${now}, expires_at from up
@@ -152,6 +155,7 @@ export async function allocate(
 }
 
 export interface Renewal {
+  pool_key: string;
   hold_id: number;
   number: string;
   until_ms: number;
@@ -160,7 +164,7 @@ export interface Renewal {
 /**
  * A write-behind batch of renewals: each extends its hold only while the hold is still the one
  * renewed (same hold_id: nobody took the number since) and its number is still active in the
- * pool. Returns the holds extended, with the expiry now in the database; a hold missing from the
+ * hold's pool. Returns the holds extended, with the expiry now in the database; a hold missing from the
  * answer was lost (taken over after expiring, or its number removed from the pool).
  */
 export async function renewHolds(sql: Sql, renewals: Renewal[]): Promise<{ hold_id: number; expires_at: Date }[]> {
@@ -169,14 +173,14 @@ export async function renewHolds(sql: Sql, renewals: Renewal[]): Promise<{ hold_
   return sql<{ hold_id: number; expires_at: Date }[]>`
     with u as (
       select * from unnest(${sorted.map((r) => r.hold_id)}::bigint[], ${sorted.map((r) => r.number)}::text[],
-                           ${sorted.map((r) => r.until_ms)}::float8[]) as u(hold_id, number, until_ms)
+                           ${sorted.map((r) => r.pool_key)}::text[], ${sorted.map((r) => r.until_ms)}::float8[])
+        as u(hold_id, number, pool_key, until_ms)
     ), locked as (
       select h.number from dni_holds h where h.number in (select number from u) order by h.number for update
     ), r as (
       update dni_holds h set expires_at = greatest(h.expires_at, to_timestamp(u.until_ms / 1000))
-      from u join locked l on l.number = u.number, dni_numbers n
-      where h.number = u.number and h.hold_id = u.hold_id
-        and n.number = h.number and n.pool_key = h.pool_key and n.active
+      from u join locked l on l.number = u.number
+      where h.number = u.number and h.hold_id = u.hold_id and h.pool_key = u.pool_key and h.active
       returning h.hold_id, h.expires_at
     ), hh as (
       update dni_hold_history x set expires_at = r.expires_at from r where x.id = r.hold_id
