@@ -46,7 +46,9 @@ create index dni_hold_history_number on dni_hold_history (number, started_at des
 -- passed; the row of an expired hold is kept, because its expires_at is the time the number was
 -- released, and allocation takes the least recently released free number first (a recycled number
 -- is then the one least likely to receive a late call meant for its previous visitor). A number
--- never held has hold_id 0 and expires_at -infinity, so it comes first of all.
+-- never held has hold_id 0, no visitor and expires_at -infinity, so it comes first of all. (No
+-- visitor is null, not a 0: with a placeholder id the statistics took `visitor_id = $1` to match
+-- every never-held row, and generic plans scanned the whole pool for one visitor's hold.)
 -- Keyed by number alone, across pools: a number moved to another pool stays busy until the hold
 -- made in its old pool ends. `pool_key` and `active` mirror the number's active dni_numbers row
 -- (the trigger below), so the free numbers of a pool are one index range and the hot statements
@@ -61,11 +63,11 @@ create table dni_holds (
   pool_key   text not null,
   active     boolean not null,
   hold_id    bigint not null default 0,
-  visitor_id bigint not null default 0,
+  visitor_id bigint,
   expires_at timestamptz not null default '-infinity'
 );
 create index dni_holds_free on dni_holds (pool_key, expires_at, number) where active;
-create index dni_holds_visitor on dni_holds (visitor_id) where visitor_id <> 0;
+create index dni_holds_visitor on dni_holds (visitor_id);
 
 -- Provisioning inserts, (re)activates and deactivates numbers; their hold rows follow. A number
 -- moves between pools by a deactivation in one and an activation in the other (provisioning runs

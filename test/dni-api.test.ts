@@ -222,6 +222,8 @@ describe("actions", () => {
     clock.advance(60_000);
     expect((await dni("heartbeat", { pool: "acme-site", visitor: "wb1" })).body.ok).toBe(true);
     const want = clock.now() + 1800_000;
+    // Written once its write delay (30 s for this pool) is up, by the worker's next tick.
+    clock.advance(30_000);
     const deadline = Date.now() + 5000;
     for (;;) {
       const [row] = await db.sql`

@@ -186,6 +186,29 @@ describe("memory and write-behind", () => {
     expect(uas.map((r) => r.user_agent)).toEqual(["UA-later"]);
   });
 
+  test("renewals of a visitor coalesce: the worker writes them once their write delay is up", async () => {
+    const { engine, statements } = engineOn(db.url, clock);
+    const pool = await poolOf(engine);
+    expect(pool.writeDelayMs).toBe(30_000);
+    await engine.lease(pool, "a", visit());
+    const t0 = clock.now();
+    const before = statements();
+    for (let i = 1; i <= 5; i++) {
+      clock.advance(5_000);
+      engine.heartbeat(pool, "a");
+      await engine.flushDue();
+    }
+    // 20 s after the first renewal: nothing written yet; 30 s after it, one write of the latest.
+    expect(statements()).toBe(before);
+    clock.advance(10_000);
+    await engine.flushDue();
+    const [{ expires_at }] = await db.sql`select expires_at from dni_holds where number = '5125550101'`;
+    expect(expires_at.getTime()).toBe(t0 + 25_000 + TTL);
+    const written = statements();
+    await engine.flushDue();
+    expect(statements()).toBe(written);
+  });
+
   test("within the safety margin of the written expiry, the engine asks the database", async () => {
     const { engine, statements } = engineOn(db.url, clock);
     const pool = await poolOf(engine);

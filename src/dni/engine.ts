@@ -10,9 +10,13 @@
 //
 // What an instance may answer from memory, and until when: a returning visitor's lease or
 // heartbeat is answered from the entry only while `now < confirmedUntil - margin` (margin: 30 s,
-// or a quarter of the ttl for pools with holds under two minutes). The renewal is then queued and
-// written behind in a batch about once a second; when that batch lands, `confirmedUntil` moves
-// up to the new expiry. At or past the margin, or on a miss, the instance goes to the database.
+// or a quarter of the ttl for pools with holds under two minutes). The renewal is queued and
+// written behind: the worker writes, about once a second, every renewal that has waited its write
+// delay (30 s, or a tenth of the ttl for holds under five minutes), in one batch; renewals of one
+// visitor in the meantime coalesce into one write, and a clean shutdown writes them all. When a
+// batch lands, `confirmedUntil` moves up to the new expiry. An active visitor's written expiry
+// stays at least ttl − delay − 1 s ahead of now, far outside the margin; at or past the margin,
+// or on a miss, the instance goes to the database instead.
 //
 // Why no instance can hand out a number another holds:
 //  1. Numbers are handed to new holders only by `allocate`, in a transaction holding the pool's
@@ -28,22 +32,23 @@
 //  4. Past the window the answer comes from the database: a visitor whose hold expired there and
 //     whose number went to someone else meanwhile gets a fresh allocation (or the fallback), never
 //     the number now held by the other visitor, even though its old entry is still in this LRU.
-// What other instances see: only the database. A renewal answered here reaches them within a
-// batch interval; until then they see the previous expiry, which is still in the future (point
-// 3), so they neither allocate the number nor disagree about who holds it. If this instance dies
-// with renewals unwritten, the hold ends at the last written expiry and the visitor's next
-// heartbeat (always due well before that, see dni.js) is answered `not_leased`; the script leases
-// again and the visitor most likely gets the same number back (their own last number comes first).
+// What other instances see: only the database. A renewal answered here reaches them within its
+// write delay; until then they see the previous expiry, which is still in the future (point 3),
+// so they neither allocate the number nor disagree about who holds it. If this instance dies
+// with renewals unwritten, the hold ends at the last written expiry, at most the write delay
+// early, and the visitor's next heartbeat is answered `not_leased`; the script leases again and
+// the visitor gets the same number back if nobody took it (their own last number comes first).
 // A number removed from its pool stops being renewed by the next batch (which evicts the entry),
 // is never allocated again, and its holder gets a new number on their next lease.
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock";
+import { Batcher } from "../db/batcher";
 import type { Sql } from "../db/client";
 import { errorFields, log } from "../log";
 import { leasedAnswer, PoolCache, type LeaseAnswer, type Pool } from "./pools";
 import {
   allocate, insertEvents, POOL_LOCK_NS, renewByVisitor, renewHolds, touchVisitors, visitAndRenew,
-  type EventRow, type Held, type Renewal, type Visit, type VisitTouch,
+  type Allocation, type EventRow, type Held, type Renewal, type Visit, type VisitTouch,
 } from "./queries";
 import type { BrowserEvent } from "./rules";
 
@@ -52,11 +57,12 @@ export const DEFAULT_CACHE_SIZE = 100_000;
 export interface EngineOptions {
   /** Visitors kept in the LRU (DNI_CACHE_SIZE). */
   cacheSize?: number;
-  /** A batch is sent at once when this many renewals or events wait (else on the periodic flush). */
+  /** Events are sent at once when this many wait (else with the periodic flush). */
   batchSize?: number;
   /**
    * Renewals and events waiting at most: beyond it, renewals take the database path and events
    * wait for the flush, so a stalled database cannot grow memory without bound.
+   * Default: the cache size and then some (a renewal waits for a cached visitor).
    */
   maxPending?: number;
 }
@@ -72,20 +78,29 @@ interface Entry {
 interface PendingRenewal extends Renewal {
   key: string;
   touch: VisitTouch | null;
+  /** When the worker writes it (engine clock, ms): its write delay after it was first queued. */
+  dueAt: number;
 }
 
 export type HeartbeatAnswer = { ok: true; ttl: number } | { ok: false; error: "not_leased" };
 
 const cacheKey = (pool: string, visitor: string) => `${pool}\n${visitor}`;
 
+interface AllocationRequest {
+  visitorId: number;
+  nowMs: number;
+  untilMs: number;
+}
+
 export class DniEngine {
   readonly pools: PoolCache;
   private readonly cache: LRUCache<string, Entry>;
   private pending = new Map<string, PendingRenewal>();
   private events: EventRow[] = [];
-  private flushing: Promise<void> | null = null;
+  private writing: Promise<void> = Promise.resolve();
   /** Per pool, the clock time before which allocation is known to find nothing free. */
   private exhaustedUntil = new Map<string, number>();
+  private readonly allocators = new Map<string, Batcher<AllocationRequest, Allocation>>();
   private readonly batchSize: number;
   private readonly maxPending: number;
 
@@ -94,10 +109,11 @@ export class DniEngine {
     private readonly clock: Clock,
     opts: EngineOptions = {},
   ) {
-    this.cache = new LRUCache({ max: opts.cacheSize ?? DEFAULT_CACHE_SIZE });
+    const cacheSize = opts.cacheSize ?? DEFAULT_CACHE_SIZE;
+    this.cache = new LRUCache({ max: cacheSize });
     this.pools = new PoolCache(sql);
     this.batchSize = opts.batchSize ?? 1000;
-    this.maxPending = opts.maxPending ?? 100_000;
+    this.maxPending = opts.maxPending ?? cacheSize + 10_000;
   }
 
   /**
@@ -110,7 +126,7 @@ export class DniEngine {
     const key = cacheKey(pool.key, visitor);
     const entry = this.cache.get(key);
     if (entry && this.fromMemory(pool, entry, now)) {
-      this.queue(pool.key, key, entry, now + pool.ttlMs, {
+      this.queue(pool, key, entry, now, {
         visitor_id: entry.visitorId, at_ms: now, user_agent: visit.user_agent, ip_hash: visit.ip_hash,
       });
       return leasedAnswer(pool, entry.number);
@@ -124,7 +140,7 @@ export class DniEngine {
     const key = cacheKey(pool.key, visitor);
     const entry = this.cache.get(key);
     if (entry && this.fromMemory(pool, entry, now)) {
-      this.queue(pool.key, key, entry, now + pool.ttlMs, null);
+      this.queue(pool, key, entry, now, null);
       return { ok: true, ttl: pool.ttlSeconds };
     }
     return this.heartbeatFromDb(pool, visitor, key, now);
@@ -134,7 +150,7 @@ export class DniEngine {
   event(pool: Pool, visitor: string, event: BrowserEvent): void | Promise<void> {
     this.events.push({ ...event, pool_key: pool.key, visitor, at_ms: this.clock.now() });
     if (this.events.length >= this.batchSize) {
-      const flushed = this.flush();
+      const flushed = this.flushDue();
       // Past the bound, the request waits for the batch instead of piling up more.
       if (this.events.length + this.batchSize > this.maxPending) return flushed;
     }
@@ -144,15 +160,18 @@ export class DniEngine {
     return now < entry.confirmedUntil - pool.marginMs && this.pending.size < this.maxPending;
   }
 
-  private queue(pool: string, key: string, entry: Entry, untilMs: number, touch: VisitTouch | null): void {
+  private queue(pool: Pool, key: string, entry: Entry, now: number, touch: VisitTouch | null): void {
+    const untilMs = now + pool.ttlMs;
     const waiting = this.pending.get(key);
     if (waiting && waiting.hold_id === entry.holdId) {
       waiting.until_ms = Math.max(waiting.until_ms, untilMs);
       if (touch) waiting.touch = touch;
     } else {
-      this.pending.set(key, { key, pool_key: pool, hold_id: entry.holdId, number: entry.number, until_ms: untilMs, touch });
+      this.pending.set(key, {
+        key, pool_key: pool.key, hold_id: entry.holdId, number: entry.number, until_ms: untilMs, touch,
+        dueAt: now + pool.writeDelayMs,
+      });
     }
-    if (this.pending.size >= this.batchSize) void this.flush();
   }
 
   private remember(key: string, visitorId: number, held: Held): void {
@@ -177,29 +196,61 @@ export class DniEngine {
     }
     this.cache.delete(key);
     if ((this.exhaustedUntil.get(pool.key) ?? 0) > now) return pool.fallbackAnswer;
-    // `raced` means a renewal landed on the picked number between the pick and its row lock; the
-    // next pick sees it. Bounded, though every retry is itself a sign of progress elsewhere.
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const got = await this.sql.begin(async (tx) => {
-        // The lock is awaited before the allocation is sent. Pipelined behind it, the allocation
-        // was seen to pick numbers another instance had just allocated (its snapshot predated the
-        // lock's grant; the row re-check then refused the insert and every pick had to be retried).
-        await tx`select pg_advisory_xact_lock(${POOL_LOCK_NS}, hashtext(${pool.key}))`;
-        return allocate(tx, pool.key, visitor_id, at, until);
-      });
-      if (got.kind === "held") {
-        this.remember(key, visitor_id, got.held);
-        return leasedAnswer(pool, got.held.number);
-      }
-      if (got.kind === "exhausted") {
-        // Nothing frees a number before some hold expires, except provisioning new numbers; a
-        // second of remembering spares the lock a stampede of fallback visitors.
-        this.exhaustedUntil.set(pool.key, now + 1000);
-        return pool.fallbackAnswer;
-      }
+    const got = await this.allocatorOf(pool.key).load({ visitorId: visitor_id, nowMs: now, untilMs: now + pool.ttlMs });
+    if (got.kind === "held") {
+      this.remember(key, visitor_id, got.held);
+      return leasedAnswer(pool, got.held.number);
     }
-    log.warn("dni allocation kept racing renewals; answering the fallback", { pool: pool.key });
+    if (got.kind === "exhausted") {
+      // Nothing frees a number before some hold expires, except provisioning new numbers; a
+      // second of remembering spares the lock a stampede of fallback visitors.
+      this.exhaustedUntil.set(pool.key, now + 1000);
+    } else {
+      log.warn("dni allocation kept racing renewals; answering the fallback", { pool: pool.key });
+    }
     return pool.fallbackAnswer;
+  }
+
+  /**
+   * New visitors of a pool are allocated in batches: one transaction of this instance at a time
+   * per pool, taking the pool's advisory lock once for every visitor waiting when it starts.
+   * The lock serializes allocators across instances anyway, and each transaction holds it for a
+   * commit (a WAL flush); batching spreads that over all the visitors who arrived meanwhile
+   * instead of queueing them one commit apart.
+   */
+  private allocatorOf(pool: string): Batcher<AllocationRequest, Allocation> {
+    let batcher = this.allocators.get(pool);
+    if (!batcher) {
+      batcher = new Batcher((requests) => this.allocateBatch(pool, requests), { slots: 1, max: 500 });
+      this.allocators.set(pool, batcher);
+    }
+    return batcher;
+  }
+
+  private async allocateBatch(pool: string, requests: AllocationRequest[]): Promise<Allocation[]> {
+    const now = new Date(Math.max(...requests.map((r) => r.nowMs)));
+    const until = new Date(Math.max(...requests.map((r) => r.untilMs)));
+    const results = new Map<number, Allocation>();
+    await this.sql.begin(async (tx) => {
+      // The lock is awaited before the allocation is sent. Pipelined behind it, the allocation
+      // was seen to pick numbers another instance had just allocated (its snapshot predated the
+      // lock's grant; the row re-check then refused the update and every pick had to be retried).
+      await tx`select pg_advisory_xact_lock(${POOL_LOCK_NS}, hashtext(${pool}))`;
+      // A visitor whose pick raced a renewal (a write-behind batch, which takes no lock) picks
+      // again in a fresh statement, which sees that renewal. Bounded, though each retry is itself
+      // a sign of progress elsewhere.
+      let todo = [...new Set(requests.map((r) => r.visitorId))];
+      for (let attempt = 0; attempt < 5 && todo.length > 0; attempt++) {
+        const raced: number[] = [];
+        for (const row of await allocate(tx, pool, todo, now, until)) {
+          if (row.picked === null) results.set(row.visitor_id, { kind: "exhausted" });
+          else if (row.number === null) raced.push(row.visitor_id);
+          else results.set(row.visitor_id, { kind: "held", held: { number: row.number, hold_id: row.hold_id!, expires_at: row.expires_at! } });
+        }
+        todo = raced;
+      }
+    });
+    return requests.map((r) => results.get(r.visitorId) ?? { kind: "raced" });
   }
 
   private async heartbeatFromDb(pool: Pool, visitor: string, key: string, now: number): Promise<HeartbeatAnswer> {
@@ -212,21 +263,34 @@ export class DniEngine {
     return { ok: true, ttl: pool.ttlSeconds };
   }
 
-  /** Writes the waiting renewals, visits and events; one call at a time, callers share a run. */
-  flush(): Promise<void> {
-    if (this.flushing) return this.flushing.then(() => (this.pending.size || this.events.length ? this.flush() : undefined));
-    if (this.pending.size === 0 && this.events.length === 0) return Promise.resolve();
-    this.flushing = this.writeBatch().finally(() => {
-      this.flushing = null;
-    });
-    return this.flushing;
+  /** The worker's tick: the events, and the renewals (with their visits) whose write delay is up. */
+  flushDue(): Promise<void> {
+    return this.write(false);
   }
 
-  private async writeBatch(): Promise<void> {
-    const renewals = [...this.pending.values()];
+  /** Writes everything waiting, renewals not yet due included (shutdown, tests). */
+  flush(): Promise<void> {
+    return this.write(true);
+  }
+
+  /** One batch at a time: a call while one is out runs after it. */
+  private write(all: boolean): Promise<void> {
+    const next = this.writing.then(() => this.writeBatch(all));
+    this.writing = next.catch(() => {});
+    return next;
+  }
+
+  private async writeBatch(all: boolean): Promise<void> {
+    const now = this.clock.now();
+    const renewals: PendingRenewal[] = [];
+    for (const [key, r] of this.pending) {
+      if (!all && r.dueAt > now) continue;
+      renewals.push(r);
+      this.pending.delete(key);
+    }
     const events = this.events;
-    this.pending = new Map();
     this.events = [];
+    if (renewals.length === 0 && events.length === 0) return;
     const touches = renewals.flatMap((r) => (r.touch ? [r.touch] : []));
     const [holds, visits, written] = await Promise.allSettled([
       renewHolds(this.sql, renewals),
@@ -245,7 +309,7 @@ export class DniEngine {
     } else {
       // Put back what no newer renewal replaced; entries age out of the memory window meanwhile.
       log.warn("dni renewal batch failed", errorFields(holds.reason));
-      for (const r of renewals) if (!this.pending.has(r.key)) this.pending.set(r.key, { ...r, touch: null });
+      for (const r of renewals) if (!this.pending.has(r.key)) this.pending.set(r.key, { ...r, touch: null, dueAt: now + 1000 });
     }
     if (visits.status === "rejected") log.warn("dni visit batch failed", errorFields(visits.reason));
     if (written.status === "rejected") {

@@ -16,11 +16,11 @@ export function dniEngine(deps: Deps): DniEngine {
 }
 
 /**
- * Renewals, visits and events written every second (and once more at shutdown, after the last
- * request): the engine's consistency argument counts on a renewal reaching the database within
- * about a second of being answered from memory.
+ * Every second: events, and renewals (with visits) whose write delay is up; at shutdown, after the
+ * last request, everything. The engine's consistency argument counts on a renewal reaching the
+ * database within its write delay and a second.
  */
 export const dniWorkers = (deps: Deps): Worker[] => {
   const engine = dniEngine(deps);
-  return [every("dni.flush", 1000, () => engine.flush(), () => engine.flush())];
+  return [every("dni.flush", 1000, () => engine.flushDue(), () => engine.flush())];
 };

@@ -23,6 +23,12 @@ export interface Pool {
    * hold's lifetime for pools with holds shorter than two minutes.
    */
   marginMs: number;
+  /**
+   * How long a renewal answered from memory may wait before it is written: renewals of a visitor
+   * within it coalesce into one write. 30 s, or a tenth of the ttl for holds under five minutes;
+   * always well inside ttl − margin, so an active visitor never leaves the memory window.
+   */
+  writeDelayMs: number;
   /** The answer to an exhausted lease, built once. */
   fallbackAnswer: LeaseAnswer;
   placeholderFormatted: string;
@@ -85,6 +91,7 @@ function toPool(row: { key: string; org_id: number | null; fallback: string; pla
     ttlSeconds: row.ttl_seconds,
     ttlMs,
     marginMs: Math.min(30_000, ttlMs / 4),
+    writeDelayMs: Math.min(30_000, ttlMs / 10),
     placeholderFormatted,
     // No hold is made on the fallback number, so its ttl is 0: nothing to keep alive.
     fallbackAnswer: {

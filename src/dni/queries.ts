@@ -56,10 +56,11 @@ export async function visitAndRenew(
         user_agent = excluded.user_agent, ip_hash = excluded.ip_hash
       returning id
     ), cur as (
-      select h.number, h.hold_id
-      from v join dni_holds h on h.visitor_id = v.id
-      where h.pool_key = ${pool} and h.active and h.expires_at > ${now}
-      order by h.expires_at desc limit 1
+      select h.number, h.hold_id from v cross join lateral (
+        select number, hold_id from dni_holds h
+        where h.visitor_id = v.id and h.pool_key = ${pool} and h.active and h.expires_at > ${now}
+        order by h.expires_at desc limit 1
+      ) h
     ), r as (
       update dni_holds h set expires_at = greatest(h.expires_at, ${until})
       from cur where h.number = cur.number and h.hold_id = cur.hold_id and h.active and h.expires_at > ${now}
@@ -85,9 +86,12 @@ export async function renewByVisitor(
   const [row] = await sql<(Held & { visitor_id: number })[]>`
     with cur as (
       select h.number, h.hold_id, v.id as visitor_id
-      from dni_visitors v join dni_holds h on h.visitor_id = v.id and h.pool_key = v.pool_key and h.active
-      where v.pool_key = ${pool} and v.visitor = ${visitor} and h.expires_at > ${now}
-      order by h.expires_at desc limit 1
+      from dni_visitors v cross join lateral (
+        select number, hold_id from dni_holds h
+        where h.visitor_id = v.id and h.pool_key = v.pool_key and h.active and h.expires_at > ${now}
+        order by h.expires_at desc limit 1
+      ) h
+      where v.pool_key = ${pool} and v.visitor = ${visitor}
     ), r as (
       update dni_holds h set expires_at = greatest(h.expires_at, ${until})
       from cur where h.number = cur.number and h.hold_id = cur.hold_id and h.active and h.expires_at > ${now}
@@ -104,54 +108,74 @@ export const POOL_LOCK_NS = 727_005;
 
 export type Allocation = { kind: "held"; held: Held } | { kind: "exhausted" } | { kind: "raced" };
 
+export interface AllocationRow {
+  visitor_id: number;
+  /** The number picked for the visitor (null: none free). */
+  picked: string | null;
+  /** The hold made (null: the picked row changed under the pick; pick again). */
+  number: string | null;
+  hold_id: number | null;
+  expires_at: Date | null;
+}
+
 /**
- * Gives the visitor a number, inside a transaction that holds the pool's advisory lock (so
- * allocators of one pool never pick the same free number): the visitor's own last number when
- * nobody has taken it since (its hold, and its span in the history, simply go on), else the least
- * recently released free number of the pool (never-held numbers first), found at the head of the
- * pool's free-number index whatever the pool's size. A free number is one whose hold expired by
- * `now`, as re-checked on the locked row: a renewal that landed meanwhile (a write-behind batch of
- * another instance, which takes no lock) makes the update a no-op and the caller picks again.
+ * Gives each of `visitorIds` (distinct) a number, inside a transaction that holds the pool's
+ * advisory lock, so that allocators of one pool never pick the same free number. Each visitor
+ * gets their own last number when nobody has taken it since (their hold, and its span in the
+ * history, simply go on), else one of the pool's least recently released free numbers (never-held
+ * numbers first), taken in order from the head of the pool's free-number index whatever the
+ * pool's size. A number is free when its hold expired by `now`, as re-checked on the locked row: a
+ * renewal that landed meanwhile (a write-behind batch, which takes no lock) leaves that visitor's
+ * row with `picked` but no `number`, and the caller picks again.
  */
 export async function allocate(
   tx: postgres.TransactionSql<{ bigint: number }>,
   pool: string,
-  visitorId: number,
+  visitorIds: number[],
   now: Date,
   until: Date,
-): Promise<Allocation> {
-  const [row] = await tx<{ picked: string | null; number: string | null; hold_id: number | null; expires_at: Date | null }[]>`
-    with mine as (
-      select number, hold_id from dni_holds
-      where visitor_id = ${visitorId} and pool_key = ${pool} and active
-      order by expires_at desc limit 1
+): Promise<AllocationRow[]> {
+  return tx<AllocationRow[]>`
+    with req as (
+      select * from unnest(${visitorIds}::bigint[]) with ordinality as r(visitor_id, i)
+    ), mine as (
+      select r.visitor_id, h.number, h.hold_id
+      from req r cross join lateral (
+        select number, hold_id from dni_holds h
+        where h.visitor_id = r.visitor_id and h.pool_key = ${pool} and h.active
+        order by h.expires_at desc limit 1
+      ) h
+    ), need as (
+      select r.visitor_id, row_number() over (order by r.i) as k
+      from req r where not exists (select 1 from mine m where m.visitor_id = r.visitor_id)
     ), free as (
-      select number, hold_id from dni_holds
-      where pool_key = ${pool} and active and expires_at <= ${now}
-      order by expires_at, number limit 1
+      select f.number, f.hold_id, row_number() over (order by f.expires_at, f.number) as k
+      from (
+        select number, hold_id, expires_at from dni_holds
+        where pool_key = ${pool} and active and expires_at <= ${now} and number not in (select number from mine)
+        order by expires_at, number
+        limit (select count(*) from need)
+      ) f
     ), pick as (
-      select number, hold_id as old_hold, true as mine from mine
+      select visitor_id, number, hold_id as old_hold, true as mine from mine
       union all
-      select number, hold_id, false from free where not exists (select 1 from mine)
+      select n.visitor_id, f.number, f.hold_id, false from need n join free f using (k)
     ), up as (
       update dni_holds h set
         hold_id = case when pick.mine then pick.old_hold else nextval('dni_hold_ids') end,
-        visitor_id = ${visitorId},
+        visitor_id = pick.visitor_id,
         expires_at = greatest(${until}, case when pick.mine then h.expires_at end)
       from pick
       where h.number = pick.number and h.pool_key = ${pool} and h.active
-        and (h.expires_at <= ${now} or (pick.mine and h.hold_id = pick.old_hold))
-      returning h.number, h.hold_id, h.expires_at
+        and (h.expires_at <= ${now} or (pick.mine and h.hold_id = pick.old_hold and h.visitor_id = pick.visitor_id))
+      returning h.visitor_id, h.number, h.hold_id, h.expires_at
     ), hist as (
       insert into dni_hold_history (id, pool_key, number, visitor_id, started_at, expires_at)
-      select hold_id, ${pool}, number, ${visitorId}, ${now}, expires_at from up
+      select hold_id, ${pool}, number, visitor_id, ${now}, expires_at from up
       on conflict (id) do update set expires_at = excluded.expires_at
     )
-    select pick.number as picked, up.number, up.hold_id, up.expires_at
-    from (select 1) one left join pick on true left join up on true`;
-  if (row.picked === null) return { kind: "exhausted" };
-  if (row.number === null) return { kind: "raced" };
-  return { kind: "held", held: { number: row.number, hold_id: row.hold_id!, expires_at: row.expires_at! } };
+    select r.visitor_id, pick.number as picked, up.number, up.hold_id, up.expires_at
+    from req r left join pick on pick.visitor_id = r.visitor_id left join up on up.visitor_id = r.visitor_id`;
 }
 
 export interface Renewal {
