@@ -18,7 +18,9 @@
 // env: BENCH_DURATION (s per scenario, default 6), BENCH_WARMUP (s, default 2),
 //      BENCH_CONNECTIONS (default 32), BENCH_THREADS (default 2), BENCH_ROUNDS (default 3),
 //      BENCH_VISITORS (default 20000), BENCH_NUMBERS (default 200000),
-//      BENCH_EXE (an executable to test instead of dist/leadline; BENCH_EXE=src runs src/main.ts).
+//      BENCH_EXE (an executable to test instead of dist/leadline; BENCH_EXE=src runs src/main.ts),
+//      BENCH_PROFILE=DIR (the first instance runs from src/ under Bun's CPU profiler, which writes a
+//      markdown profile into DIR at the end; its throughput is then not comparable).
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -41,6 +43,7 @@ const ROUNDS = env("BENCH_ROUNDS", 3);
 const VISITORS = env("BENCH_VISITORS", 20_000);
 const NUMBERS = env("BENCH_NUMBERS", 200_000);
 const POOL = "bench";
+const PROFILE = process.env.BENCH_PROFILE ? resolve(process.env.BENCH_PROFILE) : null;
 
 const work = mkdtempSync(join(tmpdir(), "leadline-bench-dni-"));
 const children: Subprocess[] = [];
@@ -190,12 +193,16 @@ async function waitReady(url: string, child: Subprocess, name: string): Promise<
   throw new Error(`${name} not ready after 30 s`);
 }
 
-async function startService(name: string, dbUrl: string): Promise<string> {
+const services: Subprocess[] = [];
+
+async function startService(name: string, dbUrl: string, profile = false): Promise<string> {
   const port = await freePort();
-  const child = spawn(name, [...EXE, "serve"], {
+  const cmd = profile ? [BUN, "--cpu-prof-md", `--cpu-prof-dir=${PROFILE}`, join(root, "src/main.ts"), "serve"] : [...EXE, "serve"];
+  const child = spawn(name, cmd, {
     DATABASE_URL: dbUrl, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", NPK_IP_SALT: "bench",
     TRUST_PROXY: "loopback", DATA_DIR: join(work, "data"),
   });
+  services.push(child);
   const url = `http://127.0.0.1:${port}`;
   await waitReady(`${url}/readyz`, child, name);
   return url;
@@ -251,7 +258,7 @@ async function main(): Promise<void> {
   const base = spawn("baseline", [BUN, "-e", BASELINE], { PORT: String(basePort) });
   const baseUrl = `http://127.0.0.1:${basePort}`;
   await waitReady(`${baseUrl}/readyz`, base, "baseline");
-  const one = await startService("leadline-1", dbUrl);
+  const one = await startService("leadline-1", dbUrl, PROFILE !== null);
   const two = await startService("leadline-2", dbUrl);
   say(`baseline ${baseUrl}, instances ${one} and ${two}; ${WARMUP}s warm-up + ${DURATION}s per scenario, -t${THREADS} -c${CONNS}`);
 
@@ -290,9 +297,13 @@ async function main(): Promise<void> {
   const newTwo = await wrkPair([one, two], { mode: "new", pool: POOL }, DURATION);
   const holdsAfter = Number((await sql`select count(*)::int as n from dni_hold_history`)[0].n);
   const [{ overlaps }] = await sql`
-    select count(*)::int as overlaps from dni_hold_history a join dni_hold_history b
-      on a.number = b.number and a.id < b.id and a.started_at < b.expires_at and b.started_at < a.expires_at`;
+    select count(*)::int as overlaps from dni_hold_spans a join dni_hold_spans b
+      on a.number = b.number and a.id < b.id and a.started_at < b.ends_at and b.started_at < a.ends_at`;
   await sql.end({ timeout: 2 });
+  // A clean stop (SIGTERM): the services drain, and the profiler writes its file.
+  for (const s of services) s.kill("SIGTERM");
+  await Promise.race([Promise.all(services.map((s) => s.exited)), Bun.sleep(10_000)]);
+  if (PROFILE) say(`CPU profile of the first instance in ${PROFILE}`);
 
   const row = (name: string, r: Result, ratio: string, target: string) =>
     `| ${name} | ${Math.round(r.rps).toLocaleString("en-US")} | ${ms(r.p50_us)} | ${ms(r.p99_us)} | ${ratio} | ${target} | ${r.status_errors + r.socket_errors} |`;

@@ -28,9 +28,12 @@ create table dni_visitors (
 );
 create index dni_visitors_last_visit on dni_visitors (last_visit_at);
 
--- Every hold ever made: its id is the hold's identity (dni_holds.hold_id), and expires_at follows
--- the hold's renewals until another visitor takes the number. Call attribution reads this table,
--- so a call still finds its visitor after the hold has expired or the number has moved on.
+-- Every hold ever made: its id is the hold's identity (dni_holds.hold_id). While a hold is its
+-- number's current one, its live expiry is dni_holds.expires_at (renewals write only there);
+-- expires_at here is its expiry when it was made, and its final one once another visitor takes the
+-- number (the allocation writes it). dni_hold_spans (below) gives every hold's span either way.
+-- Call attribution reads the spans, so a call still finds its visitor after the hold has expired
+-- or the number has moved on.
 create sequence dni_hold_ids;
 create table dni_hold_history (
   id         bigint primary key default nextval('dni_hold_ids'),
@@ -91,6 +94,13 @@ create trigger dni_numbers_follow after insert or update of active, pool_key on 
 insert into dni_holds (number, pool_key, active)
 select number, pool_key, true from dni_numbers where active
 on conflict (number) do nothing;
+
+-- Each hold's span [started_at, ends_at): the live expiry for a current hold, the recorded one
+-- for a past hold.
+create view dni_hold_spans as
+select x.id, x.pool_key, x.number, x.visitor_id, x.started_at,
+       case when h.hold_id = x.id then h.expires_at else x.expires_at end as ends_at
+from dni_hold_history x left join dni_holds h on h.number = x.number;
 
 -- Browser events (dni.php action=event). Joined to visitors by (pool_key, visitor), so an event
 -- that arrives before its visitor's first lease still counts in the report.

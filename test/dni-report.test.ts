@@ -4,6 +4,7 @@ import { UsageError } from "../src/errors";
 import { attributeCall } from "../src/dni/attribution";
 import { dniCommand } from "../src/dni/command";
 import { DniEngine } from "../src/dni/engine";
+import type { VisitSource } from "../src/dni/engine";
 import type { Visit } from "../src/dni/queries";
 import { capture } from "./harness/capture";
 import { testDatabase, type TestDatabase } from "./harness/db";
@@ -16,9 +17,13 @@ beforeAll(async () => {
 afterAll(() => db?.drop());
 
 const TTL = 1800_000;
-const visit = (over: Partial<Visit> = {}): Visit => ({
-  utm_source: "", utm_medium: "", utm_campaign: "", utm_term: "", utm_content: "",
-  gclid: "", landing: "", referrer: "", user_agent: "ua", ip_hash: "h", ...over,
+const visit = (over: Partial<Visit> = {}): VisitSource => ({
+  userAgent: "ua",
+  ipHash: "h",
+  attribution: () => ({
+    utm_source: "", utm_medium: "", utm_campaign: "", utm_term: "", utm_content: "",
+    gclid: "", landing: "", referrer: "", ...over,
+  }),
 });
 
 async function insertCall(toNumber: string, at: number): Promise<number> {

@@ -25,10 +25,10 @@ export async function attributeCall(sql: Sql, callId: number, orgId: number | nu
              v.utm_term, v.utm_content, v.gclid, v.landing
       from c
       join lateral (
-        select * from dni_hold_history h
+        select * from dni_hold_spans h
         where h.number = c.to_number and h.started_at <= c.occurred_at
         order by h.started_at desc limit 1
-      ) h on c.occurred_at < h.expires_at
+      ) h on c.occurred_at < h.ends_at
       join dni_visitors v on v.id = h.visitor_id
       join dni_pools p on p.key = h.pool_key
       where ${orgId === null ? sql`true` : sql`p.org_id = ${orgId}`}

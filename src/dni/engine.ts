@@ -50,7 +50,7 @@ import {
   allocate, insertEvents, POOL_LOCK_NS, renewByVisitor, renewHolds, touchVisitors, visitAndRenew,
   type Allocation, type EventRow, type Held, type Renewal, type Visit, type VisitTouch,
 } from "./queries";
-import type { BrowserEvent } from "./rules";
+import { userAgentOf, type Attribution, type BrowserEvent } from "./rules";
 
 export const DEFAULT_CACHE_SIZE = 100_000;
 
@@ -86,6 +86,16 @@ export type HeartbeatAnswer = { ok: true; ttl: number } | { ok: false; error: "n
 
 const cacheKey = (pool: string, visitor: string) => `${pool}\n${visitor}`;
 
+/**
+ * A lease's client details. The attribution is a function, read only for a visitor's first
+ * touch, and the user agent is raw (cleaned when written): a warm lease parses neither.
+ */
+export interface VisitSource {
+  userAgent: string | null;
+  ipHash: string;
+  attribution(): Attribution;
+}
+
 interface AllocationRequest {
   visitorId: number;
   nowMs: number;
@@ -118,16 +128,17 @@ export class DniEngine {
 
   /**
    * A number for the visitor: their own hold renewed (from memory when safe), else a free number,
-   * else the pool's fallback. `visit` is first-touch attribution for a new visitor; for a
-   * returning one only its user agent and address hash are kept (with the visit time).
+   * else the pool's fallback. The visit's attribution is read only for a visitor the database
+   * does not know yet (first touch); for a returning one only the user agent and address hash
+   * are kept, with the visit time.
    */
-  lease(pool: Pool, visitor: string, visit: Visit): LeaseAnswer | Promise<LeaseAnswer> {
+  lease(pool: Pool, visitor: string, visit: VisitSource): LeaseAnswer | Promise<LeaseAnswer> {
     const now = this.clock.now();
     const key = cacheKey(pool.key, visitor);
     const entry = this.cache.get(key);
     if (entry && this.fromMemory(pool, entry, now)) {
       this.queue(pool, key, entry, now, {
-        visitor_id: entry.visitorId, at_ms: now, user_agent: visit.user_agent, ip_hash: visit.ip_hash,
+        visitor_id: entry.visitorId, at_ms: now, user_agent: visit.userAgent, ip_hash: visit.ipHash,
       });
       return leasedAnswer(pool, entry.number);
     }
@@ -183,7 +194,8 @@ export class DniEngine {
     });
   }
 
-  private async leaseFromDb(pool: Pool, visitor: string, visit: Visit, key: string, now: number): Promise<LeaseAnswer> {
+  private async leaseFromDb(pool: Pool, visitor: string, source: VisitSource, key: string, now: number): Promise<LeaseAnswer> {
+    const visit: Visit = { ...source.attribution(), user_agent: userAgentOf(source.userAgent), ip_hash: source.ipHash };
     const at = new Date(now);
     const until = new Date(now + pool.ttlMs);
     // This visit is written now; a queued touch of the same visitor would only be older.
@@ -291,7 +303,7 @@ export class DniEngine {
     const events = this.events;
     this.events = [];
     if (renewals.length === 0 && events.length === 0) return;
-    const touches = renewals.flatMap((r) => (r.touch ? [r.touch] : []));
+    const touches = renewals.flatMap((r) => (r.touch ? [{ ...r.touch, user_agent: userAgentOf(r.touch.user_agent) }] : []));
     const [holds, visits, written] = await Promise.allSettled([
       renewHolds(this.sql, renewals),
       touchVisitors(this.sql, touches),

@@ -38,7 +38,8 @@ export interface Visit extends Attribution {
  * A lease that missed the cache: records the visit (first touch on insert; visit time, user agent
  * and address hash on update) and renews the visitor's active hold, if any, in one statement.
  * The renewal re-checks the hold on the row it locks, so it cannot extend a hold that another
- * visitor took a moment ago.
+ * visitor took a moment ago. (Renewals write only dni_holds: the history has a hold's live expiry
+ * from there while the hold is current.)
  */
 export async function visitAndRenew(
   sql: Sql,
@@ -65,8 +66,6 @@ export async function visitAndRenew(
       update dni_holds h set expires_at = greatest(h.expires_at, ${until})
       from cur where h.number = cur.number and h.hold_id = cur.hold_id and h.active and h.expires_at > ${now}
       returning h.number, h.hold_id, h.expires_at
-    ), hh as (
-      update dni_hold_history x set expires_at = r.expires_at from r where x.id = r.hold_id
     )
     select v.id as visitor_id, r.number, r.hold_id, r.expires_at from v left join r on true`;
   return {
@@ -96,8 +95,6 @@ export async function renewByVisitor(
       update dni_holds h set expires_at = greatest(h.expires_at, ${until})
       from cur where h.number = cur.number and h.hold_id = cur.hold_id and h.active and h.expires_at > ${now}
       returning h.number, h.hold_id, h.expires_at
-    ), hh as (
-      update dni_hold_history x set expires_at = r.expires_at from r where x.id = r.hold_id
     )
     select r.number, r.hold_id, r.expires_at, cur.visitor_id from r join cur on true`;
   return row ?? null;
@@ -149,7 +146,7 @@ export async function allocate(
       select r.visitor_id, row_number() over (order by r.i) as k
       from req r where not exists (select 1 from mine m where m.visitor_id = r.visitor_id)
     ), free as (
-      select f.number, f.hold_id, row_number() over (order by f.expires_at, f.number) as k
+      select f.number, f.hold_id, f.expires_at, row_number() over (order by f.expires_at, f.number) as k
       from (
         select number, hold_id, expires_at from dni_holds
         where pool_key = ${pool} and active and expires_at <= ${now} and number not in (select number from mine)
@@ -157,9 +154,9 @@ export async function allocate(
         limit (select count(*) from need)
       ) f
     ), pick as (
-      select visitor_id, number, hold_id as old_hold, true as mine from mine
+      select visitor_id, number, hold_id as old_hold, null::timestamptz as old_expires, true as mine from mine
       union all
-      select n.visitor_id, f.number, f.hold_id, false from need n join free f using (k)
+      select n.visitor_id, f.number, f.hold_id, f.expires_at, false from need n join free f using (k)
     ), up as (
       update dni_holds h set
         hold_id = case when pick.mine then pick.old_hold else nextval('dni_hold_ids') end,
@@ -173,6 +170,11 @@ export async function allocate(
       insert into dni_hold_history (id, pool_key, number, visitor_id, started_at, expires_at)
       select hold_id, ${pool}, number, visitor_id, ${now}, expires_at from up
       on conflict (id) do update set expires_at = excluded.expires_at
+    ), closed as (
+      -- The hold a number was taken from ends for good: its history keeps the final expiry.
+      update dni_hold_history x set expires_at = p.old_expires
+      from pick p join up on up.number = p.number
+      where x.id = p.old_hold and not p.mine
     )
     select r.visitor_id, pick.number as picked, up.number, up.hold_id, up.expires_at
     from req r left join pick on pick.visitor_id = r.visitor_id left join up on up.visitor_id = r.visitor_id`;
@@ -186,7 +188,7 @@ export interface Renewal {
 }
 
 /**
- * A write-behind batch of renewals: each extends its hold only while the hold is still the one
+ * A write-behind batch of renewals (dni_holds only): each extends its hold only while the hold is still the one
  * renewed (same hold_id: nobody took the number since) and its number is still active in the
  * hold's pool. Returns the holds extended, with the expiry now in the database; a hold missing from the
  * answer was lost (taken over after expiring, or its number removed from the pool).
@@ -200,14 +202,15 @@ export async function renewHolds(sql: Sql, renewals: Renewal[]): Promise<{ hold_
                            ${sorted.map((r) => r.pool_key)}::text[], ${sorted.map((r) => r.until_ms)}::float8[])
         as u(hold_id, number, pool_key, until_ms)
     ), locked as (
-      select h.number from dni_holds h where h.number in (select number from u) order by h.number for update
+      -- Rows locked in number order (the sort sits below the lock), whatever the join's plan.
+      select h.number, u.hold_id, u.pool_key, u.until_ms
+      from u join dni_holds h on h.number = u.number
+      order by h.number for update of h
     ), r as (
-      update dni_holds h set expires_at = greatest(h.expires_at, to_timestamp(u.until_ms / 1000))
-      from u join locked l on l.number = u.number
-      where h.number = u.number and h.hold_id = u.hold_id and h.pool_key = u.pool_key and h.active
+      update dni_holds h set expires_at = greatest(h.expires_at, to_timestamp(l.until_ms / 1000))
+      from locked l
+      where h.number = l.number and h.hold_id = l.hold_id and h.pool_key = l.pool_key and h.active
       returning h.hold_id, h.expires_at
-    ), hh as (
-      update dni_hold_history x set expires_at = r.expires_at from r where x.id = r.hold_id
     )
     select hold_id, expires_at from r`;
 }
@@ -215,7 +218,7 @@ export async function renewHolds(sql: Sql, renewals: Renewal[]): Promise<{ hold_
 export interface VisitTouch {
   visitor_id: number;
   at_ms: number;
-  user_agent: string;
+  user_agent: string | null;
   ip_hash: string;
 }
 
@@ -229,12 +232,12 @@ export async function touchVisitors(sql: Sql, touches: VisitTouch[]): Promise<vo
                            ${sorted.map((t) => t.user_agent)}::text[], ${sorted.map((t) => t.ip_hash)}::text[])
         as w(id, at_ms, ua, ip)
     ), locked as (
-      select x.id from dni_visitors x where x.id in (select id from w) order by x.id for update
+      select x.id, w.at_ms, w.ua, w.ip from w join dni_visitors x on x.id = w.id order by x.id for update of x
     )
-    update dni_visitors x set last_visit_at = greatest(x.last_visit_at, to_timestamp(w.at_ms / 1000)),
-                              user_agent = w.ua, ip_hash = w.ip
-    from w join locked l on l.id = w.id
-    where x.id = w.id`;
+    update dni_visitors x set last_visit_at = greatest(x.last_visit_at, to_timestamp(l.at_ms / 1000)),
+                              user_agent = l.ua, ip_hash = l.ip
+    from locked l
+    where x.id = l.id`;
 }
 
 export interface EventRow extends BrowserEvent {

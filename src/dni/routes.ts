@@ -12,7 +12,7 @@ import type { Deps } from "../http/deps";
 import { errorOf, errorResponse, json } from "../http/respond";
 import type { DniEngine } from "./engine";
 import { dniEngine } from "./instance";
-import { attributionOf, BODY_MAX_BYTES, eventOf, poolKeyOf, userAgentOf, visitorOf } from "./rules";
+import { attributionOf, BODY_MAX_BYTES, eventOf, poolKeyOf, visitorOf } from "./rules";
 import { dniScript } from "./script";
 
 const CORS = { "access-control-allow-origin": "*" };
@@ -46,7 +46,7 @@ async function dniAnswer(deps: Deps, engine: DniEngine, request: Request, server
     if (visitor === null) return errorOf("visitor_required", "dni", CORS);
     switch (action) {
       case "lease": {
-        const visit = { ...attributionOf(fields), user_agent: userAgentOf(request.headers.get("user-agent")), ip_hash: ipHash };
+        const visit = { userAgent: request.headers.get("user-agent"), ipHash, attribution: () => attributionOf(fields) };
         return json(await engine.lease(pool, visitor, visit), 200, CORS);
       }
       case "heartbeat":

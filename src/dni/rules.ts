@@ -104,5 +104,5 @@ export function eventOf(f: Record<string, unknown>): BrowserEvent {
 
 /** A user agent as stored: cleaned and cut. */
 export function userAgentOf(v: string | null | undefined): string {
-  return cut(cleanText(v ?? ""), 400);
+  return v ? cut(cleanText(v), 400) : "";
 }

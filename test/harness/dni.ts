@@ -62,8 +62,8 @@ export function countingClient(url: string, max = 4): { sql: Sql; count: () => n
 export async function overlappingHolds(sql: Sql): Promise<unknown[]> {
   return [...await sql`
     select a.number, a.visitor_id as a_visitor, b.visitor_id as b_visitor,
-           a.started_at as a_start, a.expires_at as a_end, b.started_at as b_start, b.expires_at as b_end
-    from dni_hold_history a join dni_hold_history b
+           a.started_at as a_start, a.ends_at as a_end, b.started_at as b_start, b.ends_at as b_end
+    from dni_hold_spans a join dni_hold_spans b
       on a.number = b.number and a.id < b.id
-     and a.started_at < b.expires_at and b.started_at < a.expires_at`];
+     and a.started_at < b.ends_at and b.started_at < a.ends_at`];
 }
