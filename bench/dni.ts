@@ -21,7 +21,7 @@
 //      BENCH_EXE (an executable to test instead of dist/leadline; BENCH_EXE=src runs src/main.ts),
 //      BENCH_PROFILE=DIR (the first instance runs from src/ under Bun's CPU profiler, which writes a
 //      markdown profile into DIR at the end; its throughput is then not comparable).
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
@@ -120,7 +120,25 @@ function done(summary, latency, requests)
 end
 `;
 
+const TICK_US = 1e6 / (Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100);
+
+/** utime + stime of a process in µs, from /proc (0 when it is gone). */
+function cpuOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) * TICK_US;
+  } catch {
+    return 0;
+  }
+}
+
+/** The server processes by URL, for CPU per request. */
+const pids = new Map<string, number>();
+
 interface Result {
+  /** CPU µs per request of the server answering (both servers' for a pair). */
+  cpu_us: number;
   requests: number;
   duration_us: number;
   p50_us: number;
@@ -134,6 +152,7 @@ let runDigit = 0;
 
 async function wrk(url: string, args: Record<string, string | number>, seconds: number, conns = CONNS): Promise<Result> {
   runDigit++;
+  const cpu0 = cpuOf(pids.get(url) ?? 0);
   const opts = Object.entries({ ...args, run: runDigit }).map(([k, v]) => `${k}=${v}`);
   const threads = Math.min(THREADS, conns);
   const p = Bun.spawn(["wrk", `-t${threads}`, `-c${conns}`, `-d${seconds}s`, "--timeout", "5s", "-s", join(work, "dni.lua"), url, "--", ...opts], {
@@ -147,6 +166,7 @@ async function wrk(url: string, args: Record<string, string | number>, seconds: 
   if (p.exitCode !== 0 || !line) throw new Error(`wrk failed (exit ${p.exitCode}):\n${out}\n${err}`);
   const r = JSON.parse(line.slice(6)) as Result;
   r.rps = r.requests / (r.duration_us / 1e6);
+  r.cpu_us = (cpuOf(pids.get(url) ?? 0) - cpu0) / Math.max(1, r.requests);
   return r;
 }
 
@@ -155,6 +175,7 @@ async function wrkPair(urls: [string, string], args: Record<string, string | num
   const half = Math.max(1, Math.floor(CONNS / 2));
   const [a, b] = await Promise.all(urls.map((u) => wrk(u, args, seconds, half)));
   return {
+    cpu_us: (a.cpu_us * a.requests + b.cpu_us * b.requests) / Math.max(1, a.requests + b.requests),
     requests: a.requests + b.requests,
     duration_us: Math.max(a.duration_us, b.duration_us),
     p50_us: Math.max(a.p50_us, b.p50_us),
@@ -204,6 +225,7 @@ async function startService(name: string, dbUrl: string, profile = false): Promi
   });
   services.push(child);
   const url = `http://127.0.0.1:${port}`;
+  pids.set(url, child.pid);
   await waitReady(`${url}/readyz`, child, name);
   return url;
 }
@@ -257,6 +279,7 @@ async function main(): Promise<void> {
   const basePort = await freePort();
   const base = spawn("baseline", [BUN, "-e", BASELINE], { PORT: String(basePort) });
   const baseUrl = `http://127.0.0.1:${basePort}`;
+  pids.set(baseUrl, base.pid);
   await waitReady(`${baseUrl}/readyz`, base, "baseline");
   const one = await startService("leadline-1", dbUrl, PROFILE !== null);
   const two = await startService("leadline-2", dbUrl);
@@ -285,7 +308,8 @@ async function main(): Promise<void> {
     const requests = rs.reduce((a, r) => a + r.requests, 0);
     const duration = rs.reduce((a, r) => a + r.duration_us, 0);
     const mid = [...rs].sort((a, b) => a.rps - b.rps)[Math.floor(rs.length / 2)];
-    return { ...mid, requests, duration_us: duration, rps: requests / (duration / 1e6),
+    const cpu_us = rs.reduce((a, r) => a + r.cpu_us * r.requests, 0) / Math.max(1, requests);
+    return { ...mid, cpu_us, requests, duration_us: duration, rps: requests / (duration / 1e6),
       status_errors: rs.reduce((a, r) => a + r.status_errors, 0), socket_errors: rs.reduce((a, r) => a + r.socket_errors, 0) };
   };
 
@@ -306,15 +330,15 @@ async function main(): Promise<void> {
   if (PROFILE) say(`CPU profile of the first instance in ${PROFILE}`);
 
   const row = (name: string, r: Result, ratio: string, target: string) =>
-    `| ${name} | ${Math.round(r.rps).toLocaleString("en-US")} | ${ms(r.p50_us)} | ${ms(r.p99_us)} | ${ratio} | ${target} | ${r.status_errors + r.socket_errors} |`;
+    `| ${name} | ${Math.round(r.rps).toLocaleString("en-US")} | ${ms(r.p50_us)} | ${ms(r.p99_us)} | ${ratio} | ${target} | ${Math.round(r.cpu_us)} | ${r.status_errors + r.socket_errors} |`;
   const pct = (x: number) => `${Math.round(x * 100)}%`;
   const lease = median(ratios.lease);
   const beat = median(ratios.beat);
   const lines = [
     `DNI benchmark, ${new Date().toISOString()}: -t${THREADS} -c${CONNS}, ${ROUNDS} slices of ${slice}s (warm) / ${DURATION}s (new), ${VISITORS} warm visitors, pool of ${NUMBERS}`,
     "",
-    "| scenario | req/s | p50 ms | p99 ms | vs baseline | target | errors |",
-    "|---|---:|---:|---:|---:|---|---:|",
+    "| scenario | req/s | p50 ms | p99 ms | vs baseline | target | server CPU µs/req | errors |",
+    "|---|---:|---:|---:|---:|---|---:|---:|",
     row("baseline: bare Elysia POST handler", merged(parts.base), "100%", "", ),
     row("warm lease (returning visitor)", merged(parts.lease), pct(lease), `≥ 60% ${lease >= 0.6 ? "✓" : "✗"}`),
     row("warm heartbeat", merged(parts.beat), pct(beat), `≥ 60% ${beat >= 0.6 ? "✓" : "✗"}`),

@@ -73,6 +73,9 @@ interface Entry {
   holdId: number;
   /** The hold's expiry as written in the database, as far as this instance knows (epoch ms). */
   confirmedUntil: number;
+  /** The lease answer, kept with the pool it was built for (a re-read pool rebuilds it). */
+  answer: LeaseAnswer | null;
+  answerPool: Pool | null;
 }
 
 interface PendingRenewal extends Renewal {
@@ -83,6 +86,7 @@ interface PendingRenewal extends Renewal {
 }
 
 export type HeartbeatAnswer = { ok: true; ttl: number } | { ok: false; error: "not_leased" };
+const NOT_LEASED: HeartbeatAnswer = Object.freeze({ ok: false, error: "not_leased" });
 
 const cacheKey = (pool: string, visitor: string) => `${pool}\n${visitor}`;
 
@@ -140,7 +144,7 @@ export class DniEngine {
       this.queue(pool, key, entry, now, {
         visitor_id: entry.visitorId, at_ms: now, user_agent: visit.userAgent, ip_hash: visit.ipHash,
       });
-      return leasedAnswer(pool, entry.number);
+      return this.answerOf(pool, entry);
     }
     return this.leaseFromDb(pool, visitor, visit, key, now);
   }
@@ -152,7 +156,7 @@ export class DniEngine {
     const entry = this.cache.get(key);
     if (entry && this.fromMemory(pool, entry, now)) {
       this.queue(pool, key, entry, now, null);
-      return { ok: true, ttl: pool.ttlSeconds };
+      return pool.beatAnswer;
     }
     return this.heartbeatFromDb(pool, visitor, key, now);
   }
@@ -185,13 +189,26 @@ export class DniEngine {
     }
   }
 
-  private remember(key: string, visitorId: number, held: Held): void {
-    this.cache.set(key, {
+  private remember(key: string, visitorId: number, held: Held): Entry {
+    const entry: Entry = {
       visitorId,
       number: held.number,
       holdId: held.hold_id,
       confirmedUntil: held.expires_at.getTime(),
-    });
+      answer: null,
+      answerPool: null,
+    };
+    this.cache.set(key, entry);
+    return entry;
+  }
+
+  /** The same answer object for every lease of a hold (routes keep its JSON text). */
+  private answerOf(pool: Pool, entry: Entry): LeaseAnswer {
+    if (entry.answerPool !== pool || !entry.answer) {
+      entry.answer = leasedAnswer(pool, entry.number);
+      entry.answerPool = pool;
+    }
+    return entry.answer;
   }
 
   private async leaseFromDb(pool: Pool, visitor: string, source: VisitSource, key: string, now: number): Promise<LeaseAnswer> {
@@ -202,17 +219,11 @@ export class DniEngine {
     const waiting = this.pending.get(key);
     if (waiting) waiting.touch = null;
     const { visitor_id, held } = await visitAndRenew(this.sql, pool.key, visitor, visit, at, until);
-    if (held) {
-      this.remember(key, visitor_id, held);
-      return leasedAnswer(pool, held.number);
-    }
+    if (held) return this.answerOf(pool, this.remember(key, visitor_id, held));
     this.cache.delete(key);
     if ((this.exhaustedUntil.get(pool.key) ?? 0) > now) return pool.fallbackAnswer;
     const got = await this.allocatorOf(pool.key).load({ visitorId: visitor_id, nowMs: now, untilMs: now + pool.ttlMs });
-    if (got.kind === "held") {
-      this.remember(key, visitor_id, got.held);
-      return leasedAnswer(pool, got.held.number);
-    }
+    if (got.kind === "held") return this.answerOf(pool, this.remember(key, visitor_id, got.held));
     if (got.kind === "exhausted") {
       // Nothing frees a number before some hold expires, except provisioning new numbers; a
       // second of remembering spares the lock a stampede of fallback visitors.
@@ -269,10 +280,10 @@ export class DniEngine {
     const held = await renewByVisitor(this.sql, pool.key, visitor, new Date(now), new Date(now + pool.ttlMs));
     if (!held) {
       this.cache.delete(key);
-      return { ok: false, error: "not_leased" };
+      return NOT_LEASED;
     }
     this.remember(key, held.visitor_id, held);
-    return { ok: true, ttl: pool.ttlSeconds };
+    return pool.beatAnswer;
   }
 
   /** The worker's tick: the events, and the renewals (with their visits) whose write delay is up. */

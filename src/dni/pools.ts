@@ -31,6 +31,8 @@ export interface Pool {
   writeDelayMs: number;
   /** The answer to an exhausted lease, built once. */
   fallbackAnswer: LeaseAnswer;
+  /** The answer to a heartbeat that kept its hold, built once. */
+  beatAnswer: { ok: true; ttl: number };
   placeholderFormatted: string;
 }
 
@@ -93,6 +95,7 @@ function toPool(row: { key: string; org_id: number | null; fallback: string; pla
     marginMs: Math.min(30_000, ttlMs / 4),
     writeDelayMs: Math.min(30_000, ttlMs / 10),
     placeholderFormatted,
+    beatAnswer: { ok: true, ttl: row.ttl_seconds },
     // No hold is made on the fallback number, so its ttl is 0: nothing to keep alive.
     fallbackAnswer: {
       ok: true,

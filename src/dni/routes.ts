@@ -9,7 +9,7 @@ import { Elysia } from "elysia";
 import { bodyFields, readBody } from "../http/body";
 import { clientAddress, hashAddress, type PeerSource } from "../http/client";
 import type { Deps } from "../http/deps";
-import { errorOf, errorResponse, json } from "../http/respond";
+import { errorOf, errorResponse, json, rawJson } from "../http/respond";
 import type { DniEngine } from "./engine";
 import { dniEngine } from "./instance";
 import { attributionOf, BODY_MAX_BYTES, eventOf, poolKeyOf, visitorOf } from "./rules";
@@ -28,13 +28,37 @@ const POST_ONLY = { ...CORS, allow: "POST, OPTIONS" };
 type Action = "lease" | "heartbeat" | "event";
 const isAction = (a: unknown): a is Action => a === "lease" || a === "heartbeat" || a === "event";
 
-async function dniAnswer(deps: Deps, engine: DniEngine, request: Request, server: PeerSource | null, action: unknown): Promise<Response> {
+/** `action` from the query string, without building the whole query object. */
+function actionOf(url: string): string | null {
+  const m = /[?&]action=([^&#]*)/.exec(url);
+  if (!m) return null;
+  try {
+    return decodeURIComponent(m[1].replace(/\+/g, " "));
+  } catch {
+    return null;
+  }
+}
+
+// The engine answers a returning visitor with the same object every time (per hold, per pool):
+// its JSON text is kept here, so a warm lease or heartbeat serializes nothing.
+const serialized = new WeakMap<object, string>();
+function answer(body: object): Response {
+  let text = serialized.get(body);
+  if (text === undefined) {
+    text = JSON.stringify(body);
+    serialized.set(body, text);
+  }
+  return rawJson(text, 200, CORS);
+}
+
+async function dniAnswer(deps: Deps, engine: DniEngine, request: Request, server: PeerSource | null): Promise<Response> {
   try {
     const ipHash = hashAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy));
     // Every action counts, whatever comes of it. Decided from memory (limits/address-counter.ts):
     // an address already over its limit costs no database write at all.
     const within = deps.limits.take("dni", ipHash);
     if (!(within instanceof Promise ? await within : within)) return errorOf("rate_limited", "dni", CORS);
+    const action = actionOf(request.url);
     if (!isAction(action)) return errorOf("unknown_action", "dni", CORS);
     // At most 64 KiB is ever read; an oversized, empty or non-JSON body has no fields, so it
     // fails field validation like any body without a pool (api-v1.md), never with a bare 413.
@@ -47,10 +71,10 @@ async function dniAnswer(deps: Deps, engine: DniEngine, request: Request, server
     switch (action) {
       case "lease": {
         const visit = { userAgent: request.headers.get("user-agent"), ipHash, attribution: () => attributionOf(fields) };
-        return json(await engine.lease(pool, visitor, visit), 200, CORS);
+        return answer(await engine.lease(pool, visitor, visit));
       }
       case "heartbeat":
-        return json(await engine.heartbeat(pool, visitor), 200, CORS);
+        return answer(await engine.heartbeat(pool, visitor));
       case "event":
         await engine.event(pool, visitor, eventOf(fields));
         return json({ ok: true }, 200, CORS);
@@ -85,7 +109,7 @@ async function scriptAnswer(request: Request): Promise<Response> {
 export const dniRoutes = (deps: Deps) => {
   const engine = dniEngine(deps);
   return new Elysia({ name: "dni" })
-    .post("/hooks/dni.php", ({ request, server, query }) => dniAnswer(deps, engine, request, server, query.action), { parse: "none" })
+    .post("/hooks/dni.php", ({ request, server }) => dniAnswer(deps, engine, request, server), { parse: "none" })
     .options("/hooks/dni.php", () => new Response(null, { status: 204, headers: PREFLIGHT }))
     .all("/hooks/dni.php", () => errorOf("method_not_allowed", "dni", POST_ONLY), { parse: "none" })
     .get("/dni.js", ({ request }) => scriptAnswer(request));

@@ -8,9 +8,9 @@ const JSON_TYPE = "application/json; charset=utf-8";
 export const json = (body: unknown, status = 200, headers?: Record<string, string>): Response =>
   new Response(JSON.stringify(body), { status, headers: headers ? { "content-type": JSON_TYPE, ...headers } : { "content-type": JSON_TYPE } });
 
-/** A body already serialized by the database (json_build_object(...)::text). */
-export const rawJson = (text: string, status = 200): Response =>
-  new Response(text, { status, headers: { "content-type": JSON_TYPE } });
+/** A body already serialized (by the database, json_build_object(...)::text, or kept serialized). */
+export const rawJson = (text: string, status = 200, headers?: Record<string, string>): Response =>
+  new Response(text, { status, headers: headers ? { "content-type": JSON_TYPE, ...headers } : { "content-type": JSON_TYPE } });
 
 /**
  * The one error renderer: known codes with their status on `surface`, database outages as 503,
