@@ -42,13 +42,13 @@
 // is never allocated again, and its holder gets a new number on their next lease.
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock";
-import { Batcher } from "../db/batcher";
+import { Batcher, hotReads } from "../db/batcher";
 import type { Sql } from "../db/client";
 import { errorFields, log } from "../log";
 import { leasedAnswer, PoolCache, type LeaseAnswer, type Pool } from "./pools";
 import {
   allocate, insertEvents, POOL_LOCK_NS, renewByVisitor, renewHolds, touchVisitors, visitAndRenew,
-  type Allocation, type EventRow, type Held, type Renewal, type Visit, type VisitTouch,
+  type Allocation, type EventRow, type Held, type Renewal, type Visit, type VisitRequest, type VisitResult, type VisitTouch,
 } from "./queries";
 import { userAgentOf, type Attribution, type BrowserEvent } from "./rules";
 
@@ -115,6 +115,11 @@ export class DniEngine {
   /** Per pool, the clock time before which allocation is known to find nothing free. */
   private exhaustedUntil = new Map<string, number>();
   private readonly allocators = new Map<string, Batcher<AllocationRequest, Allocation>>();
+  /**
+   * Leases that miss the cache, batched like the other hot reads (src/db/batcher.ts): the
+   * statement's fixed cost is paid once for all the visitors that arrive together.
+   */
+  private readonly visits = hotReads((requests: VisitRequest[]) => this.visitBatch(requests));
   private readonly batchSize: number;
   private readonly maxPending: number;
 
@@ -213,12 +218,10 @@ export class DniEngine {
 
   private async leaseFromDb(pool: Pool, visitor: string, source: VisitSource, key: string, now: number): Promise<LeaseAnswer> {
     const visit: Visit = { ...source.attribution(), user_agent: userAgentOf(source.userAgent), ip_hash: source.ipHash };
-    const at = new Date(now);
-    const until = new Date(now + pool.ttlMs);
     // This visit is written now; a queued touch of the same visitor would only be older.
     const waiting = this.pending.get(key);
     if (waiting) waiting.touch = null;
-    const { visitor_id, held } = await visitAndRenew(this.sql, pool.key, visitor, visit, at, until);
+    const { visitor_id, held } = await this.visits.load({ pool: pool.key, visitor, visit, nowMs: now, untilMs: now + pool.ttlMs });
     if (held) return this.answerOf(pool, this.remember(key, visitor_id, held));
     this.cache.delete(key);
     if ((this.exhaustedUntil.get(pool.key) ?? 0) > now) return pool.fallbackAnswer;
@@ -232,6 +235,21 @@ export class DniEngine {
       log.warn("dni allocation kept racing renewals; answering the fallback", { pool: pool.key });
     }
     return pool.fallbackAnswer;
+  }
+
+  /** One statement per batch, each pool and visitor once (a repeat shares the first's result). */
+  private async visitBatch(requests: VisitRequest[]): Promise<VisitResult[]> {
+    const first = new Map<string, number>();
+    const distinct: VisitRequest[] = [];
+    for (const r of requests) {
+      const k = cacheKey(r.pool, r.visitor);
+      if (!first.has(k)) {
+        first.set(k, distinct.length);
+        distinct.push(r);
+      }
+    }
+    const results = await visitAndRenew(this.sql, distinct);
+    return requests.map((r) => results[first.get(cacheKey(r.pool, r.visitor))!]);
   }
 
   /**

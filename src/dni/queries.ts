@@ -6,6 +6,7 @@
 // of either kind in key order, and a history row only while holding its hold row (a history row is
 // written only by whoever has just written its hold).
 import type postgres from "postgres";
+import { inInputOrder } from "../db/batcher";
 import type { Sql } from "../db/client";
 import type { Attribution, BrowserEvent } from "./rules";
 
@@ -34,44 +35,69 @@ export interface Visit extends Attribution {
   ip_hash: string;
 }
 
+export interface VisitRequest {
+  pool: string;
+  visitor: string;
+  visit: Visit;
+  nowMs: number;
+  untilMs: number;
+}
+
+export interface VisitResult {
+  visitor_id: number;
+  held: Held | null;
+}
+
 /**
- * A lease that missed the cache: records the visit (first touch on insert; visit time, user agent
- * and address hash on update) and renews the visitor's active hold, if any, in one statement.
- * The renewal re-checks the hold on the row it locks, so it cannot extend a hold that another
- * visitor took a moment ago. (Renewals write only dni_holds: the history has a hold's live expiry
- * from there while the hold is current.)
+ * Leases that missed the cache, several visitors in one statement (distinct pool and visitor
+ * pairs): records each visit (first touch on insert; visit time, user agent and address hash on
+ * update) and renews the visitor's active hold, if any. The renewal re-checks the hold on the row
+ * it locks, so it cannot extend a hold that another visitor took a moment ago. (Renewals write
+ * only dni_holds: the history has a hold's live expiry from there while the hold is current.)
+ * Visitor rows are written in key order, holds one per visitor: concurrent batches lock alike.
  */
-export async function visitAndRenew(
-  sql: Sql,
-  pool: string,
-  visitor: string,
-  visit: Visit,
-  now: Date,
-  until: Date,
-): Promise<{ visitor_id: number; held: Held | null }> {
-  const [row] = await sql<({ visitor_id: number } & { [K in keyof Held]: Held[K] | null })[]>`
-    with v as (
-      insert into dni_visitors ${sql({ pool_key: pool, visitor, ...visit, first_visit_at: now, last_visit_at: now })}
+export async function visitAndRenew(sql: Sql, requests: VisitRequest[]): Promise<VisitResult[]> {
+  const col = <K extends keyof Visit>(k: K) => requests.map((r) => r.visit[k]);
+  const rows = await sql<{ i: number; visitor_id: number; number: string | null; hold_id: number | null; expires_at: Date | null }[]>`
+    with req as (
+      select * from unnest(
+        ${requests.map((r) => r.pool)}::text[], ${requests.map((r) => r.visitor)}::text[],
+        ${col("utm_source")}::text[], ${col("utm_medium")}::text[], ${col("utm_campaign")}::text[],
+        ${col("utm_term")}::text[], ${col("utm_content")}::text[], ${col("gclid")}::text[],
+        ${col("landing")}::text[], ${col("referrer")}::text[], ${col("user_agent")}::text[], ${col("ip_hash")}::text[],
+        ${requests.map((r) => r.nowMs)}::float8[], ${requests.map((r) => r.untilMs)}::float8[]
+      ) with ordinality as r(pool_key, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content,
+                             gclid, landing, referrer, user_agent, ip_hash, now_ms, until_ms, i)
+    ), v as (
+      insert into dni_visitors (pool_key, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content,
+                                gclid, landing, referrer, user_agent, ip_hash, first_visit_at, last_visit_at)
+      select pool_key, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content, gclid, landing,
+             referrer, user_agent, ip_hash, to_timestamp(now_ms / 1000), to_timestamp(now_ms / 1000)
+      from req order by pool_key, visitor
       on conflict (pool_key, visitor) do update set
         last_visit_at = greatest(dni_visitors.last_visit_at, excluded.last_visit_at),
         user_agent = excluded.user_agent, ip_hash = excluded.ip_hash
-      returning id
+      returning id, pool_key, visitor
     ), cur as (
-      select h.number, h.hold_id from v cross join lateral (
+      select r.i, v.id as visitor_id, h.number, h.hold_id, r.now_ms, r.until_ms
+      from req r join v on v.pool_key = r.pool_key and v.visitor = r.visitor
+      left join lateral (
         select number, hold_id from dni_holds h
-        where h.visitor_id = v.id and h.pool_key = ${pool} and h.active and h.expires_at > ${now}
+        where h.visitor_id = v.id and h.pool_key = r.pool_key and h.active and h.expires_at > to_timestamp(r.now_ms / 1000)
         order by h.expires_at desc limit 1
-      ) h
-    ), r as (
-      update dni_holds h set expires_at = greatest(h.expires_at, ${until})
-      from cur where h.number = cur.number and h.hold_id = cur.hold_id and h.active and h.expires_at > ${now}
+      ) h on true
+    ), renewed as (
+      update dni_holds h set expires_at = greatest(h.expires_at, to_timestamp(c.until_ms / 1000))
+      from cur c
+      where h.number = c.number and h.hold_id = c.hold_id and h.active and h.expires_at > to_timestamp(c.now_ms / 1000)
       returning h.number, h.hold_id, h.expires_at
     )
-    select v.id as visitor_id, r.number, r.hold_id, r.expires_at from v left join r on true`;
-  return {
+    select c.i::int as i, c.visitor_id, r.number, r.hold_id, r.expires_at
+    from cur c left join renewed r on r.number = c.number and r.hold_id = c.hold_id`;
+  return inInputOrder(rows, requests.length).map((row) => ({
     visitor_id: row.visitor_id,
     held: row.number === null ? null : { number: row.number, hold_id: row.hold_id!, expires_at: row.expires_at! },
-  };
+  }));
 }
 
 /** A heartbeat that missed the cache: renews the visitor's active hold on an active number. */
