@@ -157,6 +157,9 @@ describe("validation", () => {
     expect(plain.body.ok).toBe(true);
     const form = await dni("lease", undefined, { body: "pool=acme-site&visitor=form1", headers: { "content-type": "application/x-www-form-urlencoded" } });
     expect(form.body.ok).toBe(true);
+    // JSON declared as a form, as `curl -d '{…}'` sends it.
+    const curlish = await dni("lease", undefined, { body: JSON.stringify({ pool: "acme-site", visitor: "curl1" }), headers: { "content-type": "application/x-www-form-urlencoded" } });
+    expect(curlish.body.ok).toBe(true);
   });
 });
 

@@ -61,7 +61,8 @@ export async function readBody(request: Request, limit: number, opts: { jsonOnly
     }
   }
   const text = decoder.decode(bytes);
-  if (!opts.jsonOnly && type.startsWith("application/x-www-form-urlencoded")) {
+  // A JSON object or array declared as a form (curl -d '{…}' does that) is read as the JSON it is.
+  if (!opts.jsonOnly && type.startsWith("application/x-www-form-urlencoded") && !/^\s*[[{]/.test(text)) {
     return { kind: "form", value: formToRecord(new URLSearchParams(text)) };
   }
   // JSON by declaration, or by sniffing when the client sent no usable content type.
