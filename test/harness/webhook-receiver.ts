@@ -3,15 +3,13 @@
 import { createServer as createHttps } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer as createHttp } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer as createTcp, type AddressInfo } from "node:net";
 
 export interface Received {
   path: string;
   method: string;
   headers: Record<string, string>;
   body: string;
-  /** The TLS server name the client sent (https receivers only). */
-  serverName: string | null;
   /** performance.now() when the request had been read. */
   at: number;
 }
@@ -29,7 +27,6 @@ export class WebhookReceiver {
   private answer: (r: Received) => Answer = () => ({ status: 200, body: "ok" });
   private hanging = new Set<ServerResponse>();
   private waiters: { n: number; resolve: () => void }[] = [];
-  private tlsNames: string[] = [];
 
   private constructor(
     private server: ReturnType<typeof createHttp>,
@@ -45,21 +42,12 @@ export class WebhookReceiver {
     server.keepAliveTimeout = 5000;
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     self = new WebhookReceiver(server as ReturnType<typeof createHttp>, (server.address() as AddressInfo).port, opts.tls ? "https" : "http");
-    if (opts.tls) {
-      server.on("secureConnection", (s: { servername?: string | false }) => self.tlsNames.push(s.servername || ""));
-      server.on("tlsClientError", (_e: unknown, s: { servername?: string | false }) => self.tlsNames.push(s.servername || ""));
-    }
     return self;
   }
 
   /** The URL of `path` on this receiver (host 127.0.0.1 unless another is given). */
   url(path = "/hook", host = "127.0.0.1"): string {
     return `${this.scheme}://${host}:${this.port}${path}`;
-  }
-
-  /** Server names seen in TLS handshakes, including refused ones. */
-  get serverNames(): readonly string[] {
-    return this.tlsNames;
   }
 
   /** Sets how every following request is answered. */
@@ -83,7 +71,6 @@ export class WebhookReceiver {
 
   clear(): void {
     this.received.length = 0;
-    this.tlsNames.length = 0;
   }
 
   async stop(): Promise<void> {
@@ -103,7 +90,6 @@ export class WebhookReceiver {
         method: req.method ?? "",
         headers,
         body: Buffer.concat(chunks).toString("utf8"),
-        serverName: ((req.socket as { servername?: string | false }).servername || null) as string | null,
         at: performance.now(),
       };
       this.received.push(r);
@@ -119,4 +105,74 @@ export class WebhookReceiver {
       res.end(answer.body ?? "");
     });
   }
+}
+
+/** A self-signed certificate for hooks.test (valid to 2126): a client that checks certificates refuses it. */
+export const SELF_SIGNED = {
+  key: `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgDeBQSdhmQJi+5ywd
+eGb3g4LcYK/HslX8ajlE2/ecIEOhRANCAATmNtk9MQ7GmtDJZE4NUp7V1tAc+Ik1
+WhEr86hbgigjVyqvstukYCOpzMJWatrkfcPeegJ5GMQS+zWPhR/LCxGB
+-----END PRIVATE KEY-----
+`,
+  cert: `-----BEGIN CERTIFICATE-----
+MIIBmDCCAT6gAwIBAgIUffNfL0pFiEIy7DOjYTNFQGWXbSUwCgYIKoZIzj0EAwIw
+FTETMBEGA1UEAwwKaG9va3MudGVzdDAgFw0yNjExMjMxMTM3MDFaGA8yMTI2MTAz
+MDExMzcwMVowFTETMBEGA1UEAwwKaG9va3MudGVzdDBZMBMGByqGSM49AgEGCCqG
+SM49AwEHA0IABOY22T0xDsaa0MlkTg1SntXW0Bz4iTVaESvzqFuCKCNXKq+y26Rg
+I6nMwlZq2uR9w956AnkYxBL7NY+FH8sLEYGjajBoMB0GA1UdDgQWBBSnr6P+SYO+
+J0gLlOxUwA/9yHlowDAfBgNVHSMEGDAWgBSnr6P+SYO+J0gLlOxUwA/9yHlowDAP
+BgNVHRMBAf8EBTADAQH/MBUGA1UdEQQOMAyCCmhvb2tzLnRlc3QwCgYIKoZIzj0E
+AwIDSAAwRQIhAPl5BMRxSn5pQtw+7vfDaOaCtbE8tLjMOrdFJEQkL190AiAjBZzT
+Sg6bHdUNvd9SngLN/SIUwSYQZszVnHVaj45VuQ==
+-----END CERTIFICATE-----
+`,
+};
+
+/**
+ * A TCP server that reads each TLS ClientHello, records the server name (SNI) in it, and hangs up:
+ * what name a client asked for, whatever it would have made of the certificate.
+ */
+export async function startSniProbe(): Promise<{ port: number; names: string[]; stop(): Promise<void> }> {
+  const names: string[] = [];
+  const server = createTcp((socket) => {
+    let buf = Buffer.alloc(0);
+    socket.on("data", (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      const name = clientHelloServerName(buf);
+      if (name !== undefined) {
+        names.push(name ?? "");
+        socket.destroy();
+      }
+    });
+    socket.on("error", () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    names,
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** The SNI host name of a complete ClientHello in `b`; null when it has none; undefined while incomplete. */
+function clientHelloServerName(b: Buffer): string | null | undefined {
+  if (b.length < 5) return undefined;
+  const recordEnd = 5 + b.readUInt16BE(3);
+  if (b[0] !== 0x16 || b.length < recordEnd) return b[0] !== 0x16 ? null : undefined;
+  let p = 5 + 4 + 2 + 32; // handshake header, client version, random
+  p += 1 + b[p]; // session id
+  p += 2 + b.readUInt16BE(p); // cipher suites
+  p += 1 + b[p]; // compression methods
+  const extEnd = p + 2 + b.readUInt16BE(p);
+  for (p += 2; p + 4 <= extEnd; ) {
+    const type = b.readUInt16BE(p);
+    const len = b.readUInt16BE(p + 2);
+    if (type === 0) {
+      const nameLen = b.readUInt16BE(p + 4 + 3);
+      return b.subarray(p + 4 + 5, p + 4 + 5 + nameLen).toString("ascii");
+    }
+    p += 4 + len;
+  }
+  return null;
 }
