@@ -29,20 +29,26 @@ create trigger webhooks_url_changed before update on webhooks
 -- recorded in webhook_attempts without moving the schedule. `claimed_until`: an attempt is in
 -- flight until then, and no other worker or replay sends this delivery before it passes (a
 -- worker that died mid-attempt is thus retried once its claim ends, never run twice at once).
+-- A claim found still set by the next one is an attempt whose worker stopped: `abandoned_*`
+-- carry it into that claim's statement, which records it.
 alter table webhook_deliveries
   add column claimed_until timestamptz,
+  add column claimed_at    timestamptz,
+  add column claimed_by    text,
+  add column abandoned_at  timestamptz,
+  add column abandoned_by  text,
   add column updated_at    timestamptz;
 create index webhook_deliveries_endpoint on webhook_deliveries (webhook_id, id desc);
 create index webhook_deliveries_failed on webhook_deliveries (id desc) where status = 'failed';
 
--- One row per attempt, written when it starts (finished_at null while in flight) and completed
--- when it ends: a worker that dies mid-attempt leaves a row that the next attempt marks abandoned.
+-- One row per attempt, written when it ends (one insert, not an insert and an update: delivery
+-- throughput is bounded by these statements). An attempt in flight shows as the delivery's claim.
 create table webhook_attempts (
   id           bigserial primary key,
   delivery_id  bigint not null references webhook_deliveries (id) on delete cascade,
   trigger      text not null check (trigger in ('schedule', 'replay')),
   started_at   timestamptz not null,
-  finished_at  timestamptz,
+  finished_at  timestamptz not null,
   duration_ms  integer,
   address      text,              -- the address connected to, after the check
   status       integer,           -- HTTP status; null when no response arrived
@@ -50,3 +56,6 @@ create table webhook_attempts (
   response     text               -- the start of the response body, at most 2 KB
 );
 create index webhook_attempts_delivery on webhook_attempts (delivery_id, id);
+
+-- Deliveries are scheduled by the job queue, not found by polling this index; it only cost writes.
+drop index webhook_deliveries_due;

@@ -62,6 +62,8 @@ export async function deliverWebhook(sql: Sql, clock: Clock, deliveryId: number,
   const next = ok || gone ? null : nextAttemptAt(claim.attempts, clock.now(), opts.random());
   await finishAttempt(sql, {
     claim,
+    trigger: "schedule",
+    startedAt: new Date(now),
     claimedUntil,
     now: new Date(clock.now()),
     outcome,
@@ -122,8 +124,10 @@ export async function replayDelivery(sql: Sql, clock: Clock, deliveryId: number,
   const outcome = await send(claim, now, opts);
   const ok = isSuccess(outcome);
   const gone = outcome.status === 410;
-  await finishAttempt(sql, {
+  const attemptId = await finishAttempt(sql, {
     claim,
+    trigger: "replay",
+    startedAt: new Date(now),
     claimedUntil,
     now: new Date(clock.now()),
     outcome,
@@ -132,5 +136,5 @@ export async function replayDelivery(sql: Sql, clock: Clock, deliveryId: number,
     nextAttemptAt: null,
     gone,
   });
-  return { delivery_id: claim.id, event_id: eventId(claim.event_id), attempt_id: claim.attempt_id, outcome };
+  return { delivery_id: claim.id, event_id: eventId(claim.event_id), attempt_id: attemptId, outcome };
 }

@@ -51,20 +51,21 @@ export interface Claim {
   webhook_id: number;
   /** Automatic attempts so far, this one included when it is one. */
   attempts: number;
-  attempt_id: number;
   url: string;
   secret: string;
   payload: Record<string, unknown>;
-  /** Attempts left unfinished by a worker that stopped; now marked abandoned. */
-  abandoned: number;
 }
 
 /**
- * Takes the delivery for one attempt until `until`, and records the attempt as started. A
- * scheduled attempt takes only a pending delivery below the attempt limit; a replay takes any.
- * Nothing is returned when another attempt holds it, or its endpoint is inactive or disabled.
- * The conditions are on the delivery row itself, so two claimers racing for it serialize on its
- * row lock and the second, re-checking the updated row, finds it claimed.
+ * Takes the delivery for one attempt until `until`. A scheduled attempt takes only a pending
+ * delivery below the attempt limit; a replay takes any. Nothing is returned when another attempt
+ * holds it, or its endpoint is inactive or disabled. The conditions are on the delivery row
+ * itself, so two claimers racing for it serialize on its row lock and the second, re-checking
+ * the updated row, finds it claimed.
+ *
+ * A claim still set when the next one takes the row (it has expired, or the row would not be
+ * taken) belonged to a worker that stopped mid-attempt: that attempt is recorded as abandoned.
+ * SET sees the row as locked, so `claimed_at` there is the previous claim's, exactly.
  */
 export async function claimDelivery(
   sql: Sql,
@@ -78,25 +79,22 @@ export async function claimDelivery(
   const [row] = await sql<Claim[]>`
     with c as (
       update webhook_deliveries d
-      set claimed_until = ${until}, attempts = d.attempts + ${scheduled ? 1 : 0}, updated_at = ${now}
+      set claimed_until = ${until}, claimed_at = ${now}, claimed_by = ${trigger},
+          abandoned_at = case when d.claimed_until is not null then d.claimed_at end,
+          abandoned_by = case when d.claimed_until is not null then d.claimed_by end,
+          attempts = d.attempts + ${scheduled ? 1 : 0}
       where d.id = ${id}
         and (d.claimed_until is null or d.claimed_until <= ${now})
         and ${scheduled ? sql`d.status = 'pending' and d.attempts < ${maxAttempts}` : sql`true`}
         and exists (select 1 from webhooks w where w.id = d.webhook_id and w.active and w.disabled_at is null)
-      returning d.id, d.event_id, d.webhook_id, d.attempts
+      returning d.id, d.event_id, d.webhook_id, d.attempts, d.abandoned_at, d.abandoned_by
     ), stale as (
-      update webhook_attempts a
-      set finished_at = ${now}, error = 'abandoned: the worker stopped before the attempt ended'
-      from c where a.delivery_id = c.id and a.finished_at is null
-      returning a.id
-    ), a as (
-      insert into webhook_attempts (delivery_id, trigger, started_at)
-      select c.id, ${trigger}, ${now} from c
-      returning id
+      insert into webhook_attempts (delivery_id, trigger, started_at, finished_at, error)
+      select c.id, c.abandoned_by, c.abandoned_at, ${now}, 'abandoned: the worker stopped before the attempt ended'
+      from c where c.abandoned_at is not null
     )
-    select c.id, c.event_id, c.webhook_id, c.attempts, a.id as attempt_id, w.url, w.secret, e.payload,
-           (select count(*)::int from stale) as abandoned
-    from c cross join a
+    select c.id, c.event_id, c.webhook_id, c.attempts, w.url, w.secret, e.payload
+    from c
     join webhooks w on w.id = c.webhook_id
     join outbox_events e on e.id = c.event_id`;
   return row ?? null;
@@ -120,16 +118,27 @@ export async function deliveryState(sql: Sql, id: number): Promise<DeliveryState
   return row ?? null;
 }
 
-/** Gives up on a pending delivery that no attempt holds. */
+/** Gives up on a pending delivery that no attempt holds (recording an abandoned one, as a claim would). */
 export async function failDelivery(sql: Sql, id: number, now: Date, error: string): Promise<void> {
   await sql`
-    update webhook_deliveries
-    set status = 'failed', last_error = ${error}, next_attempt_at = ${now}, updated_at = ${now}
-    where id = ${id} and status = 'pending' and (claimed_until is null or claimed_until <= ${now})`;
+    with f as (
+      update webhook_deliveries d
+      set status = 'failed', last_error = ${error}, updated_at = ${now}, claimed_until = null,
+          abandoned_at = case when d.claimed_until is not null then d.claimed_at end,
+          abandoned_by = case when d.claimed_until is not null then d.claimed_by end
+      where d.id = ${id} and d.status = 'pending' and (d.claimed_until is null or d.claimed_until <= ${now})
+      returning d.id, d.abandoned_at, d.abandoned_by
+    )
+    insert into webhook_attempts (delivery_id, trigger, started_at, finished_at, error)
+    select f.id, f.abandoned_by, f.abandoned_at, ${now}, 'abandoned: the worker stopped before the attempt ended'
+    from f where f.abandoned_at is not null`;
 }
 
 export interface Finish {
   claim: Claim;
+  trigger: Trigger;
+  /** When the attempt started (its claim). */
+  startedAt: Date;
   claimedUntil: Date;
   now: Date;
   outcome: AttemptOutcome;
@@ -143,20 +152,20 @@ export interface Finish {
 }
 
 /**
- * Records the attempt's end and moves the delivery on, in one statement. A success always counts
+ * Records the attempt and moves the delivery on, in one statement; returns the attempt's id. A success always counts
  * (the endpoint has the event); a failure moves the delivery only while this attempt still holds
  * it, so an attempt that outlived its claim cannot overwrite the schedule of the one after it.
  */
-export async function finishAttempt(sql: Sql, f: Finish): Promise<void> {
+export async function finishAttempt(sql: Sql, f: Finish): Promise<number> {
   const o = f.outcome;
   const mine = sql`claimed_until = ${f.claimedUntil}`;
   const reason = `HTTP 410 Gone from delivery ${f.claim.id}`;
-  await sql`
+  const [row] = await sql<{ attempt_id: number }[]>`
     with a as (
-      update webhook_attempts
-      set finished_at = ${f.now}, duration_ms = ${o.durationMs}, address = ${o.address}, status = ${o.status},
-          error = ${o.error}, response = ${o.response}
-      where id = ${f.claim.attempt_id}
+      insert into webhook_attempts (delivery_id, trigger, started_at, finished_at, duration_ms, address, status, error, response)
+      values (${f.claim.id}, ${f.trigger}, ${f.startedAt}, ${f.now}, ${o.durationMs}, ${o.address}, ${o.status}, ${o.error},
+              ${o.response})
+      returning id
     ), g as (
       update webhooks set disabled_at = ${f.now}, disabled_reason = ${reason}
       where id = ${f.claim.webhook_id} and ${f.gone} and disabled_at is null
@@ -178,5 +187,7 @@ export async function finishAttempt(sql: Sql, f: Finish): Promise<void> {
                                else next_attempt_at end,
         claimed_until = case when ${mine} then null else claimed_until end,
         updated_at = ${f.now}
-    where id = ${f.claim.id}`;
+    where id = ${f.claim.id}
+    returning (select id from a) as attempt_id`;
+  return row.attempt_id;
 }
