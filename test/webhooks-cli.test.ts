@@ -2,7 +2,7 @@
 // database and receiver.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
-import { UsageError } from "../src/cli";
+import { UsageError } from "../src/errors";
 import { webhooksCommand } from "../src/events/command";
 import { deliverWebhook, deliveryOptions } from "../src/events/deliver";
 import { fanOut } from "../src/events/fanout";

@@ -12,6 +12,7 @@ import { MAX_ATTEMPTS, RETRY_DELAYS_MS } from "../src/events/schedule";
 import { createOrDedupLead, resolveList } from "../src/leads/queries";
 import { parseLeadInput } from "../src/leads/model";
 import { applyProvisioning } from "../src/provision/service";
+import { ManualClock } from "./harness/clock";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { SELF_SIGNED, startSniProbe, WebhookReceiver, type Received } from "./harness/webhook-receiver";
@@ -19,17 +20,9 @@ import { SELF_SIGNED, startSniProbe, WebhookReceiver, type Received } from "./ha
 let db: TestDatabase;
 let rx: WebhookReceiver;
 
-/** An injected clock: time moves only when a test moves it. Starts at the real time so that
+/** Time moves only when a test moves it. Each test starts at the real time so that
  *  standardwebhooks' timestamp tolerance accepts first attempts. */
-const clock = {
-  t: 0,
-  now() {
-    return this.t;
-  },
-  advance(ms: number) {
-    this.t += ms;
-  },
-};
+const clock = new ManualClock();
 
 beforeAll(async () => {
   db = await testDatabase();
@@ -41,7 +34,7 @@ afterAll(async () => {
   await db?.drop();
 });
 beforeEach(async () => {
-  clock.t = Date.now();
+  clock.set(Date.now());
   rx.clear();
   rx.respond({ status: 200, body: "ok" });
   // Each test sees only the endpoints it makes.
@@ -182,7 +175,7 @@ describe("retries", () => {
     rx.respond({ status: 500, body: "boom" });
     const [first] = await pump({ random: () => 0.5 });
     const t0 = clock.now();
-    expect(first.result).toEqual({ retryAt: new Date(t0 + 5000), error: "HTTP 500" });
+    expect(first.result).toEqual({ retryAt: t0 + 5000, error: "HTTP 500" });
     let d = await delivery(first.id);
     expect(d).toMatchObject({ status: "pending", attempts: 1, last_status: 500, last_error: "HTTP 500", claimed_until: null });
     expect(d.next_attempt_at.getTime()).toBe(t0 + 5000);
@@ -222,9 +215,9 @@ describe("retries", () => {
     const gaps: number[] = [];
     for (let n = 1; n < MAX_ATTEMPTS; n++) {
       expect("retryAt" in result).toBe(true);
-      const at = (result as { retryAt: Date }).retryAt.getTime();
+      const at = (result as { retryAt: number }).retryAt;
       gaps.push(at - clock.now());
-      clock.t = at;
+      clock.set(at);
       result = await deliverWebhook(db.sql, clock, first.id, opts(o));
     }
     expect(result).toEqual({ done: true });
@@ -438,10 +431,10 @@ describe("workers", () => {
     // Its job comes back (lease over) while the claim stands: nothing is sent.
     clock.advance(30_000);
     const wait = await deliverWebhook(db.sql, clock, id, opts());
-    expect(wait).toEqual({ retryAt: new Date(now + 60_000), error: "another attempt of this delivery is in flight" });
+    expect(wait).toEqual({ retryAt: now + 60_000, error: "another attempt of this delivery is in flight" });
     expect(rx.received).toHaveLength(0);
     // Once the claim has passed, the next run sends it and records the dead attempt as abandoned.
-    clock.t = now + 60_000;
+    clock.set(now + 60_000);
     expect(await deliverWebhook(db.sql, clock, id, opts())).toEqual({ done: true });
     expect(rx.at(hook.path)).toHaveLength(1);
     const rows = await attempts(id);

@@ -6,6 +6,7 @@ import { systemClock, type Clock } from "../clock";
 import type { Config } from "../config";
 import { migrate } from "../db/migrate";
 import { openDatabase, type Database } from "../db/open";
+import { outboxWorker, webhookDeliveryHandler } from "../events/jobs";
 import type { Deps } from "../http/deps";
 import { JobRunner, type JobHandler } from "../jobs/queue";
 import { Workers, type Worker } from "../jobs/worker";
@@ -34,8 +35,8 @@ export interface StartOptions {
 }
 
 /** The job kinds of every feature: one runner claims them all. */
-function jobHandlers(_deps: Deps): JobHandler[] {
-  return [];
+function jobHandlers(deps: Deps): JobHandler[] {
+  return [webhookDeliveryHandler(deps)];
 }
 
 /** Starts the service on an open database; used by `serve` and by tests. */
@@ -50,7 +51,9 @@ export async function start(config: Config, db: Database, options: StartOptions 
   if (!db.embedded) await keys.listen();
   const app = buildApp(deps);
   const server = listen(app, config);
-  const background: Worker[] = [keys.lastUseWorker(), ...limits.workers(), new JobRunner(db.sql, clock, jobHandlers(deps))];
+  const runner = new JobRunner(db.sql, clock, jobHandlers(deps));
+  // Stopped in reverse: the outbox fan-out before the runner that delivers what it queues.
+  const background: Worker[] = [keys.lastUseWorker(), ...limits.workers(), runner, outboxWorker(deps, () => runner.wake())];
   const workers = new Workers(background);
   workers.start();
   let stopping: Promise<void> | null = null;

@@ -1,9 +1,9 @@
 // `leadline webhooks …`: argument parsing and output only; queries in admin.ts, sending in deliver.ts.
 import type { Sql } from "../db/client";
-import { UsageError } from "../cli";
+import type { Clock } from "../clock";
+import { UsageError } from "../errors";
 import { enableEndpoint, listAttempts, listDeliveries, listEndpoints } from "./admin";
 import { deliveryOptions, replayDelivery, type DeliveryOptions } from "./deliver";
-import type { Clock } from "./runtime";
 
 export interface WebhooksCommandOptions {
   /** WEBHOOK_ALLOW_PRIVATE, for replays. */

@@ -2,7 +2,8 @@
 // when the next automatic attempt is due. Used by the delivery job and by operator replays.
 import type { Sql } from "../db/client";
 import { claimDelivery, deliveryState, failDelivery, finishAttempt, type Claim, type Trigger } from "./queries";
-import type { Clock, JobResult } from "./runtime";
+import type { Clock } from "../clock";
+import type { Outcome } from "../jobs/queue";
 import { MAX_ATTEMPTS, nextAttemptAt } from "./schedule";
 import { isSuccess, sendAttempt, type AttemptOutcome, type SendOptions } from "./send";
 import { signedHeaders } from "./sign";
@@ -51,7 +52,7 @@ async function send(claim: Claim, now: number, opts: DeliveryOptions): Promise<A
  * Idempotent: a job run again after its worker died finds the claim and waits it out, finds the
  * delivery finished and is done, or makes the next attempt.
  */
-export async function deliverWebhook(sql: Sql, clock: Clock, deliveryId: number, opts: DeliveryOptions): Promise<JobResult> {
+export async function deliverWebhook(sql: Sql, clock: Clock, deliveryId: number, opts: DeliveryOptions): Promise<Outcome> {
   const now = clock.now();
   const claimedUntil = new Date(now + opts.claimMs);
   const claim = await claimDelivery(sql, deliveryId, "schedule", new Date(now), claimedUntil, MAX_ATTEMPTS);
@@ -72,15 +73,15 @@ export async function deliverWebhook(sql: Sql, clock: Clock, deliveryId: number,
     nextAttemptAt: next === null ? null : new Date(next),
     gone,
   });
-  return next === null ? { done: true } : { retryAt: new Date(next), error: outcome.error ?? undefined };
+  return next === null ? { done: true } : { retryAt: next, error: outcome.error ?? undefined };
 }
 
 /** A claim found nothing: finished, held by another attempt, out of attempts, or its endpoint is off. */
-async function unclaimed(sql: Sql, id: number, now: number): Promise<JobResult> {
+async function unclaimed(sql: Sql, id: number, now: number): Promise<Outcome> {
   const state = await deliveryState(sql, id);
   if (state === null || state.status !== "pending") return { done: true };
   if (state.claimed_until !== null && state.claimed_until.getTime() > now) {
-    return { retryAt: state.claimed_until, error: "another attempt of this delivery is in flight" };
+    return { retryAt: state.claimed_until.getTime(), error: "another attempt of this delivery is in flight" };
   }
   const why = state.disabled_at
     ? `endpoint disabled: ${state.disabled_reason ?? "disabled"}`

@@ -1,5 +1,8 @@
+import type postgres from "postgres";
 import type { Sql } from "../db/client";
 import type { AttemptOutcome } from "./send";
+
+type Tx = postgres.TransactionSql<{ bigint: number }>;
 
 export interface NewDelivery {
   id: number;
@@ -13,7 +16,7 @@ export interface NewDelivery {
  * Tenant endpoints match their organization's events; house endpoints (org_id null) match all.
  */
 export async function fanOutEvents(
-  sql: Sql,
+  sql: Sql | Tx,
   now: Date,
   limit: number,
 ): Promise<{ events: number; deliveries: NewDelivery[] }> {
