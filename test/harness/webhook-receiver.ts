@@ -14,8 +14,8 @@ export interface Received {
   at: number;
 }
 
-/** What to answer: a status with optional body and headers, or "hang" (never answer). */
-export type Answer = { status: number; body?: string; headers?: Record<string, string> } | "hang";
+/** What to answer: a status with optional body and headers (after `delayMs`), or "hang" (never answer). */
+export type Answer = { status: number; body?: string; headers?: Record<string, string>; delayMs?: number } | "hang";
 
 export interface ReceiverOptions {
   /** Serve https with this key and certificate (self-signed: clients that check will refuse it). */
@@ -69,6 +69,15 @@ export class WebhookReceiver {
     });
   }
 
+  /** Answers every request left hanging with `status`. */
+  release(status = 503): void {
+    for (const res of this.hanging) {
+      res.writeHead(status);
+      res.end();
+    }
+    this.hanging.clear();
+  }
+
   clear(): void {
     this.received.length = 0;
   }
@@ -101,8 +110,12 @@ export class WebhookReceiver {
         res.on("close", () => this.hanging.delete(res));
         return;
       }
-      res.writeHead(answer.status, { "content-type": "text/plain", ...answer.headers });
-      res.end(answer.body ?? "");
+      const send = () => {
+        res.writeHead(answer.status, { "content-type": "text/plain", ...answer.headers });
+        res.end(answer.body ?? "");
+      };
+      if (answer.delayMs) setTimeout(send, answer.delayMs);
+      else send();
     });
   }
 }
