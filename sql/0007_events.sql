@@ -25,29 +25,22 @@ end $$;
 create trigger webhooks_url_changed before update on webhooks
   for each row execute function webhooks_url_changed();
 
--- `attempts` counts automatic attempts (the position in the retry schedule); operator replays are
--- recorded in webhook_attempts without moving the schedule. `claimed_until`: an attempt is in
--- flight until then, and no other worker or replay sends this delivery before it passes (a
--- worker that died mid-attempt is thus retried once its claim ends, never run twice at once).
--- A claim found still set by the next one is an attempt whose worker stopped: `abandoned_*`
--- carry it into that claim's statement, which records it.
-alter table webhook_deliveries
-  add column claimed_until timestamptz,
-  add column claimed_at    timestamptz,
-  add column claimed_by    text,
-  add column abandoned_at  timestamptz,
-  add column abandoned_by  text,
-  add column updated_at    timestamptz;
+-- `attempts` counts automatic attempts recorded (the position in the retry schedule); operator
+-- replays are recorded in webhook_attempts without moving the schedule. Exclusivity of an attempt
+-- comes from its job's lease (src/jobs), not from a claim here: a claim would cost every delivery
+-- one more write, and a run whose lease ran out is found by its job's claim count instead.
+alter table webhook_deliveries add column updated_at timestamptz;
 create index webhook_deliveries_endpoint on webhook_deliveries (webhook_id, id desc);
 create index webhook_deliveries_failed on webhook_deliveries (id desc) where status = 'failed';
 
 -- One row per attempt, written when it ends (one insert, not an insert and an update: delivery
--- throughput is bounded by these statements). An attempt in flight shows as the delivery's claim.
+-- throughput is bounded by these statements). A run that stopped without recording its attempt
+-- (its worker died) is recorded by the next run as abandoned, its start unknown.
 create table webhook_attempts (
   id           bigserial primary key,
   delivery_id  bigint not null references webhook_deliveries (id) on delete cascade,
   trigger      text not null check (trigger in ('schedule', 'replay')),
-  started_at   timestamptz not null,
+  started_at   timestamptz,
   finished_at  timestamptz not null,
   duration_ms  integer,
   address      text,              -- the address connected to, after the check

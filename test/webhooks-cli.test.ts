@@ -35,7 +35,7 @@ beforeAll(async () => {
     await createOrDedupLead(db.sql, (await resolveList(db.sql, null, 101, null))!, input);
   }
   const { deliveries } = await fanOut(db.sql, clock);
-  for (const d of deliveries) await deliverWebhook(db.sql, clock, d.id, deliveryOptions(true));
+  for (const d of deliveries) await deliverWebhook(db.sql, clock, { ref: d.id, attempts: 1 }, deliveryOptions(true));
   const bad = deliveries.filter((d) => d.webhook_id === 2);
   ids.failed = bad[0].id;
   ids.pending = bad[1].id;

@@ -7,11 +7,16 @@ import { Webhook } from "standardwebhooks";
 import { connect, type Sql } from "../src/db/client";
 import { deliverWebhook, deliveryOptions, replayDelivery, ReplayRefused, type DeliveryOptions } from "../src/events/deliver";
 import { fanOut } from "../src/events/fanout";
-import { claimDelivery } from "../src/events/queries";
+import { loadDelivery } from "../src/events/queries";
+import { DELIVER_KIND } from "../src/events/fanout";
+import { JobRunner, type JobHandler } from "../src/jobs/queue";
+import { sendAttempt } from "../src/events/send";
+import { signedHeaders } from "../src/events/sign";
 import { MAX_ATTEMPTS, RETRY_DELAYS_MS } from "../src/events/schedule";
 import { createOrDedupLead, resolveList } from "../src/leads/queries";
 import { parseLeadInput } from "../src/leads/model";
 import { applyProvisioning } from "../src/provision/service";
+import { setLogLevel } from "../src/log";
 import { ManualClock } from "./harness/clock";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
@@ -19,6 +24,7 @@ import { SELF_SIGNED, startSniProbe, WebhookReceiver, type Received } from "./ha
 
 let db: TestDatabase;
 let rx: WebhookReceiver;
+setLogLevel("error");
 
 /** Time moves only when a test moves it. Each test starts at the real time so that
  *  standardwebhooks' timestamp tolerance accepts first attempts. */
@@ -37,8 +43,9 @@ beforeEach(async () => {
   clock.set(Date.now());
   rx.clear();
   rx.respond({ status: 200, body: "ok" });
-  // Each test sees only the endpoints it makes.
+  // Each test sees only the endpoints it makes, and the jobs it runs.
   await db.sql`update webhooks set active = false`;
+  await db.sql`delete from jobs`;
 });
 
 let nextEndpoint = 1;
@@ -62,15 +69,31 @@ async function intake(listId: number, fields: Record<string, unknown> = {}) {
 
 const opts = (o: Partial<DeliveryOptions> = {}) => deliveryOptions(true, { timeoutMs: 2000, ...o });
 
+/** One run of a delivery's job, counting its claims as the job runner does. */
+const claims = new Map<number, number>();
+function run(id: number, o: Partial<DeliveryOptions> = {}) {
+  const attempts = (claims.get(id) ?? 0) + 1;
+  claims.set(id, attempts);
+  return deliverWebhook(db.sql, clock, { ref: id, attempts }, opts(o));
+}
+
 /** Fans out what is waiting and makes each new delivery's first attempt, as the workers would. */
 async function pump(o: Partial<DeliveryOptions> = {}) {
   const { deliveries } = await fanOut(db.sql, clock);
-  const results = await Promise.all(deliveries.map((d) => deliverWebhook(db.sql, clock, d.id, opts(o))));
+  const results = await Promise.all(deliveries.map((d) => run(d.id, o)));
   return deliveries.map((d, i) => ({ ...d, result: results[i] }));
 }
 
 const delivery = async (id: number) => (await db.sql`select * from webhook_deliveries where id = ${id}`)[0];
 const attempts = (id: number) => db.sql`select * from webhook_attempts where delivery_id = ${id} order by id`;
+async function until(pred: () => boolean | Promise<boolean>, ms = 5000) {
+  const end = Date.now() + ms;
+  while (!(await pred())) {
+    if (Date.now() > end) throw new Error("timed out");
+    await Bun.sleep(10);
+  }
+}
+
 const headers = (r: Received) => ({
   "webhook-id": r.headers["webhook-id"],
   "webhook-timestamp": r.headers["webhook-timestamp"],
@@ -110,7 +133,7 @@ describe("lead.created", () => {
       created_at: lead.created_at.toISOString(),
     });
     const d = await delivery(sent[0].id);
-    expect(d).toMatchObject({ status: "delivered", attempts: 1, last_status: 200, last_error: null, claimed_until: null });
+    expect(d).toMatchObject({ status: "delivered", attempts: 1, last_status: 200, last_error: null });
     const [a] = await attempts(d.id);
     expect(a).toMatchObject({ trigger: "schedule", status: 200, error: null, response: "ok", address: "127.0.0.1" });
     expect(a.duration_ms).toBeGreaterThanOrEqual(0);
@@ -177,12 +200,12 @@ describe("retries", () => {
     const t0 = clock.now();
     expect(first.result).toEqual({ retryAt: t0 + 5000, error: "HTTP 500" });
     let d = await delivery(first.id);
-    expect(d).toMatchObject({ status: "pending", attempts: 1, last_status: 500, last_error: "HTTP 500", claimed_until: null });
+    expect(d).toMatchObject({ status: "pending", attempts: 1, last_status: 500, last_error: "HTTP 500" });
     expect(d.next_attempt_at.getTime()).toBe(t0 + 5000);
 
     rx.respond({ status: 204 });
     clock.advance(5000);
-    expect(await deliverWebhook(db.sql, clock, first.id, opts())).toEqual({ done: true });
+    expect(await run(first.id)).toEqual({ done: true });
     d = await delivery(first.id);
     expect(d).toMatchObject({ status: "delivered", attempts: 2, last_status: 204, last_error: null });
     expect(d.delivered_at.getTime()).toBe(clock.now());
@@ -218,7 +241,7 @@ describe("retries", () => {
       const at = (result as { retryAt: number }).retryAt;
       gaps.push(at - clock.now());
       clock.set(at);
-      result = await deliverWebhook(db.sql, clock, first.id, opts(o));
+      result = await run(first.id, o);
     }
     expect(result).toEqual({ done: true });
     gaps.forEach((gap, k) => {
@@ -228,7 +251,7 @@ describe("retries", () => {
     expect(await attempts(first.id)).toHaveLength(10);
     expect(rx.received).toHaveLength(10);
     // A failed delivery's job is done: running it again sends nothing.
-    expect(await deliverWebhook(db.sql, clock, first.id, opts())).toEqual({ done: true });
+    expect(await run(first.id)).toEqual({ done: true });
     expect(rx.received).toHaveLength(10);
   });
 
@@ -291,7 +314,7 @@ describe("410 Gone", () => {
 
     rx.respond((r) => (r.path === hook.path ? { status: 410, body: "gone" } : { status: 200 }));
     clock.advance(6000);
-    expect(await deliverWebhook(db.sql, clock, mine[0].id, opts())).toEqual({ done: true });
+    expect(await run(mine[0].id)).toEqual({ done: true });
     const [w] = await db.sql`select * from webhooks where id = ${hook.id}`;
     expect(w.disabled_at.getTime()).toBe(clock.now());
     expect(w.disabled_reason).toBe(`HTTP 410 Gone from delivery ${mine[0].id}`);
@@ -299,7 +322,7 @@ describe("410 Gone", () => {
     // The other pending delivery fails at once; its job, when it comes, sends nothing.
     expect(await delivery(mine[1].id)).toMatchObject({ status: "failed", last_error: `endpoint disabled: HTTP 410 Gone from delivery ${mine[0].id}` });
     const before = rx.at(hook.path).length;
-    expect(await deliverWebhook(db.sql, clock, mine[1].id, opts())).toEqual({ done: true });
+    expect(await run(mine[1].id)).toEqual({ done: true });
     expect(rx.at(hook.path)).toHaveLength(before);
 
     // New events skip it; the bystander still gets them.
@@ -407,7 +430,7 @@ describe("secret rotation", () => {
     await applyProvisioning(db.sql, file(newer));
     rx.respond({ status: 200 });
     clock.advance(5000);
-    await deliverWebhook(db.sql, clock, s.id, opts());
+    await run(s.id);
     const [r1, r2] = rx.at("/rot");
     const check = (secret: string, r: Received) => {
       const ts = new Date(Number(r.headers["webhook-timestamp"]) * 1000);
@@ -419,70 +442,86 @@ describe("secret rotation", () => {
 });
 
 describe("workers", () => {
-  test("a worker that died mid-attempt: the delivery waits out its claim, then is retried, not duplicated", async () => {
+  /** A job runner of its own (an instance), running delivery jobs with `run`. */
+  const runner = (sql: Sql, run: JobHandler["run"]) =>
+    new JobRunner(sql, clock, [{ kind: DELIVER_KIND, concurrency: 16, groupConcurrency: 16, run }], { pollMs: 10, drainMs: 10 });
+
+  test("a worker that dies mid-attempt: the delivery is retried once its lease ends, the lost run recorded", async () => {
     const hook = await endpoint({ org: 1 });
     await intake(101);
     const { deliveries } = await fanOut(db.sql, clock);
     const id = deliveries[0].id;
-    // A worker claims it and dies before finishing (its request may or may not have arrived).
-    const now = clock.now();
-    const dead = await claimDelivery(db.sql, id, "schedule", new Date(now), new Date(now + 60_000), MAX_ATTEMPTS);
-    expect(dead).not.toBeNull();
-    // Its job comes back (lease over) while the claim stands: nothing is sent.
-    clock.advance(30_000);
-    const wait = await deliverWebhook(db.sql, clock, id, opts());
-    expect(wait).toEqual({ retryAt: now + 60_000, error: "another attempt of this delivery is in flight" });
-    expect(rx.received).toHaveLength(0);
-    // Once the claim has passed, the next run sends it and records the dead attempt as abandoned.
-    clock.set(now + 60_000);
-    expect(await deliverWebhook(db.sql, clock, id, opts())).toEqual({ done: true });
+    // An instance claims the job, sends the event, and dies before recording anything.
+    let sent = false;
+    const doomed = runner(db.sql, async () => {
+      const d = (await loadDelivery(db.sql, id))!;
+      const body = JSON.stringify(d.payload);
+      await sendAttempt(d.url, signedHeaders(d.secret, `evt_${d.event_id}`, Math.floor(clock.now() / 1000), body), body, opts());
+      sent = true;
+      return new Promise<never>(() => {});
+    });
+    doomed.start();
+    await until(() => sent);
+    await doomed.stop();
     expect(rx.at(hook.path)).toHaveLength(1);
+    // Another instance does not touch it while the lease lasts …
+    const live = runner(db.sql, (job) => deliverWebhook(db.sql, clock, job, opts()));
+    live.start();
+    try {
+      clock.advance(59_000);
+      await Bun.sleep(100);
+      expect(rx.at(hook.path)).toHaveLength(1);
+      // … and retries it once the lease has ended: the same id again, the lost run recorded.
+      clock.advance(1_000);
+      await until(async () => (await delivery(id)).status === "delivered");
+    } finally {
+      await live.stop();
+    }
+    const [first, second] = rx.at(hook.path);
+    expect(rx.at(hook.path)).toHaveLength(2);
+    expect(second.headers["webhook-id"]).toBe(first.headers["webhook-id"]);
     const rows = await attempts(id);
-    expect(rows.map((a) => [a.status, a.error])).toEqual([
-      [null, "abandoned: the worker stopped before the attempt ended"],
-      [200, null],
+    expect(rows.map((a) => [a.trigger, a.status, a.error?.slice(0, 10) ?? null])).toEqual([
+      ["schedule", null, "abandoned:"],
+      ["schedule", 200, null],
     ]);
     expect(await delivery(id)).toMatchObject({ status: "delivered", attempts: 2 });
+    expect((await db.sql`select count(*)::int as n from jobs where ref = ${id}`)[0].n).toBe(0);
   });
 
-  test("two workers running one delivery at once send it once", async () => {
-    const hook = await endpoint({ org: 1 });
+  test("runs lost beyond the last attempt fail the delivery without sending", async () => {
+    await endpoint({ org: 1 });
     await intake(101);
     const { deliveries } = await fanOut(db.sql, clock);
-    const other = connect(db.url, { max: 2, statementTimeoutMs: 0 });
-    try {
-      const results = await Promise.all([
-        deliverWebhook(db.sql, clock, deliveries[0].id, opts()),
-        deliverWebhook(other, clock, deliveries[0].id, opts()),
-      ]);
-      expect(rx.at(hook.path)).toHaveLength(1);
-      // The loser finds it delivered (done) or still held (retry after the claim), never sends.
-      for (const r of results) if (!("done" in r)) expect(r.error).toBe("another attempt of this delivery is in flight");
-      expect(await attempts(deliveries[0].id)).toHaveLength(1);
-    } finally {
-      await other.end();
-    }
+    const id = deliveries[0].id;
+    await db.sql`update webhook_deliveries set attempts = 9 where id = ${id}`;
+    expect(await deliverWebhook(db.sql, clock, { ref: id, attempts: 11 }, opts())).toEqual({ done: true });
+    expect(rx.received).toHaveLength(0);
+    expect(await delivery(id)).toMatchObject({ status: "failed", attempts: 10, last_error: "no attempts left (10 made)" });
   });
 
-  test("three instances fanning out and delivering at once deliver every event to every endpoint exactly once", async () => {
+  test("three instances fanning out and running delivery jobs at once deliver every event to every endpoint once", async () => {
     const tenant = await endpoint({ org: 1 });
     const house = await endpoint({ org: null });
     const instances: Sql[] = [0, 1, 2].map(() => connect(db.url, { max: 3, statementTimeoutMs: 0 }));
+    const runners = instances.map((sql) => runner(sql, (job) => deliverWebhook(sql, clock, job, opts())));
+    runners.forEach((r) => r.start());
     try {
       const writers = Array.from({ length: 4 }, async () => {
         for (let i = 0; i < 30; i++) await intake(i % 2 ? 101 : 201);
       });
       let writing = true;
       const done = Promise.all(writers).then(() => (writing = false));
-      const runner = async (sql: Sql) => {
+      const fanning = async (sql: Sql) => {
         for (;;) {
           const wasWriting = writing;
-          const { deliveries } = await fanOut(sql, clock, 7);
-          await Promise.all(deliveries.map((d) => deliverWebhook(sql, clock, d.id, opts())));
-          if (deliveries.length === 0 && !wasWriting) return;
+          const { events } = await fanOut(sql, clock, 7);
+          if (events === 0 && !wasWriting) return;
         }
       };
-      await Promise.all([done, ...instances.map(runner)]);
+      await Promise.all([done, ...instances.map(fanning)]);
+      await until(() => rx.received.length >= 180);
+      await Bun.sleep(200); // time for a duplicate, were there one
       const ids = (path: string) => rx.at(path).map((r) => r.headers["webhook-id"]);
       expect(ids(house.path)).toHaveLength(120);
       expect(new Set(ids(house.path)).size).toBe(120);
@@ -495,6 +534,7 @@ describe("workers", () => {
         where d.webhook_id in (${tenant.id}, ${house.id})`;
       expect(att.n).toBe(180);
     } finally {
+      await Promise.all(runners.map((r) => r.stop()));
       await Promise.all(instances.map((s) => s.end()));
     }
   });
@@ -528,20 +568,23 @@ describe("replay", () => {
     const replayed = await replayDelivery(db.sql, clock, s.id, opts());
     expect(replayed.outcome.status).toBe(500);
     const after = await delivery(s.id);
-    expect(after).toMatchObject({ status: "pending", attempts: 1, claimed_until: null });
+    expect(after).toMatchObject({ status: "pending", attempts: 1 });
     expect(after.next_attempt_at).toEqual(before.next_attempt_at);
   });
 
-  test("is refused for a disabled endpoint, a delivery in flight, or no such delivery", async () => {
+  test("is refused for a disabled or inactive endpoint, or no such delivery", async () => {
     const hook = await endpoint({ org: 1 });
     await intake(101);
     const { deliveries } = await fanOut(db.sql, clock);
     const id = deliveries[0].id;
-    const now = clock.now();
-    await claimDelivery(db.sql, id, "schedule", new Date(now), new Date(now + 60_000), MAX_ATTEMPTS);
-    await expect(replayDelivery(db.sql, clock, id, opts())).rejects.toThrow(`delivery ${id} is being attempted right now`);
     await db.sql`update webhooks set disabled_at = now(), disabled_reason = 'HTTP 410 Gone' where id = ${hook.id}`;
-    await expect(replayDelivery(db.sql, clock, id, opts())).rejects.toBeInstanceOf(ReplayRefused);
+    await expect(replayDelivery(db.sql, clock, id, opts())).rejects.toThrow(
+      `delivery ${id}: endpoint disabled: HTTP 410 Gone; enable it with \`leadline webhooks enable ID\` first`,
+    );
+    await db.sql`update webhooks set disabled_at = null, active = false where id = ${hook.id}`;
+    await expect(replayDelivery(db.sql, clock, id, opts())).rejects.toThrow(`delivery ${id}: endpoint inactive`);
+    await expect(replayDelivery(db.sql, clock, 999999, opts())).rejects.toBeInstanceOf(ReplayRefused);
     await expect(replayDelivery(db.sql, clock, 999999, opts())).rejects.toThrow("delivery 999999 does not exist");
+    expect(rx.received).toHaveLength(0);
   });
 });

@@ -23,9 +23,9 @@ export function webhookDeliveryHandler(deps: Deps, overrides: Partial<DeliveryOp
     kind: DELIVER_KIND,
     concurrency: DELIVERY_CONCURRENCY,
     groupConcurrency: ENDPOINT_CONCURRENCY,
-    // The claim on the delivery row is as long; a worker that dies is replaced when both end.
-    leaseMs: opts.claimMs,
-    run: (job) => deliverWebhook(deps.sql, deps.clock, job.ref!, opts),
+    // Far beyond an attempt (15 s and two statements): only a run whose worker died outlives it.
+    leaseMs: 60_000,
+    run: (job) => deliverWebhook(deps.sql, deps.clock, job, opts),
   };
 }
 
