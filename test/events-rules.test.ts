@@ -8,6 +8,8 @@ import { eventBody } from "../src/events/deliver";
 import { JITTER, MAX_ATTEMPTS, nextAttemptAt, RETRY_DELAYS_MS } from "../src/events/schedule";
 import { signature, signedHeaders } from "../src/events/sign";
 import { Refused, resolveTarget, type Lookup } from "../src/events/target";
+import { EVENT_TYPES } from "../src/events/types";
+import { parseProvisioning } from "../src/provision/validate";
 
 describe("forbidden addresses", () => {
   const cases: [string, string | null][] = [
@@ -246,5 +248,18 @@ describe("target resolution", () => {
     expect(await refused("not a url")).toContain("is not a URL");
     const allowed = await resolveTarget("http://inside.example/x", true, lookup);
     expect(allowed).toMatchObject({ address: "10.0.0.5", serverName: null, fetchUrl: "http://10.0.0.5/x" });
+  });
+});
+
+describe("provisioned subscriptions", () => {
+  const file = (events: unknown[]) =>
+    JSON.stringify({ webhooks: [{ id: 1, org_id: null, url: "https://h.example/", secret: "whsec_" + Buffer.alloc(24, 7).toString("base64"), events }] });
+
+  test("name known event types or *; a typo is an error that names it", () => {
+    expect(() => parseProvisioning(file(["lead.created", "call.completed", "*"]))).not.toThrow();
+    expect(() => parseProvisioning(file([...EVENT_TYPES]))).not.toThrow();
+    expect(() => parseProvisioning(file(["lead.created", "lead.create"]))).toThrow(
+      'webhooks[0].events[1]: unknown event type "lead.create"; one of lead.created, message.sent, message.failed, message.received, appointment.booked, appointment.rescheduled, call.completed or "*"',
+    );
   });
 });
