@@ -8,6 +8,7 @@ import { connect, type Sql } from "../src/db/client";
 import { deliverWebhook, deliveryOptions, replayDelivery, ReplayRefused, type DeliveryOptions } from "../src/events/deliver";
 import { fanOut } from "../src/events/fanout";
 import { loadDelivery } from "../src/events/queries";
+import { EVENT_RETENTION_MS, pruneEvents } from "../src/events/prune";
 import { DELIVER_KIND } from "../src/events/fanout";
 import { JobRunner, type JobHandler } from "../src/jobs/queue";
 import { sendAttempt } from "../src/events/send";
@@ -586,5 +587,32 @@ describe("replay", () => {
     await expect(replayDelivery(db.sql, clock, 999999, opts())).rejects.toBeInstanceOf(ReplayRefused);
     await expect(replayDelivery(db.sql, clock, 999999, opts())).rejects.toThrow("delivery 999999 does not exist");
     expect(rx.received).toHaveLength(0);
+  });
+});
+
+describe("retention", () => {
+  test("events older than 30 days go with their deliveries and attempts, unless one is still pending", async () => {
+    await endpoint({ org: 1 });
+    await intake(101);
+    await intake(101);
+    await intake(101);
+    rx.respond((r) => (JSON.parse(r.body).data.lead_id % 3 === 0 ? { status: 500 } : { status: 200 }));
+    const sent = await pump();
+    const events = (await db.sql`select d.event_id, d.status from webhook_deliveries d where d.id = any(${sent.map((x) => x.id)}::bigint[])`);
+    const old = new Date(clock.now() - EVENT_RETENTION_MS - 1000);
+    await db.sql`update outbox_events set created_at = ${old} where id = any(${events.map((e) => e.event_id)}::bigint[])`;
+    const fresh = await intake(101);
+    await fanOut(db.sql, clock);
+    const pendingEvent = events.find((e) => e.status === "pending")?.event_id;
+    const before = (await db.sql`select count(*)::int as n from outbox_events`)[0].n;
+    const removed = await pruneEvents(db.sql, clock.now());
+    expect(removed).toBe(events.filter((e) => e.status !== "pending").length);
+    expect((await db.sql`select count(*)::int as n from outbox_events`)[0].n).toBe(before - removed);
+    const left = await db.sql`select id from outbox_events where id = any(${events.map((e) => e.event_id)}::bigint[])`;
+    expect(left.map((r) => r.id)).toEqual(pendingEvent === undefined ? [] : [pendingEvent]);
+    const orphans = await db.sql`
+      select count(*)::int as n from webhook_attempts a where not exists (select 1 from webhook_deliveries d where d.id = a.delivery_id)`;
+    expect(orphans[0].n).toBe(0);
+    expect((await db.sql`select 1 from outbox_events where (payload #>> '{data,lead_id}')::bigint = ${fresh.lead_id}`).length).toBe(1);
   });
 });

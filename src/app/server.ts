@@ -6,7 +6,7 @@ import { systemClock, type Clock } from "../clock";
 import type { Config } from "../config";
 import { migrate } from "../db/migrate";
 import { openDatabase, type Database } from "../db/open";
-import { outboxWorker, webhookDeliveryHandler } from "../events/jobs";
+import { eventWorkers, webhookDeliveryHandler } from "../events/jobs";
 import type { Deps } from "../http/deps";
 import { JobRunner, type JobHandler } from "../jobs/queue";
 import { Workers, type Worker } from "../jobs/worker";
@@ -53,7 +53,7 @@ export async function start(config: Config, db: Database, options: StartOptions 
   const server = listen(app, config);
   const runner = new JobRunner(db.sql, clock, jobHandlers(deps));
   // Stopped in reverse: the outbox fan-out before the runner that delivers what it queues.
-  const background: Worker[] = [keys.lastUseWorker(), ...limits.workers(), runner, outboxWorker(deps, () => runner.wake())];
+  const background: Worker[] = [keys.lastUseWorker(), ...limits.workers(), runner, ...eventWorkers(deps, () => runner.wake())];
   const workers = new Workers(background);
   workers.start();
   let stopping: Promise<void> | null = null;

@@ -5,6 +5,7 @@ import type { JobHandler } from "../jobs/queue";
 import { every, type Worker } from "../jobs/worker";
 import { deliverWebhook, deliveryOptions, type DeliveryOptions } from "./deliver";
 import { DELIVER_KIND, FANOUT_BATCH, fanOut } from "./fanout";
+import { pruneEvents } from "./prune";
 
 /** How often an idle instance looks for new outbox events: the floor of commit → first attempt. */
 export const FANOUT_INTERVAL_MS = 100;
@@ -30,15 +31,20 @@ export function webhookDeliveryHandler(deps: Deps, overrides: Partial<DeliveryOp
 }
 
 /**
- * Fans out the outbox: batches until one comes back short, then waits `FANOUT_INTERVAL_MS`.
+ * The outbox fan-out: batches until one comes back short, then waits `FANOUT_INTERVAL_MS`.
  * `wake` tells the job runner that delivery jobs are waiting, so they do not wait for its poll.
+ * And, hourly, the deletion of events past their retention.
  */
-export function outboxWorker(deps: Deps, wake: () => void): Worker {
-  return every("events.fanout", FANOUT_INTERVAL_MS, async () => {
+export function eventWorkers(deps: Deps, wake: () => void): Worker[] {
+  const fanout = every("events.fanout", FANOUT_INTERVAL_MS, async () => {
     for (;;) {
       const { events, deliveries } = await fanOut(deps.sql, deps.clock, FANOUT_BATCH);
       if (deliveries.length > 0) wake();
       if (events < FANOUT_BATCH) return;
     }
   });
+  const prune = every("events.prune", 3_600_000, async () => {
+    await pruneEvents(deps.sql, deps.clock.now());
+  });
+  return [fanout, prune];
 }
