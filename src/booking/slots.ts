@@ -135,7 +135,7 @@ export function candidateSlots(rules: CalendarRules, today: CivilDate): Candidat
   for (const s of slots) count.set(`${s.dayKey} ${s.time}`, (count.get(`${s.dayKey} ${s.time}`) ?? 0) + 1);
   return slots.map((s) => ({
     epoch: Math.floor(s.t / 1000),
-    label: `${dayText(s.date)}, ${s.date.y} at ${s.time} ${s.abbr}`,
+    label: labelText(s.date, s.time, s.abbr),
     dayKey: s.dayKey,
     day: dayText(s.date),
     time: count.get(`${s.dayKey} ${s.time}`)! > 1 ? `${s.time} ${s.abbr}` : s.time,
@@ -199,3 +199,14 @@ export function offeredCandidate(
   }
   return null;
 }
+
+/** The label of any start (epoch seconds) in the zone, as slots carry it. */
+export function slotLabel(epoch: number, tz: string): string {
+  if (!isZone(tz)) return new Date(epoch * 1000).toISOString();
+  const t = epoch * 1000;
+  const wall = wallOf(t, tz);
+  const date = civilOf(wall);
+  return labelText(date, timeText(wall), zoneAbbr(t, tz));
+}
+
+const labelText = (date: CivilDate, time: string, abbr: string) => `${dayText(date)}, ${date.y} at ${time} ${abbr}`;
