@@ -5,19 +5,18 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { Elysia } from "elysia";
-import { bookingService } from "../src/booking/service";
-import { bookingRoutes } from "../src/booking/routes";
+import { startApp, type TestApp } from "./harness/app";
+import { ManualClock } from "./harness/clock";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { launchBrowser, pageProblems, SHOTS_DIR } from "./harness/booking-browser";
 
 let db: TestDatabase;
 let browser: Browser;
-let stopServer: () => Promise<unknown>;
+let app: TestApp;
 let base: string;
 const T0 = Date.parse("2026-11-23T12:00:00Z"); // Monday 06:00 in Chicago
-const clock = { now: () => T0 };
+const clock = new ManualClock(T0);
 
 const PHONE = { width: 375, height: 812 };
 const DESKTOP = { width: 1280, height: 860 };
@@ -31,16 +30,15 @@ beforeAll(async () => {
                values (1, 1, 'Free roof estimate', 'America/Chicago', 30, 1, 60, 14, ${db.sql.json(hours)}),
                       (2, 1, 'Crew visit', 'America/Chicago', 60, 2, 60, 5, ${db.sql.json(hours)})`;
   await db.sql`insert into calendar_links (slug, calendar_id) values ('acme-estimate', 1), ('acme-crew', 2)`;
-  const svc = bookingService(db.sql, clock, { baseUrl: "http://placeholder.invalid", inboundListId: 900 });
-  const app = new Elysia().use(bookingRoutes(svc, () => true)).listen({ port: 0, hostname: "127.0.0.1" });
-  stopServer = () => app.stop();
-  base = `http://127.0.0.1:${app.server!.port}`;
+  // BASE_URL as an operator would set it behind a proxy: links in answers use it, the page does not.
+  app = await startApp(db.url, { BASE_URL: "http://placeholder.invalid", COMMS_INBOUND_LIST_ID: "900" }, { clock });
+  base = app.base;
   browser = await launchBrowser();
 }, 60_000);
 
 afterAll(async () => {
   await browser?.close();
-  await stopServer?.();
+  await app?.stop();
   await db?.drop();
 });
 

@@ -1,12 +1,14 @@
 // The booking API's inputs and answers (api-v1.md "Booking objects"; operations.md §7).
 // Inputs arrive as loosely typed JSON or form fields, in the query or the body; every rule here
 // turns junk into a clear code, never an exception.
-import { cut, textField, phone10 } from "../http/text";
-import { normalizeEmail } from "../leads/model";
+import type { ErrorCode } from "../errors";
+import { cut, emailField, textField } from "../http/fields";
+import { phone10 } from "../leads/phone";
 import type { Slot } from "./slots";
 
-/** Codes a booking request can fail with; all but unknown_action are answered with HTTP 200. */
-export type BookingCode =
+/** Codes a booking request can fail with (src/errors.ts; HTTP 200 on the booking surface). */
+export type BookingCode = Extract<
+  ErrorCode,
   | "unknown_link"
   | "bad_epoch"
   | "slot_unavailable"
@@ -14,9 +16,10 @@ export type BookingCode =
   | "phone_required"
   | "bad_phone"
   | "token_required"
-  | "invalid_token"
+  | "unknown_token"
   | "not_pending"
-  | "rate_limited";
+  | "rate_limited"
+>;
 
 export interface Refused<C extends string = BookingCode> {
   ok: false;
@@ -91,7 +94,7 @@ export function personOf(fields: Record<string, unknown>): Person | Refused {
   if (!rawPhone) return { ok: false, error: "phone_required" };
   const phone = phone10(rawPhone);
   if (!phone) return { ok: false, error: "bad_phone" };
-  return { name, phone, email: normalizeEmail(fields.email) };
+  return { name, phone, email: emailField(fields.email) };
 }
 
 /** "Jane Q. Public" → first "Jane", last "Q. Public" (60 characters each, as intake stores them). */

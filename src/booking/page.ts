@@ -3,21 +3,34 @@
 // shows comes from book/api.php), so the only server-side decision is 200 or a friendly 404.
 import { createHash } from "node:crypto";
 import pageFile from "./page/book.html" with { type: "text" };
-import notFoundFile from "./page/not-found.html" with { type: "text" };
+import messageFile from "./page/message.html" with { type: "text" };
 import css from "./page/book.css" with { type: "text" };
 import script from "./page/book.js" with { type: "text" };
 import icon from "./page/icon.svg" with { type: "text" };
 
 // bun-types declares every .html import an HTMLBundle; imported as text, it is the file's text.
 const pageHtml = pageFile as unknown as string;
-const notFoundHtml = notFoundFile as unknown as string;
+const messageHtml = messageFile as unknown as string;
 
 /** Changes whenever any served file does: asset URLs carry it, so they can be cached for long. */
-const VERSION = createHash("sha1").update(pageHtml).update(notFoundHtml).update(css).update(script).update(icon).digest("hex").slice(0, 12);
+const VERSION = createHash("sha1").update(pageHtml).update(messageHtml).update(css).update(script).update(icon).digest("hex").slice(0, 12);
 
 const stamp = (html: string) => html.replaceAll("__VERSION__", VERSION);
 const PAGE = stamp(pageHtml);
-const NOT_FOUND = stamp(notFoundHtml);
+/** A page with one message (the texts are constants of this file, so nothing needs escaping). */
+const messagePage = (mark: string, title: string, text: string) =>
+  stamp(messageHtml).replaceAll("__MARK__", mark).replaceAll("__TITLE__", title).replaceAll("__TEXT__", text);
+
+const NOT_FOUND = messagePage(
+  "?",
+  "We couldn&#39;t find that booking page",
+  "The link may be mistyped or no longer in use. Please check the link you were sent, or contact the business that shared it for a new one.",
+);
+const UNAVAILABLE = messagePage(
+  "!",
+  "Booking is briefly unavailable",
+  "We couldn&#39;t load this page just now. Please try again in a minute.",
+);
 
 // The page talks only to its own origin and loads nothing from elsewhere. The reschedule view's
 // URL holds a capability token: no referrer leaves the page, and nothing of it is cached.
@@ -39,6 +52,11 @@ const ASSETS: Record<string, { body: string; type: string }> = {
 
 export function pageResponse(found: boolean): Response {
   return new Response(found ? PAGE : NOT_FOUND, { status: found ? 200 : 404, headers: PAGE_HEADERS });
+}
+
+/** The database did not answer: a page a person can act on, with a status that says try again. */
+export function unavailablePage(): Response {
+  return new Response(UNAVAILABLE, { status: 503, headers: { ...PAGE_HEADERS, "retry-after": "30" } });
 }
 
 /** /book/_/{name}; null for a name that is not one of the page's files. */

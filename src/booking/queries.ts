@@ -41,12 +41,6 @@ export async function calendarWithSeats(
   return { calendar, seats };
 }
 
-/** The newest lead with these last 10 digits anywhere in the installation (api-v1.md, book). */
-export async function newestLeadByPhone(tx: Tx, phone: string): Promise<number | null> {
-  const [row] = await tx<{ id: number }[]>`select id from leads where phone = ${phone} order by id desc limit 1`;
-  return row?.id ?? null;
-}
-
 export interface ConversationEvent {
   event: string;
   label: string;

@@ -1,67 +1,82 @@
 // Public booking routes: the API (book/api.php, query-routed by `action`) and the page for people.
 import { Elysia } from "elysia";
-import { readBody, bodyFields } from "../http/body";
-import { textField } from "../http/text";
-import type { BookingService } from "./service";
-import { assetResponse, pageResponse } from "./page";
+import { withDeadline } from "../db/deadline";
+import { AppError } from "../errors";
+import { bodyFields, readBody } from "../http/body";
+import { clientAddress, hashAddress, type PeerSource } from "../http/client";
+import type { Deps } from "../http/deps";
+import { textField } from "../http/fields";
+import { errorFields, log } from "../log";
+import { errorOf, errorResponse, json } from "../http/respond";
+import { assetResponse, pageResponse, unavailablePage } from "./page";
+import { bookingService, type BookingService } from "./service";
 
 /** Booking bodies are a handful of short fields. */
 export const BODY_LIMIT = 16 * 1024;
 
-const JSON_HEADERS = {
-  "content-type": "application/json; charset=utf-8",
-  "cache-control": "no-store",
-  // Anonymous and without an origin allowlist (api-v1.md): any site may call it, without credentials.
+// Anonymous and without an origin allowlist (api-v1.md): any site may call the API, without
+// credentials. Answers are never cached: slots change with every booking.
+const HEADERS = { "cache-control": "no-store", "access-control-allow-origin": "*" };
+const PREFLIGHT = {
   "access-control-allow-origin": "*",
+  "access-control-allow-methods": "GET, POST, OPTIONS",
+  "access-control-allow-headers": "content-type",
+  "access-control-max-age": "86400",
 };
 
-const reply = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: JSON_HEADERS });
+const WRITES = new Set(["book", "reschedule"]);
 
-/** Decides whether a write (book, reschedule) from this request is within the limit. */
-export type WriteGate = (request: Request) => boolean | Promise<boolean>;
-
-const ACTIONS = new Set(["slots", "book", "reschedule"]);
-
-/** Query and body fields together; the body's win where both name one. */
-async function fieldsOf(request: Request, url: URL): Promise<Record<string, unknown>> {
+/** The request's fields: the query's, then the body's over them (a body field wins). */
+function fieldsOf(url: URL, body: Record<string, unknown> | null): Record<string, unknown> {
   const fields: Record<string, unknown> = Object.create(null);
   for (const [k, v] of url.searchParams) fields[k] = v;
-  if (request.method === "GET" || request.method === "HEAD") return fields;
-  const body = bodyFields(await readBody(request, BODY_LIMIT));
   if (body) for (const k of Object.keys(body)) fields[k] = body[k];
   return fields;
 }
 
-export async function handleApi(svc: BookingService, gate: WriteGate, request: Request): Promise<Response> {
+/**
+ * GET|POST /book/api.php?action=slots|book|reschedule. Every answer but unknown_action (400), a
+ * write with the wrong method (405) and an outage (503) is HTTP 200; validation failures are
+ * `{ok: false, error}` values of the service, never exceptions.
+ */
+export async function bookingApi(deps: Deps, svc: BookingService, request: Request, peer: PeerSource | null): Promise<Response> {
+  if (request.method === "OPTIONS") return new Response(null, { status: 204, headers: PREFLIGHT });
   const url = new URL(request.url);
   const action = textField(url.searchParams.get("action")) ?? "";
-  if (request.method === "OPTIONS") {
-    return new Response(null, {
-      status: 204,
-      headers: {
-        "access-control-allow-origin": "*",
-        "access-control-allow-methods": "GET, POST, OPTIONS",
-        "access-control-allow-headers": "content-type",
-        "access-control-max-age": "86400",
-      },
-    });
+  if (action !== "slots" && !WRITES.has(action)) return errorOf("unknown_action", "booking", HEADERS);
+  const write = WRITES.has(action);
+  if (write && request.method !== "POST") return errorOf("method_not_allowed", "booking", { ...HEADERS, allow: "POST, OPTIONS" });
+  try {
+    return await withDeadline(
+      (async () => {
+        // Writes are limited per client address (TRUST_PROXY decides which), every attempt
+        // counted, valid or not: a bad token costs a try like a good one. Slots reads never count.
+        if (write) {
+          const address = clientAddress(request, peer, deps.config.trustProxy);
+          if (!(await deps.limits.take("booking_write", hashAddress(deps.ipSalt, address)))) {
+            return json({ ok: false, error: "rate_limited" }, 200, HEADERS);
+          }
+        }
+        let body: Record<string, unknown> | null = null;
+        if (request.method === "POST") {
+          const read = await readBody(request, BODY_LIMIT);
+          if (read.kind === "too_large") throw new AppError("body_too_large", `body over ${BODY_LIMIT / 1024} KiB`);
+          if (read.kind === "malformed") throw new AppError(read.code);
+          body = bodyFields(read);
+        }
+        const fields = fieldsOf(url, body);
+        const answer = action === "slots" ? await svc.slots(fields) : action === "book" ? await svc.book(fields) : await svc.reschedule(fields);
+        return json(answer, 200, HEADERS);
+      })(),
+    );
+  } catch (err) {
+    return errorResponse(err, "booking", HEADERS);
   }
-  if (!ACTIONS.has(action)) return reply({ ok: false, error: "unknown_action" }, 400);
-  if (action !== "slots" && request.method !== "POST") {
-    return new Response(JSON.stringify({ ok: false, error: "method_not_allowed" }), {
-      status: 405,
-      headers: { ...JSON_HEADERS, allow: "POST, OPTIONS" },
-    });
-  }
-  if (action !== "slots" && !(await gate(request))) return reply({ ok: false, error: "rate_limited" });
-  const fields = await fieldsOf(request, url);
-  if (action === "slots") return reply(await svc.slots(fields));
-  if (action === "book") return reply(await svc.book(fields));
-  return reply(await svc.reschedule(fields));
 }
 
-export const bookingRoutes = (svc: BookingService, gate: WriteGate) => {
-  const api = ({ request }: { request: Request }) => handleApi(svc, gate, request);
+export const bookingRoutes = (deps: Deps) => {
+  const svc = bookingService(deps.sql, deps.clock, { baseUrl: deps.config.baseUrl, inboundListId: deps.config.inboundListId });
+  const api = ({ request, server }: { request: Request; server: PeerSource | null }) => bookingApi(deps, svc, request, server);
   // Each method by name: a GET route with a parameter (/book/:slug) wins over `.all` on a static path.
   return new Elysia({ name: "booking" })
     .get("/book/api.php", api)
@@ -69,5 +84,12 @@ export const bookingRoutes = (svc: BookingService, gate: WriteGate) => {
     .options("/book/api.php", api)
     .all("/book/api.php", api, { parse: "none" })
     .get("/book/_/:name", ({ params, query }) => assetResponse(params.name, typeof query.v === "string" ? query.v : null) ?? pageResponse(false))
-    .get("/book/:slug", async ({ params }) => pageResponse(await svc.linkExists(params.slug)));
+    .get("/book/:slug", async ({ params }) => {
+      try {
+        return pageResponse(await withDeadline(svc.linkExists(params.slug)));
+      } catch (err) {
+        log.warn("booking page: the link could not be looked up", errorFields(err));
+        return unavailablePage();
+      }
+    });
 };

@@ -6,9 +6,11 @@
 // only on the rules and the calendar's local date) are kept, keyed by exactly those, so a change
 // of the calendar's hours is seen on the next read with no invalidation to get wrong.
 import { LRUCache } from "lru-cache";
+import type { Clock } from "../clock";
 import type { Sql } from "../db/client";
-import { resolveList, createOrDedupLeadIn } from "../leads/queries";
+import { newestLeadByPhone } from "../leads/match";
 import type { LeadInput } from "../leads/model";
+import { createOrDedupLeadIn, resolveList } from "../leads/queries";
 import {
   epochOf,
   personOf,
@@ -27,7 +29,6 @@ import {
   insertAppointment,
   lockAppointment,
   moveAppointment,
-  newestLeadByPhone,
   type AppointmentRow,
   type CalendarRow,
 } from "./queries";
@@ -43,11 +44,6 @@ import {
   type Window,
 } from "./slots";
 import { issueToken, readToken, tokenMatches } from "./token";
-
-/** The injected clock (src/clock.ts): epoch milliseconds. */
-export interface Clock {
-  now(): number;
-}
 
 export interface BookingOptions {
   /** Public base address, for reschedule_url. */
@@ -166,13 +162,14 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
       hopper: false,
       consent: { sms: false, email: false },
     };
+    // The lead: the newest with these last 10 digits anywhere (api-v1.md), else a fresh one in the
+    // inbound list when it resolves, else none. Matching reads outside the transaction; a fresh
+    // lead is made inside it, under intake's (list, phone) lock, so it exists only with its booking.
+    const match = await newestLeadByPhone(sql, null, person.phone);
+    const list = match ? null : await resolveList(sql, null, null, opts.inboundListId);
     try {
       const id = await sql.begin(async (tx) => {
-        let leadId = await newestLeadByPhone(tx, person.phone);
-        if (leadId === null) {
-          const list = await resolveList(tx, null, null, opts.inboundListId);
-          if (list) leadId = (await createOrDedupLeadIn(tx, list, lead, "booking")).lead_id;
-        }
+        const leadId = match ? match.id : list ? (await createOrDedupLeadIn(tx, list, lead, "booking")).lead_id : null;
         const data = {
           calendar_id: calendar.id,
           calendar: calendar.name,
@@ -221,7 +218,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     if (!token) return refuse("token_required");
     const epoch = epochOf(fields.epoch);
     const appt = await appointmentOf(token);
-    if (!appt) return refuse("invalid_token");
+    if (!appt) return refuse("unknown_token");
     if (appt.status !== "pending") return refuse("not_pending");
     const now = clock.now();
     if (epoch === null || epoch * 1000 <= now) return refuse("bad_epoch");

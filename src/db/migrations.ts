@@ -1,12 +1,15 @@
 // Migrations compiled into the executable: nothing is read from disk at run time.
-// Add a new file to sql/ and a line here; numbers are contiguous and checked at start.
+// Add a new file to sql/ and a line here; numbers are contiguous, checked at start, and a test
+// checks this list against the files in sql/.
 import m0001 from "../../sql/0001_init.sql" with { type: "text" };
 import m0002 from "../../sql/0002_lead_placement.sql" with { type: "text" };
+import m0003 from "../../sql/0003_room.sql" with { type: "text" };
 import m0006 from "../../sql/0006_booking.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
   { version: 2, name: "0002_lead_placement", sql: m0002 },
-  // Reserved number 0006; registered next in line until 0003–0005 land (numbers are contiguous).
-  { version: 3, name: "0006_booking", sql: m0006 },
+  { version: 3, name: "0003_room", sql: m0003 },
+  // Reserved number 0006; registered next in line until 0004–0005 land (numbers are contiguous).
+  { version: 4, name: "0006_booking", sql: m0006 },
 ];

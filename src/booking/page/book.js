@@ -382,7 +382,7 @@
       }
       var error = r && r.error;
       if (error === "slot_unavailable" || error === "bad_epoch") taken();
-      else if (error === "invalid_token" || error === "token_required" || error === "not_pending") load();
+      else if (error === "unknown_token" || error === "token_required" || error === "not_pending") load();
       else failure(error);
     });
   }
