@@ -77,6 +77,16 @@ describe("slots", () => {
     }
   });
 
+  test("the JSON text answered is exactly the value's JSON (with seats taken, tokens, unknown links)", async () => {
+    const b = await svc.book({ slug: "acme-crew", epoch: tue(11), ...person() });
+    if (!b.ok) throw new Error(JSON.stringify(b));
+    for (const fields of [{ s: "acme-estimate" }, { s: "acme-crew" }, { s: "acme-crew", r: b.token }, { s: "acme-estimate", r: "junk" }, { s: "nope" }, { s: "house-calls" }]) {
+      expect(JSON.parse(await svc.slotsJson(fields))).toEqual(JSON.parse(JSON.stringify(await svc.slots(fields))));
+    }
+    const crew = JSON.parse(await svc.slotsJson({ s: "acme-crew" }));
+    expect(crew.slots.find((x: { epoch: number }) => x.epoch === tue(11)).remaining).toBe(2);
+  });
+
   test("a change of the calendar's hours shows on the next read", async () => {
     await makeCalendar(db.sql, { id: 40, slug: "changing", hours: { mon: [["09:00", "10:00"]] }, horizon: 1 });
     expect((await svc.slots({ s: "changing" })).slots).toHaveLength(2);

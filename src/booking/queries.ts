@@ -21,24 +21,61 @@ const calendarColumns = (sql: Sql | Tx) =>
   sql`c.id, c.org_id, c.name, c.timezone, c.slot_minutes, c.capacity, c.min_notice_minutes, c.horizon_days,
       c.hours::text as hours`;
 
+export interface SeatsRead {
+  slug: string;
+  /** Unix seconds: seats from here on (through the calendar's horizon) are read. */
+  from: number;
+}
+
+export type CalendarSeats = { calendar: CalendarRow; seats: number[] } | null;
+
 /**
- * The link's calendar and the start of every seat taken from `from` (Unix seconds) on, one entry
- * per seat: the only read a slots request makes. Null when no link has that slug.
+ * For each read, the link's calendar and the start of every seat taken in its horizon from
+ * `from`, one entry per seat, in order (null when no link has the slug): what a slots request
+ * reads, for many requests in one statement (src/db/batcher.ts). A slug read by several requests
+ * is read once, from the earliest `from` among them (later seats are all they use).
  */
-export async function calendarWithSeats(
+export async function calendarsWithSeats(sql: Sql, reads: readonly SeatsRead[]): Promise<CalendarSeats[]> {
+  const index = new Map<string, number>();
+  const slugs: string[] = [];
+  const froms: number[] = [];
+  for (const r of reads) {
+    const at = index.get(r.slug);
+    if (at === undefined) {
+      index.set(r.slug, slugs.length);
+      slugs.push(r.slug);
+      froms.push(r.from);
+    } else if (r.from < froms[at]) froms[at] = r.from;
+  }
+  const rows = await sql<(CalendarRow & { i: number; seats: number[] })[]>`
+    select u.i, ${calendarColumns(sql)},
+           array(select a.slot_epoch from appointments a
+                 where a.calendar_id = c.id and a.status <> 'cancelled'
+                   and a.slot_epoch >= u.from_ and a.slot_epoch < u.from_ + (least(c.horizon_days, 366) + 2) * 86400
+                 order by a.slot_epoch) as seats
+    from unnest(${slugs}::text[], ${froms}::int8[]) with ordinality as u(slug, from_, i)
+    join calendar_links l on l.slug = u.slug
+    join calendars c on c.id = l.calendar_id`;
+  const found: CalendarSeats[] = new Array(slugs.length).fill(null);
+  for (const { i, seats, ...calendar } of rows) found[i - 1] = { calendar, seats };
+  return reads.map((r) => found[index.get(r.slug)!]);
+}
+
+/** The link's calendar and the seats taken at one start: what a booking reads before it writes. */
+export async function calendarWithSeatsAt(
   sql: Sql,
   slug: string,
-  from: number,
-): Promise<{ calendar: CalendarRow; seats: number[] } | null> {
-  const [row] = await sql<(CalendarRow & { seats: number[] })[]>`
+  epoch: number,
+): Promise<{ calendar: CalendarRow; taken: number } | null> {
+  const [row] = await sql<(CalendarRow & { taken: number })[]>`
     select ${calendarColumns(sql)},
-           array(select a.slot_epoch from appointments a
-                 where a.calendar_id = c.id and a.status <> 'cancelled' and a.slot_epoch >= ${from}) as seats
+           (select count(*)::int from appointments a
+            where a.calendar_id = c.id and a.status <> 'cancelled' and a.slot_epoch = ${epoch}) as taken
     from calendar_links l join calendars c on c.id = l.calendar_id
     where l.slug = ${slug}`;
   if (!row) return null;
-  const { seats, ...calendar } = row;
-  return { calendar, seats };
+  const { taken, ...calendar } = row;
+  return { calendar, taken };
 }
 
 export interface ConversationEvent {

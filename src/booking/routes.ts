@@ -17,6 +17,7 @@ export const BODY_LIMIT = 16 * 1024;
 // Anonymous and without an origin allowlist (api-v1.md): any site may call the API, without
 // credentials. Answers are never cached: slots change with every booking.
 const HEADERS = { "cache-control": "no-store", "access-control-allow-origin": "*" };
+const JSON_HEADERS = { "content-type": "application/json; charset=utf-8", ...HEADERS };
 const PREFLIGHT = {
   "access-control-allow-origin": "*",
   "access-control-allow-methods": "GET, POST, OPTIONS",
@@ -65,8 +66,8 @@ export async function bookingApi(deps: Deps, svc: BookingService, request: Reque
           body = bodyFields(read);
         }
         const fields = fieldsOf(url, body);
-        const answer = action === "slots" ? await svc.slots(fields) : action === "book" ? await svc.book(fields) : await svc.reschedule(fields);
-        return json(answer, 200, HEADERS);
+        if (action === "slots") return new Response(await svc.slotsJson(fields), { headers: JSON_HEADERS });
+        return json(action === "book" ? await svc.book(fields) : await svc.reschedule(fields), 200, HEADERS);
       })(),
     );
   } catch (err) {

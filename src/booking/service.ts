@@ -1,12 +1,16 @@
 // Public booking: slots, book, reschedule. Plain functions over `sql` and a clock; every refusal
 // is a value with a code ({ok: false, error}), so junk input never becomes an exception.
 //
-// A slots read is one statement: the link's calendar and the seats taken from now on. The slots
-// themselves are computed in memory from the calendar's rules, and the candidates (which depend
-// only on the rules and the calendar's local date) are kept, keyed by exactly those, so a change
-// of the calendar's hours is seen on the next read with no invalidation to get wrong.
+// A slots read is one point read of the database: the link's calendar and the seats taken in its
+// horizon, merged with the other slots reads of the moment into one statement (the hot-read
+// batcher; a read's statement is always sent after the read arrived). The slots themselves are
+// computed in memory from the calendar's rules: the candidates, which depend only on the rules and
+// the calendar's local date, are kept keyed by exactly those (so a change of the hours shows on
+// the next read with nothing to invalidate), each with its JSON; and the last answer per calendar
+// is kept with the seats it was built from, so that reads between two bookings send it as it is.
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock";
+import { hotReads } from "../db/batcher";
 import type { Sql } from "../db/client";
 import { newestLeadByPhone } from "../leads/match";
 import type { LeadInput } from "../leads/model";
@@ -25,15 +29,19 @@ import {
 } from "./model";
 import {
   appointmentBySelector,
-  calendarWithSeats,
+  calendarsWithSeats,
+  calendarWithSeatsAt,
   insertAppointment,
   lockAppointment,
   moveAppointment,
   type AppointmentRow,
   type CalendarRow,
+  type SeatsRead,
 } from "./queries";
 import {
   candidateSlots,
+  eachOpenSlot,
+  firstOffered,
   offeredCandidate,
   openSlots,
   parseHours,
@@ -64,7 +72,11 @@ export type BookingService = ReturnType<typeof bookingService>;
 
 export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
   const windowsCache = new LRUCache<string, Window[][]>({ max: 1000 });
-  const candidateCache = new LRUCache<string, Candidate[]>({ max: 1000 });
+  const candidateCache = new LRUCache<string, Kept>({ max: 1000 });
+  const answerCache = new LRUCache<number, Answer>({ max: 1000 });
+  // Slots reads arriving together share one statement; each read's statement is sent after the
+  // read arrived, so it sees every booking committed before the request came.
+  const seatReads = hotReads((reads: SeatsRead[]) => calendarsWithSeats(sql, reads));
 
   function rulesOf(c: CalendarRow): CalendarRules {
     let windows = windowsCache.get(c.hours);
@@ -86,17 +98,21 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
   }
 
   /** The candidates of the calendar's local today, kept per exact rules and day. */
-  function candidatesOf(c: CalendarRow, rules: CalendarRules, now: number): Candidate[] {
+  function keptOf(c: CalendarRow, rules: CalendarRules, now: number): Kept {
     const today = todayIn(rules.timezone, now);
-    if (!today) return [];
+    if (!today) return NONE;
     const key = `${c.timezone}\n${c.slot_minutes}\n${c.horizon_days}\n${today.y}-${today.m}-${today.d}\n${c.hours}`;
-    let list = candidateCache.get(key);
-    if (!list) {
-      list = candidateSlots(rules, today);
-      candidateCache.set(key, list);
+    let kept = candidateCache.get(key);
+    if (!kept) {
+      const list = candidateSlots(rules, today);
+      // Each slot's JSON up to its `remaining`, serialized once: a slots read then joins strings.
+      kept = { list, json: list.map((c) => JSON.stringify(c).slice(0, -1) + ',"remaining":') };
+      candidateCache.set(key, kept);
     }
-    return list;
+    return kept;
   }
+
+  const candidatesOf = (c: CalendarRow, rules: CalendarRules, now: number) => keptOf(c, rules, now).list;
 
   /** Verifies a presented token; the appointment it moves, or null. */
   async function appointmentOf(token: string): Promise<AppointmentRow | null> {
@@ -106,46 +122,82 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     return row && tokenMatches(parts.hash, row.token_hash) ? row : null;
   }
 
-  async function slots(fields: Record<string, unknown>): Promise<SlotsAnswer> {
+  /** What a slots answer is made of; null for an unknown link. */
+  async function readSlots(fields: Record<string, unknown>) {
     const slug = slugOf(fields);
-    if (!slug) return unknownLink();
+    if (!slug) return null;
     const now = clock.now();
-    const found = await calendarWithSeats(sql, slug, Math.floor(now / 1000));
-    if (!found) return unknownLink();
+    const found = await seatReads.load({ slug, from: Math.floor(now / 1000) });
+    if (!found) return null;
     const { calendar, seats } = found;
     const rules = rulesOf(calendar);
-    const result: SlotsAnswer = {
-      ok: true,
-      slots: openSlots(rules, countSeats(seats), now, candidatesOf(calendar, rules, now)),
-      tz: calendar.timezone,
-      name: calendar.name,
-    };
     // The reschedule view reads the appointment its token moves through this same action (the
     // contract has no other); present only when a token came, null when it is not valid here.
     const token = tokenOf(fields);
+    let appointment: AppointmentView | null | undefined;
     if (token) {
       const appt = await appointmentOf(token);
-      result.appointment = appt && appt.calendar.id === calendar.id ? viewOf(appt) : null;
+      appointment = appt && appt.calendar.id === calendar.id ? viewOf(appt) : null;
     }
+    return { calendar, rules, seats, now, kept: keptOf(calendar, rules, now), appointment };
+  }
+
+  /** action=slots as a value. */
+  async function slots(fields: Record<string, unknown>): Promise<SlotsAnswer> {
+    const read = await readSlots(fields);
+    if (!read) return unknownLink();
+    const { calendar, rules, seats, now, kept, appointment } = read;
+    const result: SlotsAnswer = { ok: true, slots: openSlots(rules, countSeats(seats), now, kept.list), tz: calendar.timezone, name: calendar.name };
+    if (appointment !== undefined) result.appointment = appointment;
     return result;
+  }
+
+  /**
+   * action=slots as the JSON text answered: the same as JSON.stringify(await slots(fields)), built
+   * from each slot's JSON kept with the candidates (the read answered most often).
+   */
+  async function slotsJson(fields: Record<string, unknown>): Promise<string> {
+    const read = await readSlots(fields);
+    if (!read) return JSON.stringify(unknownLink());
+    const { calendar, rules, seats, now, kept, appointment } = read;
+    const first = firstOffered(rules, now, kept.list);
+    // The answer is a function of the candidates, the first one still ahead, the seats taken,
+    // and the calendar's capacity, zone and name: while those stay the same (most reads between
+    // two bookings), the text built last time is the answer.
+    const memo = answerCache.get(calendar.id);
+    let body: string;
+    if (
+      memo && memo.kept === kept && memo.first === first && memo.capacity === rules.capacity &&
+      memo.tz === calendar.timezone && memo.name === calendar.name && sameSeats(memo.seats, seats)
+    ) {
+      body = memo.body;
+    } else {
+      const parts: string[] = [];
+      eachOpenSlot(rules, countSeats(seats), now, kept.list, (_, i, remaining) => parts.push(kept.json[i] + remaining + "}"));
+      body = `{"ok":true,"slots":[${parts.join(",")}],"tz":${JSON.stringify(calendar.timezone)},"name":${JSON.stringify(calendar.name)}`;
+      answerCache.set(calendar.id, { kept, first, capacity: rules.capacity, tz: calendar.timezone, name: calendar.name, seats, body });
+    }
+    return appointment === undefined ? body + "}" : `${body},"appointment":${JSON.stringify(appointment)}}`;
   }
 
   async function book(fields: Record<string, unknown>): Promise<BookResult | Refused> {
     const slug = slugOf(fields);
     if (!slug) return refuse("unknown_link");
     const now = clock.now();
-    const found = await calendarWithSeats(sql, slug, Math.floor(now / 1000));
-    if (!found) return refuse("unknown_link");
+    // The epoch is read before the link so that the read can count that slot's seats; a link
+    // that does not exist still answers unknown_link first.
     const epoch = epochOf(fields.epoch);
+    const found = await calendarWithSeatsAt(sql, slug, epoch ?? 0);
+    if (!found) return refuse("unknown_link");
     if (epoch === null || epoch * 1000 <= now) return refuse("bad_epoch");
     const person = personOf(fields);
     if ("error" in person) return person;
-    const { calendar, seats } = found;
+    const { calendar, taken } = found;
     const rules = rulesOf(calendar);
     const slot = offeredCandidate(rules, now, epoch, candidatesOf(calendar, rules, now));
     // Room as read just now, to spare the transaction when the slot is plainly full; the
     // database decides under the slot's lock.
-    if (!slot || (countSeats(seats).get(epoch) ?? 0) >= rules.capacity) return refuse("slot_unavailable");
+    if (!slot || taken >= rules.capacity) return refuse("slot_unavailable");
 
     const at = new Date(now);
     const issued = issueToken();
@@ -286,7 +338,33 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     return row !== undefined;
   }
 
-  return { slots, book, reschedule, linkExists };
+  return { slots, slotsJson, book, reschedule, linkExists };
+}
+
+/** A calendar's candidates and each one's JSON up to its `remaining` (see keptOf). */
+interface Kept {
+  list: Candidate[];
+  json: string[];
+}
+
+const NONE: Kept = { list: [], json: [] };
+
+/** The last slots answer built for a calendar (without its closing brace), and what it came from. */
+interface Answer {
+  kept: Kept;
+  first: number;
+  capacity: number;
+  tz: string;
+  name: string;
+  seats: readonly number[];
+  body: string;
+}
+
+function sameSeats(a: readonly number[], b: readonly number[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function viewOf(a: AppointmentRow): AppointmentView {

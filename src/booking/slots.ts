@@ -16,6 +16,7 @@ import {
   dayText,
   instantOf,
   isZone,
+  offsetAt,
   timeText,
   wallAt,
   wallOf,
@@ -102,9 +103,26 @@ function usable(rules: CalendarRules): boolean {
   );
 }
 
-/** The local date in the calendar's zone at `now` (ms); null for a zone the runtime does not know. */
+/** Per zone, the local day last asked for and the instants it starts and ends at. */
+const days = new Map<string, { date: CivilDate; from: number; to: number }>();
+
+/**
+ * The local date in the calendar's zone at `now` (ms); null for a zone the runtime does not know.
+ * Asked on every slots read: the day's bounds are kept, so that Intl is read once a day per zone.
+ */
 export function todayIn(tz: string, now: number): CivilDate | null {
-  return isZone(tz) ? civilOf(wallOf(now, tz)) : null;
+  const kept = days.get(tz);
+  if (kept && now >= kept.from && now < kept.to) return kept.date;
+  if (!isZone(tz)) return null;
+  const date = civilOf(wallOf(now, tz));
+  const from = instantOf(wallAt(date, 0), tz);
+  const to = instantOf(wallAt(addDays(date, 1), 0), tz);
+  // A zone whose clock skips midnight or repeats it has odd bounds; keep only sane ones.
+  if (from <= now && now < to) {
+    if (days.size > 1000) days.clear();
+    days.set(tz, { date, from, to });
+  }
+  return date;
 }
 
 /** Every slot the weekly windows produce on the horizon that starts on `today`, sorted by time. */
@@ -112,22 +130,34 @@ export function candidateSlots(rules: CalendarRules, today: CivilDate): Candidat
   if (!usable(rules)) return [];
   const tz = rules.timezone;
   const step = rules.slotMinutes * MINUTE;
-  const starts = new Set<number>();
+  // Each start with the zone's offset there. Reading the offset (Intl) dominates the cost, so a
+  // window whose two ends share an offset gives it to every slot inside: zones change offset at
+  // most once within a day, and a window lies within one.
+  const starts = new Map<number, number>();
   const horizon = Math.min(rules.horizonDays, MAX_HORIZON_DAYS);
   for (let i = 0; i < horizon; i++) {
     const date = addDays(today, i);
     for (const [from, to] of rules.windows[weekdayOf(date)] ?? []) {
       const open = instantOf(wallAt(date, from), tz);
       const close = instantOf(wallAt(date, to), tz);
-      for (let t = open; t + step <= close; t += step) starts.add(t);
+      if (open + step > close) continue;
+      const first = offsetAt(open, tz);
+      const same = first === offsetAt(close - 1, tz);
+      for (let t = open; t + step <= close; t += step) starts.set(t, same ? first : offsetAt(t, tz));
     }
   }
-  const slots = [...starts]
+  // The abbreviation goes with the offset (per horizon; a zone renamed without an offset change
+  // inside one horizon is not something the tz database holds for the years that matter here).
+  const abbrs = new Map<number, string>();
+  const slots = [...starts.keys()]
     .sort((a, b) => a - b)
     .map((t) => {
-      const wall = wallOf(t, tz);
+      const offset = starts.get(t)!;
+      const wall = t + offset;
       const date = civilOf(wall);
-      return { t, date, dayKey: dayKeyOf(date), time: timeText(wall), abbr: zoneAbbr(t, tz) };
+      let abbr = abbrs.get(offset);
+      if (abbr === undefined) abbrs.set(offset, (abbr = zoneAbbr(t, tz)));
+      return { t, date, dayKey: dayKeyOf(date), time: timeText(wall), abbr };
     });
   // The repeated hour when clocks go back shows the same times twice in one day: those times
   // carry their zone abbreviation ("1:30 AM CDT", "1:30 AM CST") so that a person can tell them apart.
@@ -159,15 +189,37 @@ export function openSlots(
   now: number,
   candidates: readonly Candidate[] | null = null,
 ): Slot[] {
-  const list = candidates ?? candidatesAt(rules, now);
-  const from = earliestStart(rules, now);
   const out: Slot[] = [];
-  for (const c of list) {
-    if (c.epoch * 1000 < from) continue;
-    const remaining = rules.capacity - (booked.get(c.epoch) ?? 0);
-    if (remaining > 0) out.push({ ...c, remaining });
-  }
+  eachOpenSlot(rules, booked, now, candidates ?? candidatesAt(rules, now), (c, _, remaining) => out.push({ ...c, remaining }));
   return out;
+}
+
+/** Visits each offered candidate in order, with its index in `candidates` and the seats left. */
+export function eachOpenSlot(
+  rules: CalendarRules,
+  booked: Booked,
+  now: number,
+  candidates: readonly Candidate[],
+  visit: (c: Candidate, index: number, remaining: number) => void,
+): void {
+  for (let i = firstOffered(rules, now, candidates); i < candidates.length; i++) {
+    const c = candidates[i];
+    const remaining = rules.capacity - (booked.get(c.epoch) ?? 0);
+    if (remaining > 0) visit(c, i, remaining);
+  }
+}
+
+/** The index of the first candidate at or after the earliest start (sorted: binary search). */
+export function firstOffered(rules: CalendarRules, now: number, candidates: readonly Candidate[]): number {
+  const from = earliestStart(rules, now);
+  let lo = 0;
+  let hi = candidates.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (candidates[mid].epoch * 1000 < from) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function candidatesAt(rules: CalendarRules, now: number): Candidate[] {
