@@ -13,9 +13,8 @@ create table appointments (
   email          text not null default '',
   status         text not null default 'pending'
                  check (status in ('pending', 'confirmed', 'cancelled', 'completed', 'no_show')),
-  -- The reschedule token is 32 random bytes. Its first 16 (the selector) find the row; the whole
-  -- token's SHA-256 is compared in constant time by the service. The token itself is never stored,
-  -- and the selector alone does not reschedule anything.
+  -- The reschedule token (32 random bytes) is stored only as hashes: the SHA-256 of its first 16
+  -- bytes finds the row, the SHA-256 of the whole token is compared in constant time by the service.
   token_selector bytea not null unique,
   token_hash     bytea not null,
   created_at     timestamptz not null default now(),
