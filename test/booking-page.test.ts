@@ -214,6 +214,34 @@ describe("booking page", () => {
     await ctx.close();
   }, 30_000);
 
+  test("text meets WCAG AA contrast on its background (4.5:1; 3:1 for large text)", async () => {
+    const { ctx, page } = await open();
+    await page.locator("button.time").first().waitFor();
+    await page.locator("button.time").first().click();
+    await page.getByRole("button", { name: "Confirm booking" }).click(); // shows the error texts
+    const ratios = await js<{ sel: string; ratio: number; large: boolean }[]>(page, `(() => {
+      const rgb = (c) => (c.match(/[0-9.]+/g) || ["0", "0", "0", "0"]).slice(0, 4).map(Number);
+      const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+        .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+      const bgOf = (el) => { for (; el; el = el.parentElement) { const c = rgb(getComputedStyle(el).backgroundColor); if (c.length < 4 || c[3] > 0) return c; } return [255, 255, 255]; };
+      const out = [];
+      for (const sel of [".eyebrow", "h1", ".facts li", ".device", ".time", ".chosen-label", ".field label", ".optional", ".help", ".error", ".primary", ".back", ".foot"]) {
+        for (const el of document.querySelectorAll(sel)) {
+          if (!el.offsetParent && sel !== ".foot") continue;
+          const s = getComputedStyle(el);
+          const [a, b] = [lum(rgb(s.color)), lum(bgOf(el))];
+          const large = parseFloat(s.fontSize) >= 24 || (parseFloat(s.fontSize) >= 18.66 && Number(s.fontWeight) >= 700);
+          out.push({ sel, ratio: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05), large });
+          break;
+        }
+      }
+      return out;
+    })()`);
+    expect(ratios.length).toBeGreaterThanOrEqual(10);
+    for (const r of ratios) expect([r.sel, r.ratio >= (r.large ? 3 : 4.5)]).toEqual([r.sel, true]);
+    await ctx.close();
+  }, 30_000);
+
   test("desktop screenshots", async () => {
     const { ctx, page, problems } = await open(DESKTOP);
     await page.locator("button.time").first().waitFor();

@@ -55,7 +55,7 @@ export async function bookingApi(deps: Deps, svc: BookingService, request: Reque
         if (write) {
           const address = clientAddress(request, peer, deps.config.trustProxy);
           if (!(await deps.limits.take("booking_write", hashAddress(deps.ipSalt, address)))) {
-            return json({ ok: false, error: "rate_limited" }, 200, HEADERS);
+            return errorOf("rate_limited", "booking", HEADERS);
           }
         }
         let body: Record<string, unknown> | null = null;
