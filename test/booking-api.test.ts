@@ -300,5 +300,10 @@ describe("the page's routes", () => {
       expect([path, r.status < 500]).toEqual([path, true]);
     }
     expect((await fetch(`${a.base}/book/ACME-Estimate`)).status).toBe(200);
+    // A trailing slash would resolve the page's relative addresses under the slug: redirected.
+    const slash = await fetch(`${a.base}/book/acme-estimate/?r=x`, { redirect: "manual" });
+    expect([slash.status, slash.headers.get("location")]).toEqual([308, "../acme-estimate?r=x"]);
+    expect((await fetch(`${a.base}/book/acme-estimate/`)).url).toBe(`${a.base}/book/acme-estimate`);
+    expect((await fetch(`${a.base}/book`)).status).toBe(404);
   });
 });

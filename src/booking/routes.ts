@@ -85,7 +85,14 @@ export const bookingRoutes = (deps: Deps) => {
     .options("/book/api.php", api)
     .all("/book/api.php", api, { parse: "none" })
     .get("/book/_/:name", ({ params, query }) => assetResponse(params.name, typeof query.v === "string" ? query.v : null) ?? pageResponse(false))
-    .get("/book/:slug", async ({ params }) => {
+    .get("/book", () => pageResponse(false))
+    .get("/book/:slug", async ({ params, request }) => {
+      // The page's asset and API addresses are relative to it: /book/x/ would resolve them under
+      // /book/x/, so it is sent to /book/x (relatively too, so that a proxy's path prefix stays).
+      const url = new URL(request.url);
+      if (url.pathname.endsWith("/")) {
+        return new Response(null, { status: 308, headers: { location: `../${encodeURIComponent(params.slug)}${url.search}` } });
+      }
       try {
         return pageResponse(await withDeadline(svc.linkExists(params.slug)));
       } catch (err) {
