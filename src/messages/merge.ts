@@ -79,7 +79,7 @@ export function htmlToText(html: string): string {
       )
       .replace(/<br\s*\/?>/gi, "\n")
       .replace(/<li\b[^>]*>/gi, "\n- ")
-      .replace(/<\/(p|div|h[1-6]|li|ul|ol|tr|table|blockquote|pre)\s*>/gi, "\n")
+      .replace(/<\/(p|div|h[1-6]|ul|ol|tr|table|blockquote|pre)\s*>/gi, "\n")
       .replace(/<[^>]*>/g, "")
       .replace(/\r\n?/g, "\n"),
   )
