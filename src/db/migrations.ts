@@ -2,8 +2,11 @@
 // Add a new file to sql/ and a line here; numbers are contiguous and checked at start.
 import m0001 from "../../sql/0001_init.sql" with { type: "text" };
 import m0002 from "../../sql/0002_lead_placement.sql" with { type: "text" };
+import m0004 from "../../sql/0004_messaging.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
   { version: 2, name: "0002_lead_placement", sql: m0002 },
+  // Numbered 3 until the restructure's 0003 lands; then 4.
+  { version: 3, name: "0004_messaging", sql: m0004 },
 ];

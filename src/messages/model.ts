@@ -1,0 +1,91 @@
+// The message send input and the Message result (api-v1.md), and who is sending.
+import { createHash } from "node:crypto";
+import { AppError } from "../http/errors";
+import { idField } from "../http/text";
+
+/**
+ * Who is sending (DESIGN.md's Actor; src/auth exports it after the restructure). Services take
+ * this, never a request or a key.
+ */
+export interface Actor {
+  /** Tenant scope; null: platform/house, not restricted. */
+  orgId: number | null;
+  type: "api_key" | "automation" | "booking" | "operator" | "provider" | "worker";
+  id: string;
+  agent: string | null;
+}
+
+export type Channel = "sms" | "email" | "note";
+export const CHANNELS: readonly Channel[] = ["sms", "email", "note"];
+
+export interface SendInput {
+  /** Null when `lead_id` is missing or not an id: answered like a lead that does not exist. */
+  leadId: number | null;
+  channel: Channel;
+  /** As given (only made well-formed UTF-16, which storage needs anyway). */
+  body: string;
+  subject: string | null;
+  operationId: string;
+}
+
+export const OPERATION_ID = /^[A-Za-z0-9_.:-]{1,96}$/;
+
+/** Text as given; null when absent; a refusal for other types and for NUL, which text columns cannot hold. */
+function textInput(name: string, v: unknown): string | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== "string") throw new AppError("invalid_input", `${name} must be a string`);
+  if (v.includes("\u0000")) throw new AppError("invalid_input", `${name} must not contain NUL characters`);
+  return v.toWellFormed();
+}
+
+/**
+ * The send input from a request's fields. Checked in the order the answers are ranked: the
+ * operation_id (422 bad_operation_id), the channel and the field types (422 invalid_input). The
+ * lead (404) and an empty body (200 empty_body) need the database and come after, in the service.
+ */
+export function parseSendInput(f: Record<string, unknown>): SendInput {
+  const op = f.operation_id;
+  if (typeof op !== "string" || !OPERATION_ID.test(op)) {
+    throw new AppError("bad_operation_id", "operation_id must be 1 to 96 characters of letters, digits, _ . : -");
+  }
+  const channel = f.channel;
+  if (typeof channel !== "string" || !(CHANNELS as readonly string[]).includes(channel)) {
+    throw new AppError("invalid_input", "channel must be one of sms, email, note");
+  }
+  return {
+    leadId: idField(f.lead_id),
+    channel: channel as Channel,
+    body: textInput("body", f.body) ?? "",
+    subject: textInput("subject", f.subject),
+    operationId: op,
+  };
+}
+
+/**
+ * What an operation_id was first used for: lead, channel, body and subject. The same operation_id
+ * with any of them different is a conflict, not a retry.
+ */
+export function requestHash(input: SendInput): string {
+  return createHash("sha256").update(JSON.stringify([input.leadId, input.channel, input.body, input.subject])).digest("base64");
+}
+
+/** The Message result. Field order is fixed: stored results are replayed byte for byte. */
+export interface MessageResult {
+  ok: boolean;
+  message_id: number | null;
+  reason?: string;
+  defer_until?: number;
+}
+
+export function resultText(r: MessageResult): string {
+  const out: MessageResult = { ok: r.ok, message_id: r.message_id };
+  if (r.reason !== undefined) out.reason = r.reason;
+  if (r.defer_until !== undefined) out.defer_until = r.defer_until;
+  return JSON.stringify(out);
+}
+
+/** A send's answer: the HTTP status and the result's exact JSON text. */
+export interface SendAnswer {
+  status: 200 | 402;
+  text: string;
+}

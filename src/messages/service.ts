@@ -1,0 +1,248 @@
+// The one send path for SMS, email and notes. The API, the deferred-send worker and automations
+// all call sendMessage; the gates (gates.ts) are applied here and nowhere else.
+//
+// A send is recorded before the provider is called and its outcome after, with no transaction or
+// pooled connection held in between:
+//   1. read (one statement): the lead in the actor's scope, its org, the recipient's consent, and
+//      any message already recorded under the operation_id;
+//   2. record (one short transaction): lock the org's billing row, apply the billing gate, then
+//      either record the message `queued` until quiet hours end, or record it `sending` and deduct
+//      its cost with a ledger entry. Concurrent sends of one org serialize on that row lock, so the
+//      balance never goes below zero however many race for it. Marking the message `sending`
+//      before the call is what keeps a process killed mid-call from ever sending it again;
+//   3. call the provider, bounded in time (10 s);
+//   4. record the outcome (one statement): `sent`, or `failed` with the charge refunded.
+// The unique index on (sender's scope, operation_id) makes exactly one request record a send;
+// any other with the same operation_id and the same send replays the first's stored answer
+// (waiting for it while the first is still with its provider), and one with a different send is
+// a conflict.
+import type { Sql } from "../db/client";
+import { AppError } from "../http/errors";
+import { sendEmail } from "./email";
+import { billingGate, contactGate, emailConfig, quietGate, reasonStatus, smsConfig, type GateReason, type OrgSettings } from "./gates";
+import { DEFAULT_SUBJECT, merge, mergeValues, renderEmail, renderSms } from "./merge";
+import { requestHash, resultText, type Actor, type SendAnswer, type SendInput } from "./model";
+import {
+  chargeDeferred,
+  failDeferred,
+  insertCharged,
+  insertDeferred,
+  insertNote,
+  lockBilling,
+  lockDeferred,
+  optOutPhone,
+  recordOutcome,
+  redefer,
+  sendContext,
+  storedResult,
+  type LeadRow,
+  type NewSend,
+  type PriorRow,
+} from "./queries";
+import { PROVIDER_TIMEOUT_MS, sendSms, TWILIO_UNSUBSCRIBED, type ProviderOutcome } from "./twilio";
+
+export interface SendEnv {
+  /** The public base address: Twilio's StatusCallback is `{baseUrl}/hooks/sms_status.php`. */
+  baseUrl: string;
+  /** The longest wait for a provider (default 10 s); past it the send fails with provider_timeout. */
+  providerTimeoutMs?: number;
+  /** The longest wait for the org's billing row lock (default 3 s); past it, billing_unavailable. */
+  billingLockMs?: number;
+}
+
+export const BILLING_LOCK_MS = 3_000;
+
+const timeoutOf = (env: SendEnv) => env.providerTimeoutMs ?? PROVIDER_TIMEOUT_MS;
+/** A `sending` row older than this lost its sender (far beyond any provider wait). */
+const leaseOf = (env: SendEnv) => timeoutOf(env) + 60_000;
+
+export const statusCallbackUrl = (baseUrl: string) => `${baseUrl.replace(/\/+$/, "")}/hooks/sms_status.php`;
+
+const refusal = (reason: GateReason | "empty_body"): SendAnswer => ({
+  status: reasonStatus(reason),
+  text: resultText({ ok: false, message_id: null, reason }),
+});
+
+class Refused extends Error {
+  constructor(readonly reason: GateReason) {
+    super(reason);
+  }
+}
+const TAKEN = new Error("operation_id taken by a concurrent request");
+
+const isLockTimeout = (err: unknown) => (err as { code?: unknown } | null)?.code === "55P03";
+
+/** The one send function. `now` is epoch ms from the caller's clock. */
+export async function sendMessage(sql: Sql, actor: Actor, input: SendInput, now: number, env: SendEnv): Promise<SendAnswer> {
+  if (input.leadId === null) throw new AppError("not_found");
+  const hash = requestHash(input);
+  if (input.body.trim() === "") {
+    // The lead is checked first: an empty body for someone else's lead is still a 404.
+    const { lead } = await sendContext(sql, actor, input.leadId, "note", input.operationId);
+    if (!lead) throw new AppError("not_found");
+    return refusal("empty_body");
+  }
+  // Three rounds at most: a round ends early only when a concurrent request took the
+  // operation_id between this one's read and its insert, and the next read then finds it.
+  for (let round = 0; round < 3; round++) {
+    const answer = input.channel === "note" ? await note(sql, actor, input, hash, now, env) : await send(sql, actor, input, hash, now, env);
+    if (answer !== null) return answer;
+  }
+  throw new Error(`operation_id ${input.operationId} changed hands three times`);
+}
+
+async function note(sql: Sql, actor: Actor, input: SendInput, hash: string, now: number, env: SendEnv): Promise<SendAnswer | null> {
+  const r = await insertNote(sql, actor, input.leadId!, input.body, input.subject ?? "", input.operationId, hash, new Date(now));
+  if (r.lead_id === null) throw new AppError("not_found");
+  if (r.id !== null) return { status: 200, text: r.result! };
+  return r.prior ? replay(sql, r.prior, hash, env) : null;
+}
+
+async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now: number, env: SendEnv): Promise<SendAnswer | null> {
+  const channel = input.channel as "sms" | "email";
+  const ctx = await sendContext(sql, actor, input.leadId, channel, input.operationId);
+  if (!ctx.lead) throw new AppError("not_found");
+  if (ctx.prior) return replay(sql, ctx.prior, hash, env);
+  const contact = contactGate(channel, ctx.org, ctx.lead, ctx.consent);
+  if (!contact.ok) return refusal(contact.reason);
+  const org = ctx.org!; // the provider gate passed, so there is an org
+  const lead = ctx.lead;
+  const s: NewSend = {
+    actor,
+    lead,
+    orgId: org.id,
+    channel,
+    body: input.body,
+    subject: storedSubject(channel, input.subject, lead, org),
+    operationId: input.operationId,
+    hash,
+    to: contact.to,
+    now: new Date(now),
+  };
+  let recorded: { kind: "deferred"; result: string } | { kind: "charged"; id: number };
+  try {
+    recorded = await sql.begin(async (tx) => {
+      const billing = billingGate(channel, await lockBilling(tx, org.id, env.billingLockMs ?? BILLING_LOCK_MS));
+      if (!billing.ok) throw new Refused(billing.reason);
+      const deferUntil = quietGate(org, lead, now);
+      if (deferUntil !== null) {
+        const d = await insertDeferred(tx, s, new Date(deferUntil));
+        if (!d) throw TAKEN;
+        return { kind: "deferred" as const, result: d.result };
+      }
+      const id = await insertCharged(tx, s, billing.cost, new Date(now + leaseOf(env)));
+      if (id === null) throw TAKEN;
+      return { kind: "charged" as const, id };
+    });
+  } catch (err) {
+    if (err instanceof Refused) return refusal(err.reason);
+    if (isLockTimeout(err)) return refusal("billing_unavailable");
+    if (err === TAKEN) return null;
+    throw err;
+  }
+  if (recorded.kind === "deferred") return { status: 200, text: recorded.result };
+  return { status: 200, text: await deliverAndRecord(sql, recorded.id, channel, contact.to, s.body, s.subject, lead, org, now, env) };
+}
+
+/** What the conversation shows as an email's subject: as given, else the default for the org. */
+function storedSubject(channel: "sms" | "email", subject: string | null, lead: LeadRow, org: OrgSettings): string {
+  if (channel !== "email") return subject ?? "";
+  return subject !== null && subject.trim() !== "" ? subject : merge(DEFAULT_SUBJECT, mergeValues(lead, org));
+}
+
+/**
+ * A retry of a recorded send: the first answer, byte for byte. While the first request is still
+ * with its provider there is no answer yet; the retry waits for it (polling, holding nothing) a
+ * little longer than the provider wait, then says `in_progress`.
+ */
+async function replay(sql: Sql, prior: PriorRow, hash: string, env: SendEnv): Promise<SendAnswer> {
+  if (prior.request_hash !== hash) throw new AppError("operation_id_conflict", "operation_id was already used for a different send");
+  if (prior.result !== null) return { status: 200, text: prior.result };
+  const deadline = performance.now() + timeoutOf(env) + 5_000;
+  while (performance.now() < deadline) {
+    await Bun.sleep(20);
+    const row = await storedResult(sql, prior.id);
+    if (row?.result) return { status: 200, text: row.result };
+  }
+  return { status: 200, text: resultText({ ok: false, message_id: prior.id, reason: "in_progress" }) };
+}
+
+/** Calls the provider (outside any transaction) and records the outcome; returns the stored answer. */
+async function deliverAndRecord(
+  sql: Sql,
+  id: number,
+  channel: "sms" | "email",
+  to: string,
+  body: string,
+  subject: string,
+  lead: LeadRow,
+  org: OrgSettings,
+  now: number,
+  env: SendEnv,
+): Promise<string> {
+  const values = mergeValues(lead, org);
+  const outcome: ProviderOutcome =
+    channel === "sms"
+      ? await sendSms(smsConfig(org.sms)!, { to, body: renderSms(body, values), statusCallback: statusCallbackUrl(env.baseUrl) }, timeoutOf(env))
+      : await sendEmail(emailConfig(org.email)!, to, renderEmail(body, subject, values), timeoutOf(env));
+  const text = resultText(outcome.ok ? { ok: true, message_id: id } : { ok: false, message_id: id, reason: outcome.reason });
+  const at = new Date(now);
+  const stored = await recordOutcome(sql, id, {
+    ok: outcome.ok,
+    providerId: outcome.ok ? outcome.providerId : null,
+    error: outcome.ok ? "" : outcome.error,
+    result: text,
+    now: at,
+  });
+  if (!outcome.ok && channel === "sms" && outcome.code === TWILIO_UNSUBSCRIBED) await optOutPhone(sql, org.id, to, "provider:21610", at);
+  return stored?.result ?? (await storedResult(sql, id))?.result ?? text;
+}
+
+export type DeferredStep = { done: true } | { retryAt: Date };
+
+/** Retry delay when the billing row stays locked past its wait. */
+const BILLING_RETRY_MS = 30_000;
+
+/**
+ * The deferred-send worker's step for one message: when its time has come, the same gates again
+ * (a lead who opted out meanwhile is not texted; billing is charged now), then the provider. Safe
+ * to run twice: only a `queued` message is claimed, and claiming marks it `sending` first.
+ */
+export async function sendDeferred(sql: Sql, messageId: number, now: number, env: SendEnv): Promise<DeferredStep> {
+  const at = new Date(now);
+  type Step = { kind: "done" } | { kind: "later"; at: Date } | { kind: "send"; to: string; row: NonNullable<Awaited<ReturnType<typeof lockDeferred>>> };
+  let step: Step;
+  try {
+    step = await sql.begin(async (tx): Promise<Step> => {
+      const row = await lockDeferred(tx, messageId);
+      if (!row || !row.context.lead) return { kind: "done" };
+      if (row.defer_until && row.defer_until.getTime() > now) return { kind: "later", at: row.defer_until };
+      const { lead, org, consent } = row.context;
+      const contact = contactGate(row.channel, org, lead, consent);
+      if (!contact.ok) {
+        await failDeferred(tx, messageId, contact.reason, at);
+        return { kind: "done" };
+      }
+      const billing = billingGate(row.channel, await lockBilling(tx, org!.id, env.billingLockMs ?? BILLING_LOCK_MS));
+      if (!billing.ok) {
+        await failDeferred(tx, messageId, billing.reason, at);
+        return { kind: "done" };
+      }
+      const again = quietGate(org, lead, now);
+      if (again !== null) {
+        await redefer(tx, messageId, new Date(again), at);
+        return { kind: "later", at: new Date(again) };
+      }
+      await chargeDeferred(tx, messageId, org!.id, billing.cost, contact.to, at, new Date(now + leaseOf(env)));
+      return { kind: "send", to: contact.to, row };
+    });
+  } catch (err) {
+    if (isLockTimeout(err)) return { retryAt: new Date(now + BILLING_RETRY_MS) };
+    throw err;
+  }
+  if (step.kind === "done") return { done: true };
+  if (step.kind === "later") return { retryAt: step.at };
+  const { row, to } = step;
+  await deliverAndRecord(sql, messageId, row.channel, to, row.body, row.subject, row.context.lead!, row.context.org!, now, env);
+  return { done: true };
+}
