@@ -190,6 +190,7 @@ async function deliverAndRecord(
   const stored = await recordOutcome(sql, id, {
     ok: outcome.ok,
     providerId: outcome.ok ? outcome.providerId : null,
+    reason: outcome.ok ? null : outcome.reason,
     error: outcome.ok ? "" : outcome.error,
     result: text,
     now: at,
