@@ -452,6 +452,9 @@ describe("a process killed during the provider call", () => {
     // A restarted worker or a sweep finds nothing to send; a retry does not call the provider.
     expect(await sendDeferred(db.sql, m.id, DAY + 60_000, env)).toEqual({ done: true });
     const retry = parseSendInput({ operation_id: operationId, channel: "sms", body: "once", lead_id: id });
+    // Before its lease ends a retry waits (here up to 2 × 150 ms) for an answer that never comes.
+    const waited = await sendMessage(db.sql, acme, retry, DAY + 20_000, { ...env, providerTimeoutMs: 150 });
+    expect(waited.text).toBe(`{"ok":false,"message_id":${m.id},"reason":"in_progress"}`);
     const early = await recoverInterrupted(db.sql, new Date(DAY + 30_000));
     expect(early).not.toContain(m.id);
     expect(await recoverInterrupted(db.sql, new Date(DAY + 71_000))).toContain(m.id);

@@ -152,13 +152,14 @@ function storedSubject(channel: "sms" | "email", subject: string | null, lead: L
 
 /**
  * A retry of a recorded send: the first answer, byte for byte. While the first request is still
- * with its provider there is no answer yet; the retry waits for it (polling, holding nothing) a
- * little longer than the provider wait, then says `in_progress`.
+ * with its provider there is no answer yet; the retry waits for it (polling, holding nothing) up
+ * to twice the provider wait, then says `in_progress` (its sender may have died: after the lease,
+ * the row becomes `unknown` and retries get outcome_unknown).
  */
 async function replay(sql: Sql, prior: PriorRow, hash: string, env: SendEnv): Promise<SendAnswer> {
   if (prior.request_hash !== hash) throw new AppError("operation_id_conflict", "operation_id was already used for a different send");
   if (prior.result !== null) return { status: 200, text: prior.result };
-  const deadline = performance.now() + timeoutOf(env) + 5_000;
+  const deadline = performance.now() + 2 * timeoutOf(env);
   while (performance.now() < deadline) {
     await Bun.sleep(20);
     const row = await storedResult(sql, prior.id);
