@@ -2,6 +2,7 @@
 import { ConfigError, loadConfig, type Config } from "./config";
 import { openDatabase, type Database } from "./db/open";
 import { migrate } from "./db/migrate";
+import { UsageError } from "./errors";
 import { setLogLevel } from "./log";
 import { VERSION } from "./version";
 
@@ -25,8 +26,6 @@ scopes: leads:read leads:write conversations:read messages:write cti metrics:wri
 environment: DATABASE_URL DATA_DIR PORT HOST BASE_URL COMMS_INBOUND_LIST_ID NPK_IP_SALT
              TRUST_PROXY LOG_LEVEL WEBHOOK_ALLOW_PRIVATE DB_POOL_MAX (see README.md)
 `;
-
-export class UsageError extends Error {}
 
 async function withDb<T>(config: Config, fn: (db: Database) => Promise<T>): Promise<T> {
   const db = await openDatabase(config, "cli");
@@ -53,7 +52,7 @@ export async function runCli(argv: string[]): Promise<number> {
     setLogLevel(config.logLevel);
     switch (cmd) {
       case "serve": {
-        const { serve } = await import("./server");
+        const { serve } = await import("./app/server");
         return await serve(config);
       }
       case "migrate":

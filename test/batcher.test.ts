@@ -3,7 +3,7 @@
 // serves are tested through HTTP in leads, cti, tenancy and rate-limit tests.)
 import { describe, expect, test } from "bun:test";
 import { Batcher } from "../src/db/batcher";
-import { AppError } from "../src/http/errors";
+import { AppError } from "../src/errors";
 
 /** A run function whose calls are recorded and answered by hand. */
 function manual<In>() {

@@ -119,18 +119,23 @@ describe("call reports", () => {
     expect(other.status).toBe(404);
     expect(other.body.error).toBe("not_found");
     const d = await dial(acme, { phone: "5125554001" });
-    const od = await call(app.base, "/hooks/calls.php", { method: "POST", key: bolt, json: { dial_id: d.body.id, status: "X", secs: 1 } });
+    const od = await call(app.base, "/hooks/calls.php", { method: "POST", key: bolt, json: { dial_id: d.body.id, status: "X", secs: 1, agent: "a" } });
     expect(od.status).toBe(404);
   });
 
   test("invalid reports are 422 invalid_input naming the field", async () => {
     const cases: [unknown, string][] = [
-      [{ phone: "5125554002", secs: 1 }, "status"],
-      [{ phone: "5125554002", status: "A", secs: -1 }, "secs"],
-      [{ phone: "5125554002", status: "A", secs: "abc" }, "secs"],
-      [{ status: "A", secs: 1 }, "lead_id"],
-      [{ lead_id: "x", status: "A", secs: 1 }, "lead_id"],
-      [{ phone: "5125554002", status: "A", secs: 1, epoch: "soon" }, "epoch"],
+      [{ phone: "5125554002", secs: 1, agent: "a" }, "status"],
+      [{ phone: "5125554002", status: "A", secs: -1, agent: "a" }, "secs"],
+      [{ phone: "5125554002", status: "A", secs: "abc", agent: "a" }, "secs"],
+      [{ status: "A", secs: 1, agent: "a" }, "lead_id"],
+      [{ lead_id: "x", status: "A", secs: 1, agent: "a" }, "lead_id"],
+      [{ phone: "5125554002", status: "A", secs: 1, epoch: "soon", agent: "a" }, "epoch"],
+      // operations.md §4 lists status, secs and agent as required.
+      [{ phone: "5125554002", status: "A", agent: "a" }, "secs"],
+      [{ phone: "5125554002", status: "A", secs: 1 }, "agent"],
+      [{ phone: "5125554002", status: "A", secs: 1, agent: "  " }, "agent"],
+      [{ phone: "5125554002", status: "A", secs: 1, agent: {} }, "agent"],
     ];
     for (const [json, field] of cases) {
       const r = await call(app.base, "/hooks/calls.php", { method: "POST", key: acme, json });

@@ -4,7 +4,7 @@ import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { keysCommand } from "../src/auth/command";
 import { hashKey } from "../src/auth/keys";
-import { UsageError } from "../src/cli";
+import { UsageError } from "../src/errors";
 
 let db: TestDatabase;
 beforeAll(async () => {

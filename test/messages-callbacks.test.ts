@@ -11,7 +11,7 @@ let db: TestDatabase;
 let twilio: FakeTwilio;
 const BASE = "https://leadline.example";
 const env: SendEnv = { baseUrl: BASE };
-const acme: Actor = { orgId: 1, type: "api_key", id: "11", agent: null };
+const acme: Actor = { orgId: 1, type: "api_key", id: "11", agent: null, keyId: 11 };
 const DAY = Date.UTC(2026, 0, 15, 17);
 const NIGHT = Date.UTC(2026, 0, 16, 4);
 const TOKEN = "acme-token";

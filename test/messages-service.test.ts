@@ -16,10 +16,10 @@ let twilio: FakeTwilio;
 let smtp: FakeSmtp;
 const env: SendEnv = { baseUrl: "https://leadline.example" };
 
-const acme: Actor = { orgId: 1, type: "api_key", id: "11", agent: null };
-const bolt: Actor = { orgId: 2, type: "api_key", id: "12", agent: null };
-const platform: Actor = { orgId: null, type: "api_key", id: "13", agent: null };
-const platform2: Actor = { orgId: null, type: "api_key", id: "14", agent: null };
+const acme: Actor = { orgId: 1, type: "api_key", id: "11", agent: null, keyId: 11 };
+const bolt: Actor = { orgId: 2, type: "api_key", id: "12", agent: null, keyId: 12 };
+const platform: Actor = { orgId: null, type: "api_key", id: "13", agent: null, keyId: 13 };
+const platform2: Actor = { orgId: null, type: "api_key", id: "14", agent: null, keyId: 14 };
 
 // 2026-01-15 12:00 EST / 11:00 CST; and 23:00 EST / 22:00 CST (inside 21:00–08:00).
 const DAY = Date.UTC(2026, 0, 15, 17);

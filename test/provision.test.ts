@@ -7,7 +7,7 @@ import { testDatabase, type TestDatabase } from "./harness/db";
 import { provisionCommand } from "../src/provision/command";
 import { keysCommand } from "../src/auth/command";
 import { hashKey } from "../src/auth/keys";
-import { UsageError } from "../src/cli";
+import { UsageError } from "../src/errors";
 import type { Sql } from "../src/db/client";
 
 const opened: TestDatabase[] = [];

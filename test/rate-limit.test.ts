@@ -40,7 +40,7 @@ describe("shared hourly limit", () => {
       expect(r.body).toEqual({ ok: false, error: "rate_limited" });
       expect(r.headers.get("retry-after")).toBeNull();
     }
-    await Promise.all([a.running.deps.limiter.flush(), b.running.deps.limiter.flush()]);
+    await Promise.all([a.running.deps.limits.flush(), b.running.deps.limits.flush()]);
     expect(await drawn(id)).toBe(320);
   });
 
@@ -60,12 +60,12 @@ describe("shared hourly limit", () => {
     await db.sql`insert into rate_windows (key_id, hour, base) values (${id}, floor(extract(epoch from now()) / 3600)::bigint, 1000)`;
     expect((await getLead(a, key)).status).toBe(404); // 300th
     expect((await getLead(a, key)).status).toBe(429); // 301st: the instance now knows
-    await a.running.deps.limiter.flush();
+    await a.running.deps.limits.flush();
     const before = await drawn(id);
     const replies = await Promise.all(Array.from({ length: 200 }, () => getLead(a, key)));
     expect(replies.every((r) => r.status === 429)).toBe(true);
     // Refusals from memory did not each write; they arrive as a batch.
-    await a.running.deps.limiter.flush();
+    await a.running.deps.limits.flush();
     const after = await drawn(id);
     expect(after).toBe(before + 200);
     // KPI (600) is still open for this key on the other instance.
@@ -79,7 +79,7 @@ describe("shared hourly limit", () => {
     expect(r.status).toBe(422);
     expect(r.body).toMatchObject({ ok: false, error: "bad_phone" });
     expect((await lookup("5125550199")).status).toBe(200);
-    await a.running.deps.limiter.flush();
+    await a.running.deps.limits.flush();
     expect(await drawn(id)).toBe(2);
     // At the limit: the 301st request is refused for the limit, not for its phone.
     await db.sql`select setval(format('rate_seq_%s', ${id}::bigint)::regclass, 300 + (select base from rate_windows where key_id = ${id}))`;

@@ -36,21 +36,54 @@ export async function notifyKeysChanged(sql: Sql): Promise<void> {
   await sql`select pg_notify('leadline_keys', '')`;
 }
 
-export async function insertKey(
+/**
+ * Writes a key: inserted, or (same plaintext, from a provisioning file) updated to these grants.
+ * A revoked key stays inactive: revocation is final. Answers the row when it was written, null
+ * when it already had exactly these grants.
+ */
+export async function putKey(
   tx: Tx,
   grant: KeyGrant & { active?: boolean; provisioned?: boolean },
-  plaintext: string = generateKey(),
-): Promise<IssuedKey> {
+  plaintext: string,
+): Promise<{ id: number; inserted: boolean } | null> {
   const scopes = canonicalScopes(grant.scopes);
-  const [row] = await tx<{ id: number }[]>`
+  const [row] = await tx<{ id: number; inserted: boolean }[]>`
     insert into api_keys (key_hash, key_prefix, name, org_id, scopes, agent, active, provisioned)
     values (${hashKey(plaintext)}, ${keyPrefix(plaintext)}, ${grant.name}, ${grant.org_id},
             ${tx.array(scopes, 25)}, ${grant.agent}, ${grant.active ?? true}, ${grant.provisioned ?? false})
-    returning id`;
-  return { id: row.id, key: plaintext, name: grant.name, org_id: grant.org_id, scopes, agent: grant.agent };
+    on conflict (key_hash) do update set
+      name = excluded.name, org_id = excluded.org_id, scopes = excluded.scopes, agent = excluded.agent,
+      active = excluded.active and api_keys.revoked_at is null, provisioned = excluded.provisioned
+    where (api_keys.name, api_keys.org_id, api_keys.scopes, api_keys.agent, api_keys.active, api_keys.provisioned)
+      is distinct from
+      (excluded.name, excluded.org_id, excluded.scopes, excluded.agent,
+       excluded.active and api_keys.revoked_at is null, excluded.provisioned)
+    returning id, (xmax = 0) as inserted`;
+  return row ?? null;
 }
 
-/** The org must exist; a bound agent must exist and belong to the key's org or to the house. */
+/** A new key with a generated plaintext, returned this once. */
+export async function insertKey(tx: Tx, grant: KeyGrant & { active?: boolean; provisioned?: boolean }): Promise<IssuedKey> {
+  const plaintext = generateKey();
+  const row = await putKey(tx, grant, plaintext);
+  return { id: row!.id, key: plaintext, name: grant.name, org_id: grant.org_id, scopes: canonicalScopes(grant.scopes), agent: grant.agent };
+}
+
+/**
+ * The rule for binding a key to an agent: the agent must exist and belong to the key's
+ * organization or to the house. `agentOrg`: the agent's org, null for the house, undefined for a
+ * user that does not exist. The problem in words, or null.
+ */
+export function agentProblem(grant: Pick<KeyGrant, "org_id" | "agent">, agentOrg: number | null | undefined): string | null {
+  if (grant.agent === null) return null;
+  if (agentOrg === undefined) return `user ${JSON.stringify(grant.agent)} does not exist`;
+  if (grant.org_id !== null && agentOrg !== null && agentOrg !== grant.org_id) {
+    return `user ${JSON.stringify(grant.agent)} belongs to org ${agentOrg}, not ${grant.org_id}`;
+  }
+  return null;
+}
+
+/** The org must exist, and the agent binding must follow agentProblem's rule. */
 export async function checkGrant(tx: Tx, grant: Pick<KeyGrant, "org_id" | "agent">): Promise<void> {
   if (grant.org_id !== null) {
     const [org] = await tx`select 1 from orgs where id = ${grant.org_id}`;
@@ -58,10 +91,8 @@ export async function checkGrant(tx: Tx, grant: Pick<KeyGrant, "org_id" | "agent
   }
   if (grant.agent !== null) {
     const [user] = await tx<{ org_id: number | null }[]>`select org_id from users where id = ${grant.agent}`;
-    if (!user) throw new Error(`user ${JSON.stringify(grant.agent)} does not exist`);
-    if (grant.org_id !== null && user.org_id !== null && user.org_id !== grant.org_id) {
-      throw new Error(`user ${JSON.stringify(grant.agent)} belongs to org ${user.org_id}, not ${grant.org_id}`);
-    }
+    const problem = agentProblem(grant, user ? user.org_id : undefined);
+    if (problem) throw new Error(problem);
   }
 }
 
@@ -82,7 +113,7 @@ export async function listKeys(sql: Sql): Promise<KeyListing[]> {
 }
 
 /** Revocation is final: nothing (not even provisioning) makes a revoked key active again. */
-export async function revokeKey(sql: Sql, id: number, now: Date = new Date()): Promise<void> {
+export async function revokeKey(sql: Sql, id: number, now: Date): Promise<void> {
   const [row] = await sql`
     update api_keys set active = false, revoked_at = coalesce(revoked_at, ${now})
     where id = ${id} returning id`;
@@ -91,7 +122,7 @@ export async function revokeKey(sql: Sql, id: number, now: Date = new Date()): P
 }
 
 /** A new key with the old one's grants; the old one is revoked in the same transaction. */
-export async function rotateKey(sql: Sql, id: number, now: Date = new Date()): Promise<IssuedKey> {
+export async function rotateKey(sql: Sql, id: number, now: Date): Promise<IssuedKey> {
   const issued = await sql.begin(async (tx) => {
     const [old] = await tx<(KeyGrant & { active: boolean; provisioned: boolean; revoked_at: Date | null })[]>`
       select name, org_id, scopes, agent, active, provisioned, revoked_at

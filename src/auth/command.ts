@@ -1,6 +1,7 @@
 // `leadline keys …`: argument parsing and output only; the queries live in admin.ts.
+import { systemClock, type Clock } from "../clock";
 import type { Sql } from "../db/client";
-import { UsageError } from "../cli";
+import { UsageError } from "../errors";
 import { createKey, listKeys, revokeKey, rotateKey, type IssuedKey, type KeyListing } from "./admin";
 import { SCOPES, isScope, type Scope } from "./keys";
 
@@ -107,7 +108,7 @@ function printListing(keys: KeyListing[], json: boolean) {
   for (const r of rows) process.stdout.write(r.map((v, c) => v.padEnd(widths[c])).join("  ").trimEnd() + "\n");
 }
 
-export async function keysCommand(sql: Sql, args: string[]): Promise<number> {
+export async function keysCommand(sql: Sql, args: string[], clock: Clock = systemClock): Promise<number> {
   const [sub, ...rest] = args;
   switch (sub) {
     case "create": {
@@ -134,14 +135,14 @@ export async function keysCommand(sql: Sql, args: string[]): Promise<number> {
     case "revoke": {
       const { positional } = parseArgs(rest, [], []);
       const id = oneId("revoke", positional);
-      await revokeKey(sql, id);
+      await revokeKey(sql, id, new Date(clock.now()));
       process.stderr.write(`revoked key ${id}\n`);
       return 0;
     }
     case "rotate": {
       const { flags, positional } = parseArgs(rest, [], ["--json"]);
       const id = oneId("rotate", positional);
-      const issued = await rotateKey(sql, id);
+      const issued = await rotateKey(sql, id, new Date(clock.now()));
       printIssued(issued, flags.has("--json"), `revoked key ${id}; created`);
       return 0;
     }

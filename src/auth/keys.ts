@@ -1,6 +1,6 @@
 // API key material: generation and hashing. Plaintext keys exist only in the response that
 // creates them; the database and the in-memory cache hold SHA-256 digests.
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes, timingSafeEqual } from "node:crypto";
 
 export const SCOPES = [
   "leads:read",
@@ -20,10 +20,14 @@ export function generateKey(): string {
   return "lk_" + randomBytes(32).toString("base64url");
 }
 
-/** Keys are high-entropy random strings, so one SHA-256 is the right hash (no slow KDF needed). */
-export function hashKey(plaintext: string): Buffer {
-  return createHash("sha256").update(plaintext, "utf8").digest();
-}
+/**
+ * A key's SHA-256, base64: the key cache's index and, decoded, what api_keys.key_hash stores.
+ * Keys are high-entropy random strings, so one SHA-256 is the right hash (no slow KDF needed).
+ * Bun's one-shot hash allocates no hasher object: a third of createHash's cost per request.
+ */
+export const keyDigest = (plaintext: string): string => Bun.SHA256.hash(plaintext, "base64");
+
+export const hashKey = (plaintext: string): Buffer => Buffer.from(keyDigest(plaintext), "base64");
 
 export function keyPrefix(plaintext: string): string {
   return plaintext.slice(0, 10);

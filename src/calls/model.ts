@@ -1,7 +1,34 @@
-// A dialer's call report: {lead_id?, phone?, dial_id?, status, secs, agent, recording_id?,
-// ai_summary?, epoch?, to_number?}.
-import { AppError } from "../http/errors";
-import { cut, digitsOf, idField, textField } from "../http/text";
+// A dialer's call report (operations.md §4): {lead_id?, phone?, dial_id?, status, secs, agent,
+// recording_id?, ai_summary?, epoch?, to_number?}. `status`, `secs` and `agent` are required.
+import { Type as t } from "@sinclair/typebox";
+import { AppError } from "../errors";
+import { cut, idField, textField } from "../http/fields";
+import { fieldChecker } from "../http/input";
+import { digitsOf } from "../leads/phone";
+
+const id = t.Union([t.Integer({ minimum: 1 }), t.String()]);
+const scalar = t.Union([t.String(), t.Number()]);
+
+export const CallReportInput = t.Object(
+  {
+    lead_id: t.Optional(id),
+    phone: t.Optional(scalar),
+    dial_id: t.Optional(id),
+    status: t.Union([t.String(), t.Number()], { description: "the dialer's disposition, up to 40 characters" }),
+    secs: t.Union([t.Integer({ minimum: 0 }), t.String()], { description: "whole seconds" }),
+    agent: scalar,
+    recording_id: t.Optional(id),
+    ai_summary: t.Optional(t.Union([t.String(), t.Null()])),
+    epoch: t.Optional(t.Union([t.Integer(), t.String()], { description: "Unix seconds of the call; default now" })),
+    to_number: t.Optional(scalar),
+  },
+  { additionalProperties: true },
+);
+
+export const CallReportResult = t.Object(
+  { ok: t.Literal(true), call_id: t.Integer(), lead_id: t.Union([t.Integer(), t.Null()]) },
+  { additionalProperties: false },
+);
 
 export interface CallReport {
   leadId: number | null;
@@ -17,38 +44,42 @@ export interface CallReport {
 }
 
 const invalid = (field: string, why: string) => new AppError("invalid_input", `${field}: ${why}`);
+const given = (v: unknown) => v !== undefined && v !== null && v !== "";
 
-function optionalId(f: Record<string, unknown>, name: string): number | null {
-  const v = f[name];
-  if (v === undefined || v === null || v === "") return null;
-  const id = idField(v);
+function optionalId(raw: Record<string, unknown>, name: string): number | null {
+  if (!given(raw[name])) return null;
+  const id = idField(raw[name]);
   if (id === null) throw invalid(name, "expected a positive integer");
   return id;
 }
 
-export function parseCallReport(f: Record<string, unknown>, now: Date): CallReport {
+const reportFields = fieldChecker(CallReportInput);
+
+/** The report, or invalid_input naming the first field at fault. */
+export function parseCallReport(raw: Record<string, unknown>, nowMs: number): CallReport {
+  const f = reportFields(raw);
   const status = textField(f.status);
   if (!status) throw invalid("status", "required");
-  const secsRaw = f.secs ?? 0;
-  const secs = typeof secsRaw === "string" && /^\s*\d+\s*$/.test(secsRaw) ? Number(secsRaw) : secsRaw;
+  if (!given(raw.secs)) throw invalid("secs", "required");
+  const secs = typeof f.secs === "string" && /^\s*\d+\s*$/.test(f.secs) ? Number(f.secs) : f.secs;
   if (typeof secs !== "number" || !Number.isInteger(secs) || secs < 0 || secs > 86_400 * 7) {
     throw invalid("secs", "expected a whole number of seconds");
   }
   let epoch: number | null = null;
-  if (f.epoch !== undefined && f.epoch !== null && f.epoch !== "") {
+  if (given(raw.epoch)) {
     const e = Number(f.epoch);
     // A call cannot start before 2000 or more than a day in the future.
-    if (!Number.isInteger(e) || e < 946_684_800 || e > now.getTime() / 1000 + 86_400) {
-      throw invalid("epoch", "expected Unix seconds");
-    }
+    if (!Number.isInteger(e) || e < 946_684_800 || e > nowMs / 1000 + 86_400) throw invalid("epoch", "expected Unix seconds");
     epoch = e;
   }
   const phone = digitsOf(f.phone);
-  const leadId = optionalId(f, "lead_id");
-  const dialId = optionalId(f, "dial_id");
+  const leadId = optionalId(raw, "lead_id");
+  const dialId = optionalId(raw, "dial_id");
   if (leadId === null && dialId === null && phone.length < 10) {
     throw invalid("lead_id", "one of lead_id, dial_id or a phone of at least 10 digits is required");
   }
+  const agent = textField(f.agent);
+  if (!agent) throw invalid("agent", "required");
   const summary = f.ai_summary === undefined || f.ai_summary === null ? null : textField(f.ai_summary);
   return {
     leadId,
@@ -56,8 +87,8 @@ export function parseCallReport(f: Record<string, unknown>, now: Date): CallRepo
     dialId,
     status: cut(status, 40),
     secs,
-    agent: cut(textField(f.agent) ?? "", 60),
-    recordingId: optionalId(f, "recording_id"),
+    agent: cut(agent, 60),
+    recordingId: optionalId(raw, "recording_id"),
     aiSummary: summary === null ? null : cut(summary, 20_000),
     epoch,
     toNumber: digitsOf(f.to_number).slice(-10),

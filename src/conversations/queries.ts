@@ -1,4 +1,5 @@
 import type { Sql } from "../db/client";
+import { leadName } from "../leads/match";
 import { inTenant } from "../leads/scope";
 
 export const PER_SOURCE = 200;
@@ -12,7 +13,7 @@ export const KEPT = 200;
 export async function conversationJson(sql: Sql, orgId: number | null, leadId: number): Promise<string | null> {
   const [row] = await sql<{ body: string | null }[]>`
     with lead as (
-      select l.id, l.first_name, l.last_name, l.phone, l.status
+      select l.id, ${leadName(sql)} as name, l.phone, l.status
       from leads l
       where l.id = ${leadId} and ${inTenant(sql, orgId)}
     ), entries as (
@@ -42,8 +43,7 @@ export async function conversationJson(sql: Sql, orgId: number | null, leadId: n
     )
     select case when exists (select 1 from lead) then json_build_object(
       'ok', true,
-      'lead', (select json_build_object('lead_id', id, 'name', trim(first_name || ' ' || last_name),
-                                        'phone', phone, 'status', status) from lead),
+      'lead', (select json_build_object('lead_id', id, 'name', name, 'phone', phone, 'status', status) from lead),
       'entries', coalesce((select json_agg(entry order by at, src, sid) from kept), '[]'::json)
     )::text end as body`;
   return row?.body ?? null;

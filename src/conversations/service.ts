@@ -1,11 +1,11 @@
+import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
-import type { ApiKey } from "../auth/service";
-import { AppError } from "../http/errors";
+import { AppError } from "../errors";
 import { conversationJson } from "./queries";
 
 /** The serialized Conversation result; a missing and an out-of-organization lead look the same. */
-export async function getConversation(sql: Sql, key: ApiKey, leadId: number): Promise<string> {
-  const body = await conversationJson(sql, key.orgId, leadId);
+export async function getConversation(sql: Sql, actor: Actor, leadId: number): Promise<string> {
+  const body = await conversationJson(sql, actor.orgId, leadId);
   if (body === null) throw new AppError("not_found");
   return body;
 }

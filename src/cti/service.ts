@@ -1,49 +1,49 @@
+import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
-import type { ApiKey } from "../auth/service";
-import { AppError } from "../http/errors";
-import { digitsOf } from "../http/text";
-import { hotReads, type Batcher } from "../db/batcher";
-import type { Counter } from "../http/rate-limit";
-import { claimDial, countedLookups, queueDial, type ClaimedDial, type LookupRead, type LookupReply } from "./queries";
+import { AppError } from "../errors";
+import { countedReads, type CountedReads } from "../limits/fused";
+import type { KeyHit } from "../limits/key-counter";
+import type { Limits } from "../limits/limits";
+import { dialable } from "../leads/phone";
+import { claimDial, countedLookups, queueDial, type ClaimedDial, type LookupMatch, type LookupRead } from "./queries";
 
-function dialable(phone: unknown): string {
-  const digits = digitsOf(phone);
-  if (digits.length < 10) throw new AppError("bad_phone", "phone must have at least 10 digits");
-  // Longer inputs are kept for the dialer (up to an E.164 length plus slack), matched on the last 10.
-  return digits.slice(-20);
+function dialablePhone(phone: unknown): string {
+  const digits = dialable(phone);
+  if (digits === null) throw new AppError("bad_phone", "phone must have at least 10 digits");
+  return digits;
 }
 
-export async function dial(sql: Sql, key: ApiKey, phone: unknown): Promise<{ ok: true; id: number; lead_id: number | null }> {
-  const digits = dialable(phone);
-  const row = await queueDial(sql, key.orgId, key.agent!, key.id, digits);
+/** Queues a dial for the actor's bound agent (the route requires one). */
+export async function dial(sql: Sql, actor: Actor, phone: unknown): Promise<{ ok: true; id: number; lead_id: number | null }> {
+  const digits = dialablePhone(phone);
+  const row = await queueDial(sql, actor.orgId, actor.agent!, actor.keyId, digits);
   return { ok: true, id: row.id, lead_id: row.lead_id };
 }
 
-export type LookupReads = Batcher<LookupRead, LookupReply>;
+export type LookupReads = CountedReads<LookupRead, LookupMatch>;
 
-/** Concurrent CTI lookups, merged into one statement per round trip. */
-export const lookupReads = (sql: Sql): LookupReads => hotReads((reads) => countedLookups(sql, reads));
+/** Concurrent CTI lookups, merged into one statement per round trip, each drawing its hit. */
+export const lookupReads = (sql: Sql, limits: Limits): LookupReads =>
+  countedReads(limits.keys, (reads, seqs) => countedLookups(sql, reads, seqs));
 
 /** CTI lookup: discloses only `found`, `lead_id` and `name`; its read draws the request's hit. */
 export async function lookup(
   reads: LookupReads,
-  key: ApiKey,
-  counter: Counter,
+  actor: Actor,
+  hit: KeyHit,
   phone: unknown,
 ): Promise<{ ok: true; found: true; lead_id: number; name: string } | { ok: true; found: false }> {
-  let digits: string;
-  try {
-    digits = dialable(phone);
-  } catch (err) {
+  const digits = dialable(phone);
+  if (digits === null) {
     // Refused before it reads, the request still counts (a limit above, bad_phone otherwise).
-    await counter.drawAlone();
-    throw err;
+    await reads.countAlone(hit);
+    throw new AppError("bad_phone", "phone must have at least 10 digits");
   }
-  const { hit, lead } = await reads.load({ seq: counter.seq, orgId: key.orgId, phone: digits.slice(-10) });
-  counter.admit(hit);
+  const lead = await reads.load(hit, { orgId: actor.orgId, phone: digits.slice(-10) });
   return lead ? { ok: true, found: true, lead_id: lead.id, name: lead.name } : { ok: true, found: false };
 }
 
-export async function claimNextDial(sql: Sql, key: ApiKey): Promise<{ ok: true; dial: ClaimedDial | null }> {
-  return { ok: true, dial: await claimDial(sql, key.agent!) };
+/** The bound agent's oldest pending dial, claimed (pending → dialing). */
+export async function claimNextDial(sql: Sql, actor: Actor): Promise<{ ok: true; dial: ClaimedDial | null }> {
+  return { ok: true, dial: await claimDial(sql, actor.agent!) };
 }

@@ -5,8 +5,8 @@
 // sends what is waiting at once when a slot is free, one statement for all of it; while every slot
 // is busy, new reads wait and go together in the next statement. At low load each read still goes
 // alone and at once; under load each statement carries about (concurrent reads ÷ slots) of them.
-import { AppError } from "../http/errors";
-import { DEADLINE_MS } from "../http/respond";
+import { AppError } from "../errors";
+import { DEADLINE_MS } from "./deadline";
 
 /**
  * The hot reads' batching. One statement goes whenever none is out; a second overlaps it only once

@@ -1,12 +1,14 @@
 // Migrations compiled into the executable: nothing is read from disk at run time.
-// Add a new file to sql/ and a line here; numbers are contiguous and checked at start.
+// Add a new file to sql/ and a line here; numbers are contiguous, checked at start, and a test
+// checks this list against the files in sql/.
 import m0001 from "../../sql/0001_init.sql" with { type: "text" };
 import m0002 from "../../sql/0002_lead_placement.sql" with { type: "text" };
+import m0003 from "../../sql/0003_room.sql" with { type: "text" };
 import m0004 from "../../sql/0004_messaging.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
   { version: 2, name: "0002_lead_placement", sql: m0002 },
-  // Numbered 3 until the restructure's 0003 lands; then 4.
-  { version: 3, name: "0004_messaging", sql: m0004 },
+  { version: 3, name: "0003_room", sql: m0003 },
+  { version: 4, name: "0004_messaging", sql: m0004 },
 ];

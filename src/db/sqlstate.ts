@@ -1,5 +1,6 @@
-// Database failures mapped to domain errors by SQLSTATE or client error code, never by message text.
-import { AppError } from "../http/errors";
+// Database failures mapped to domain errors by SQLSTATE or client error code, never by message
+// text. The one place that knows these codes.
+import { AppError } from "../errors";
 
 // postgres.js's own codes for a connection that could not be made or was lost.
 const connectionCodes = new Set([
@@ -16,16 +17,54 @@ const connectionCodes = new Set([
   "ENOENT",
 ]);
 
-export function isUnavailable(err: unknown): boolean {
+export type DbFailure =
+  /** 23505: a unique constraint held (an idempotency key or a seat already taken). */
+  | "unique_violation"
+  /** 23503: a referenced row is missing (deleted meanwhile, or never there). */
+  | "missing_reference"
+  /** 40001 / 40P01: serialization failure or deadlock; the transaction may simply be run again. */
+  | "retry"
+  /** The database is away, refusing connections, or too slow (57014 statement timeout). */
+  | "unavailable";
+
+const codeOf = (err: unknown): string | null => {
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== "string") return false;
-  if (connectionCodes.has(code)) return true;
+  return typeof code === "string" ? code : null;
+};
+
+export function classify(err: unknown): DbFailure | null {
+  const code = codeOf(err);
+  if (code === null) return null;
+  if (code === "23505") return "unique_violation";
+  if (code === "23503") return "missing_reference";
+  if (code === "40001" || code === "40P01") return "retry";
+  if (connectionCodes.has(code)) return "unavailable";
   // 08: connection exception; 57014: statement timeout; 57P01-03: shutdown / cannot connect now;
   // 53300: too many connections.
-  return code.startsWith("08") || code === "57014" || code.startsWith("57P") || code === "53300";
+  if (code.startsWith("08") || code === "57014" || code.startsWith("57P") || code === "53300") return "unavailable";
+  return null;
 }
 
-/** Turns a database error into the AppError a client should see, or null when it is a bug. */
+/** The constraint a 23505 / 23503 names, to tell one unique index from another. */
+export const constraintOf = (err: unknown): string | null => {
+  const name = (err as { constraint_name?: unknown } | null)?.constraint_name;
+  return typeof name === "string" ? name : null;
+};
+
+export const isUnavailable = (err: unknown): boolean => classify(err) === "unavailable";
+
+/** Runs `fn` again (a few times) when the database asks for it (serialization failure, deadlock). */
+export async function retrying<T>(fn: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (i >= attempts || classify(err) !== "retry") throw err;
+    }
+  }
+}
+
+/** Turns a failure into the AppError a client should see, or null when it is a bug (a 500). */
 export function mapDbError(err: unknown): AppError | null {
   if (err instanceof AppError) return err;
   if (isUnavailable(err)) return new AppError("unavailable");

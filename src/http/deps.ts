@@ -1,13 +1,18 @@
+import type { KeyStore } from "../auth/service";
+import type { Clock } from "../clock";
 import type { Config } from "../config";
 import type { Sql } from "../db/client";
-import type { KeyStore } from "../auth/service";
-import type { RateLimiter } from "./rate-limit";
+import type { Limits } from "../limits/limits";
 
-/** What route handlers are given; built once in server.ts (or by a test). */
+/** What routes and workers are given; built once at start (src/app/server.ts) or by a test. */
 export interface Deps {
   sql: Sql;
   config: Config;
+  clock: Clock;
   keys: KeyStore;
-  limiter: RateLimiter;
-  now: () => Date;
+  limits: Limits;
+  /** The salt of client-address hashes: NPK_IP_SALT, else generated once per installation. */
+  ipSalt: string;
+  /** On the embedded database: one connection, one process. */
+  embedded: boolean;
 }

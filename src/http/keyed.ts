@@ -1,47 +1,133 @@
 // The skeleton every key-authenticated route shares: refuse a key known to be over its limit
-// before anything else, read the body (the key may be in it), then within the deadline authorize,
-// reject a body that could not be read, and run the operation. A GET reads no body, so when its
-// header key is cached it is authorized and started in the same turn of the event loop.
-import { authorize, authorizeFromMemory, refuseFromMemory, type Grant, type Need } from "../auth/guard";
-import { readBody, bodyFields, type Body } from "./body";
+// before anything else, read the body (the key may be in it), then within the deadline
+// authenticate, check scope and agent binding, count the hit, reject a body that could not be
+// read, and run the operation. A GET reads no body, so when its header key is cached it is
+// authorized and started in the same turn of the event loop.
+//
+// A plain function rather than an Elysia macro: the key may sit in the body (JSON or form), which
+// these routes read themselves, and each family answers a bad key with its own code.
+import { keyActor, type Actor } from "../auth/actor";
+import type { Scope } from "../auth/keys";
+import type { ApiKey } from "../auth/service";
+import { withDeadline } from "../db/deadline";
+import { AppError, type ErrorCode } from "../errors";
+import type { KeyHit } from "../limits/key-counter";
+import type { KeyLimit } from "../limits/limits";
+import { bodyFields, readBody, type Body } from "./body";
 import type { Deps } from "./deps";
-import { AppError } from "./errors";
-import { withDeadline } from "./respond";
+import { errorOf } from "./respond";
 
-/** A body that was read: what an operation receives. */
-export type ReadBody = Extract<Body, { kind: "empty" | "json" | "form" }>;
+export interface Need {
+  scope: Scope;
+  limit: KeyLimit;
+  /** The code for a key that lacks the scope: `forbidden` on intake, `wrong_scope` elsewhere. */
+  scopeError: Extract<ErrorCode, "forbidden" | "wrong_scope">;
+  agent?: boolean;
+  /** The route's read draws the hit in its own statement (src/limits/fused.ts). */
+  countInRead?: boolean;
+}
 
 export interface KeyedSpec {
   need: Need;
   /** Bytes accepted; no limit means the route reads no body (GET). */
   bodyLimit?: number;
   jsonOnly?: boolean;
+  /** JSON that is not an object is accepted (KPI takes bare arrays); otherwise malformed_body. */
+  anyJson?: boolean;
 }
 
-const describe = (bytes: number) => (bytes >= 1024 * 1024 ? `${bytes / (1024 * 1024)} MiB` : `${bytes / 1024} KiB`);
+export interface Grant {
+  actor: Actor;
+  /** For `countInRead` routes: the hit their read draws. Other routes' hits are already counted. */
+  hit: KeyHit | null;
+}
 
-type Operation = (grant: Grant, body: ReadBody) => Promise<unknown>;
+/** A body that was read: what an operation receives. */
+export type ReadBody = Extract<Body, { kind: "empty" | "json" | "form" }>;
+
+export type KeyedOperation = (grant: Grant, body: ReadBody) => Promise<unknown> | unknown;
 
 const EMPTY: ReadBody = { kind: "empty" };
 
-/** Synchronous when the refusal comes from memory, so a key hammering past its limit costs no await. */
-export function runKeyed(deps: Deps, request: Request, spec: KeyedSpec, run: Operation): Response | Promise<unknown> {
-  if (spec.bodyLimit) return refuseFromMemory(deps, request, spec.need) ?? readAndRun(deps, request, spec, run);
-  // No body to read: a cached key is decided at once, and the operation starts in this turn.
-  const grant = authorizeFromMemory(deps, request, spec.need);
-  if (grant === undefined) return readAndRun(deps, request, spec, run);
-  if (grant instanceof Response) return grant;
-  return withDeadline(grant instanceof Promise ? grant.then((g) => run(g, EMPTY)) : run(grant, EMPTY));
+// Over-long values cannot be keys; they are not hashed.
+const MAX_KEY_LENGTH = 200;
+
+const describe = (bytes: number) => (bytes >= 1024 * 1024 ? `${bytes / (1024 * 1024)} MiB` : `${bytes / 1024} KiB`);
+
+export function presentedKey(request: Request, fields: Record<string, unknown> | null): string | null {
+  const header = request.headers.get("x-api-key")?.trim();
+  if (header) return header;
+  const inBody = fields?.api_key;
+  return typeof inBody === "string" && inBody.trim() !== "" ? inBody.trim() : null;
 }
 
-async function readAndRun(deps: Deps, request: Request, spec: KeyedSpec, run: Operation): Promise<unknown> {
+const permits = (key: ApiKey, need: Need) => key.scopes.has(need.scope) && (!need.agent || key.agent !== null);
+
+/** The header key's cache entry: the key, null for a key known to be bad, undefined when not cached. */
+function cachedKey(deps: Deps, request: Request): ApiKey | null | undefined {
+  const plaintext = presentedKey(request, null);
+  if (!plaintext || plaintext.length > MAX_KEY_LENGTH) return undefined;
+  return deps.keys.cached(plaintext);
+}
+
+/** The key is cached, permitted here, and already over its limit this hour. */
+const overFromMemory = (deps: Deps, key: ApiKey | null | undefined, need: Need): boolean =>
+  !!key && permits(key, need) && deps.limits.overFromMemory(need.limit, key.id);
+
+/** Synchronous when the refusal comes from memory, so a key hammering past its limit costs no await. */
+export function runKeyed(deps: Deps, request: Request, spec: KeyedSpec, run: KeyedOperation): Response | Promise<unknown> {
+  if (spec.bodyLimit) {
+    if (overFromMemory(deps, cachedKey(deps, request), spec.need)) return errorOf("rate_limited");
+    return readAndRun(deps, request, spec, run);
+  }
+  // No body to read: a cached key is decided at once, and the operation starts in this turn.
+  const key = cachedKey(deps, request);
+  if (key === undefined) return readAndRun(deps, request, spec, run);
+  if (overFromMemory(deps, key, spec.need)) return errorOf("rate_limited");
+  const grant = admit(deps, key, spec.need);
+  return withDeadline(grant instanceof Promise ? grant.then((g) => run(g, EMPTY)) : Promise.resolve(run(grant, EMPTY)));
+}
+
+async function readAndRun(deps: Deps, request: Request, spec: KeyedSpec, run: KeyedOperation): Promise<unknown> {
   const body: Body = spec.bodyLimit ? await readBody(request, spec.bodyLimit, { jsonOnly: spec.jsonOnly }) : EMPTY;
   return withDeadline(
     (async () => {
       const grant = await authorize(deps, request, bodyFields(body), spec.need);
       if (body.kind === "too_large") throw new AppError("body_too_large", `body over ${describe(spec.bodyLimit!)}`);
       if (body.kind === "malformed") throw new AppError(body.code);
+      if (body.kind === "json" && !spec.anyJson && bodyFields(body) === null) {
+        throw new AppError("malformed_body", "expected a JSON object");
+      }
       return run(grant, body);
     })(),
   );
 }
+
+async function authorize(deps: Deps, request: Request, fields: Record<string, unknown> | null, need: Need): Promise<Grant> {
+  const plaintext = presentedKey(request, fields);
+  if (!plaintext || plaintext.length > MAX_KEY_LENGTH) throw new AppError("forbidden");
+  return admit(deps, await deps.keys.resolve(plaintext), need);
+}
+
+/** Scope, agent and rate limit for a resolved key (null: unknown, inactive or revoked). */
+function admit(deps: Deps, key: ApiKey | null, need: Need): Grant | Promise<Grant> {
+  if (!key) throw new AppError("forbidden");
+  if (!key.scopes.has(need.scope)) throw new AppError(need.scopeError);
+  if (need.agent && !key.agent) throw new AppError("no_bound_agent");
+  const actor = keyActor(key);
+  if (need.countInRead) {
+    const hit = deps.limits.keyHit(need.limit, key.id);
+    return hit instanceof Promise ? hit.then((h) => ({ actor, hit: h })) : { actor, hit };
+  }
+  const ok = deps.limits.take(need.limit, key.id);
+  const grant = { actor, hit: null };
+  if (ok instanceof Promise) {
+    return ok.then((within) => {
+      if (!within) throw new AppError("rate_limited");
+      return grant;
+    });
+  }
+  if (!ok) throw new AppError("rate_limited");
+  return grant;
+}
+

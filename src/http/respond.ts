@@ -1,33 +1,31 @@
-import { AppError } from "./errors";
+// Rendering: every JSON answer and every error body goes through here.
 import { mapDbError } from "../db/sqlstate";
-import { log, errorFields } from "../log";
+import { AppError, type Surface } from "../errors";
+import { errorFields, log } from "../log";
 
-const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" };
+const JSON_TYPE = "application/json; charset=utf-8";
 
-export const json = (body: unknown, status = 200): Response =>
-  new Response(JSON.stringify(body), { status, headers: JSON_HEADERS });
+export const json = (body: unknown, status = 200, headers?: Record<string, string>): Response =>
+  new Response(JSON.stringify(body), { status, headers: headers ? { "content-type": JSON_TYPE, ...headers } : { "content-type": JSON_TYPE } });
 
 /** A body already serialized by the database (json_build_object(...)::text). */
-export const rawJson = (text: string, status = 200): Response => new Response(text, { status, headers: JSON_HEADERS });
+export const rawJson = (text: string, status = 200): Response =>
+  new Response(text, { status, headers: { "content-type": JSON_TYPE } });
 
-/** The one place that renders errors: known codes as the contract says, the rest as a bare 500. */
-export function renderError(err: unknown): Response {
+/**
+ * The one error renderer: known codes with their status on `surface`, database outages as 503,
+ * anything else logged and hidden behind a bare 500.
+ */
+export function errorResponse(err: unknown, surface: Surface = "key", headers?: Record<string, string>): Response {
   const known = mapDbError(err);
   if (known) {
-    if (known.code === "unavailable") log.warn("database unavailable", errorFields(err));
-    return json(known.body(), known.status);
+    if (known.code === "unavailable" && !(err instanceof AppError)) log.warn("database unavailable", errorFields(err));
+    return json(known.body(), known.status(surface), headers);
   }
   log.error("unhandled error", errorFields(err));
-  return json(new AppError("internal", "internal error").body(), 500);
+  return json(new AppError("internal", "internal error").body(), 500, headers);
 }
 
-/** Requests answer within about a second: a database that is away or stuck becomes a quick 503. */
-export const DEADLINE_MS = 1000;
-
-export function withDeadline<T>(work: Promise<T>, ms = DEADLINE_MS): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new AppError("unavailable", "the database did not answer in time")), ms);
-  });
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
-}
+/** The error answer for a bare code. */
+export const errorOf = (code: AppError["code"], surface: Surface = "key", headers?: Record<string, string>): Response =>
+  json(new AppError(code).body(), new AppError(code).status(surface), headers);

@@ -1,8 +1,36 @@
-// KPI ingest input: a single point, a batch {org_id?, points}, or a bare array of points.
-import { AppError } from "../http/errors";
-import { cleanText, idField } from "../http/text";
+// KPI ingest input: a single point, a batch {org_id?, points}, or a bare array of points. Points
+// are checked one by one, so that a batch is processed partially (api-v1.md rule 7).
+import { Type as t } from "@sinclair/typebox";
+import { AppError } from "../errors";
+import { cleanText, idField } from "../http/fields";
 
 export const MAX_POINTS = 500;
+
+export const KpiPointInput = t.Object(
+  {
+    metric_key: t.String({ pattern: "^[A-Za-z0-9_.:-]{1,60}$", description: "unknown keys are registered (sum)" }),
+    value: t.Union([t.Number(), t.String({ description: "numeric string" })]),
+    day: t.Optional(t.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}$", description: "default: the server's current date" })),
+    dim_key: t.Optional(t.Union([t.String({ maxLength: 80 }), t.Number()])),
+    org_id: t.Optional(t.Integer({ description: "platform-global keys only" })),
+  },
+  { additionalProperties: true },
+);
+
+export const KpiInput = t.Union([
+  KpiPointInput,
+  t.Object({ org_id: t.Optional(t.Integer()), points: t.Array(KpiPointInput, { minItems: 1, maxItems: MAX_POINTS }) }),
+  t.Array(KpiPointInput, { minItems: 1, maxItems: MAX_POINTS }),
+]);
+
+export const KpiResult = t.Object(
+  {
+    ok: t.Literal(true),
+    upserts: t.Integer({ minimum: 1 }),
+    errors: t.Optional(t.Array(t.Object({ index: t.Integer(), error: t.String() }, { additionalProperties: false }))),
+  },
+  { additionalProperties: false },
+);
 
 export interface KpiPoint {
   index: number;

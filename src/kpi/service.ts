@@ -1,6 +1,6 @@
+import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
-import type { ApiKey } from "../auth/service";
-import { AppError } from "../http/errors";
+import { AppError } from "../errors";
 import { parsePoint, splitBatch, type KpiPoint, type PointError } from "./model";
 import { upsertPoints } from "./queries";
 
@@ -13,14 +13,14 @@ export function localDay(now: Date): string {
 export type KpiResult = { ok: true; upserts: number; errors?: PointError[] };
 
 /** Partial batch processing: valid points are upserted even when siblings fail. */
-export async function ingestKpi(sql: Sql, key: ApiKey, value: unknown, now: Date): Promise<KpiResult> {
+export async function ingestKpi(sql: Sql, actor: Actor, value: unknown, now: Date): Promise<KpiResult> {
   const { points, batchOrg } = splitBatch(value);
   const valid: KpiPoint[] = [];
   const errors: PointError[] = [];
   points.forEach((raw, i) => {
     const p = parsePoint(raw, i, batchOrg);
     if ("error" in p) errors.push(p);
-    else valid.push(key.orgId === null ? p : { ...p, orgId: key.orgId });
+    else valid.push(actor.orgId === null ? p : { ...p, orgId: actor.orgId });
   });
   if (valid.length === 0) throw new AppError("no_valid_points", "no point is valid", { errors });
   await upsertPoints(sql, valid, localDay(now));

@@ -1,5 +1,58 @@
-// Lead intake input: the contract's field rules, applied to loosely typed JSON or form fields.
-import { cut, idField, phone10, textField, truthy } from "../http/text";
+// Lead intake and get lead: the request and answer shapes (TypeBox), and intake's lenient rules,
+// applied once after the shape check.
+import { Type as t, type Static } from "@sinclair/typebox";
+import { cut, emailField, idField, text, textField, truthy } from "../http/fields";
+import { fieldChecker } from "../http/input";
+import { phone10 } from "./phone";
+
+const scalar = t.Union([t.String(), t.Number()]);
+
+/** Lead creation input (api-v1.md); additional properties are accepted. JSON or form. */
+export const LeadIntakeInput = t.Object(
+  {
+    phone: t.Union([t.String(), t.Number()], { description: "at least 10 digits; the last 10 are stored" }),
+    list_id: t.Optional(t.Union([t.Integer(), t.String()], { description: "a list of the key's organization; else the inbound list" })),
+    first_name: t.Optional(scalar),
+    last_name: t.Optional(scalar),
+    email: t.Optional(t.String({ description: "lowercased; an invalid address becomes empty" })),
+    address1: t.Optional(scalar),
+    city: t.Optional(scalar),
+    state: t.Optional(scalar),
+    postal_code: t.Optional(scalar),
+    source: t.Optional(scalar),
+    hopper: t.Optional(t.Union([t.Boolean(), t.String(), t.Number()], { description: "any truthy value" })),
+    consent: t.Optional(
+      t.Union([t.Boolean(), t.String(), t.Object({ sms: t.Optional(t.Boolean()), email: t.Optional(t.Boolean()) })]),
+    ),
+    api_key: t.Optional(t.String()),
+  },
+  { additionalProperties: true },
+);
+
+export const LeadIntakeResult = t.Object(
+  { ok: t.Literal(true), lead_id: t.Integer(), deduped: t.Boolean() },
+  { additionalProperties: false },
+);
+
+export const Lead = t.Object(
+  {
+    lead_id: t.Integer(),
+    first_name: t.String(),
+    last_name: t.String(),
+    phone: t.String({ description: "digits only" }),
+    email: t.String(),
+    address1: t.String(),
+    city: t.String(),
+    state: t.String(),
+    postal_code: t.String(),
+    status: t.String({ description: "current dialer status" }),
+    campaign: t.String({ description: "campaign id resolved through the lead's list" }),
+  },
+  { additionalProperties: false },
+);
+export type Lead = Static<typeof Lead>;
+
+export const GetLeadResult = t.Object({ ok: t.Literal(true), lead: Lead }, { additionalProperties: false });
 
 export interface LeadInput {
   phone: string;
@@ -16,30 +69,6 @@ export interface LeadInput {
   consent: { sms: boolean; email: boolean };
 }
 
-export interface Lead {
-  lead_id: number;
-  first_name: string;
-  last_name: string;
-  phone: string;
-  email: string;
-  address1: string;
-  city: string;
-  state: string;
-  postal_code: string;
-  status: string;
-  campaign: string;
-}
-
-const EMAIL = /^[^\s@<>(),;:"\\[\]]+@[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/;
-
-/** Lowercased; an invalid address becomes empty and does not fail the request. */
-export function normalizeEmail(v: unknown): string {
-  const s = (textField(v) ?? "").toLowerCase();
-  return s.length <= 254 && EMAIL.test(s) ? s : "";
-}
-
-const text = (v: unknown, max: number) => cut(textField(v) ?? "", max);
-
 function consentOf(v: unknown): { sms: boolean; email: boolean } {
   if (v !== null && typeof v === "object" && !Array.isArray(v)) {
     const o = v as Record<string, unknown>;
@@ -49,8 +78,11 @@ function consentOf(v: unknown): { sms: boolean; email: boolean } {
   return { sms: all, email: all };
 }
 
+const intakeFields = fieldChecker(LeadIntakeInput);
+
 /** Null when the phone has fewer than 10 digits (the caller answers bad_phone). */
-export function parseLeadInput(f: Record<string, unknown>): LeadInput | null {
+export function parseLeadInput(raw: Record<string, unknown>): LeadInput | null {
+  const f = intakeFields(raw);
   const phone = phone10(f.phone);
   if (!phone) return null;
   return {
@@ -58,7 +90,7 @@ export function parseLeadInput(f: Record<string, unknown>): LeadInput | null {
     listId: idField(f.list_id),
     firstName: text(f.first_name, 60),
     lastName: text(f.last_name, 60),
-    email: normalizeEmail(f.email),
+    email: emailField(f.email),
     address1: text(f.address1, 120),
     city: text(f.city, 60),
     state: cut((textField(f.state) ?? "").toUpperCase(), 20),

@@ -1,7 +1,7 @@
 import type { Sql } from "../db/client";
-import type { Lead, LeadInput } from "./model";
 import { inInputOrder } from "../db/batcher";
-import { hitColumns, type Hit } from "../http/rate-limit";
+import { drawHit } from "../limits/fused";
+import type { Lead, LeadInput } from "./model";
 import { inRowTenant, NO_ORG } from "./scope";
 
 export interface ResolvedList {
@@ -100,34 +100,26 @@ export async function createOrDedupLead(
 }
 
 export interface LeadRead {
-  /** The Counter's sequence oid. */
-  seq: number;
   orgId: number | null;
   leadId: number;
 }
 
-/** Get lead's answer for one read: the hit it drew, and the lead if it is in the key's scope. */
-export interface LeadReply {
-  hit: Hit;
-  lead: Lead | null;
-}
-
 /**
- * Get lead for many requests in one statement (src/db/batcher.ts): one row per read, each drawing
- * its key's hit, with the lead as the contract returns it when it exists in the key's scope.
+ * Get lead for many requests in one statement (src/limits/fused.ts): one row per read, each
+ * drawing its key's hit, with the lead as the contract returns it when it is in the key's scope.
  */
-export async function countedLeads(sql: Sql, reads: readonly LeadRead[]): Promise<LeadReply[]> {
-  const rows = await sql<({ i: number } & Hit & Nullable<Lead>)[]>`
-    select u.i, ${hitColumns(sql)},
+export async function countedLeads(sql: Sql, reads: readonly LeadRead[], seqs: number[]): Promise<{ hit_: number; out: Lead | null }[]> {
+  const rows = await sql<({ i: number; hit_: number } & Nullable<Lead>)[]>`
+    select u.i, ${drawHit(sql)},
            l.id as lead_id, l.first_name, l.last_name, l.phone, l.email, l.address1, l.city, l.state,
            l.postal_code, l.status, l.campaign_id as campaign
-    from unnest(${reads.map((r) => r.seq)}::int8[], ${reads.map((r) => r.orgId ?? NO_ORG)}::int8[],
+    from unnest(${seqs}::int8[], ${reads.map((r) => r.orgId ?? NO_ORG)}::int8[],
                 ${reads.map((r) => r.leadId)}::int8[]) with ordinality as u(seq, org, id, i)
     left join leads l on l.id = u.id and ${inRowTenant(sql)}`;
   // Field by field: copying the row with a rest pattern showed in profiles (copyDataProperties).
   return inInputOrder(rows, reads.length).map((r) => ({
-    hit: { hour_: r.hour_, v_: r.v_ },
-    lead:
+    hit_: r.hit_,
+    out:
       r.lead_id === null
         ? null
         : {

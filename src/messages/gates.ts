@@ -5,12 +5,12 @@
 // Order, first failure wins: channel → consent → provider → billing → quiet hours. Quiet hours
 // come last because a deferral is not a refusal: the message is recorded and sent later, so every
 // reason it could never go must be checked first.
-import { normalizeEmail } from "../leads/model";
+import { emailField } from "../http/fields";
 import { quietHoursEnd, recipientZone, type QuietHours } from "./quiet-hours";
 
 export type SendChannel = "sms" | "email";
 
-/** Every reason a send can be refused or fail; each is listed in the README. */
+/** Every reason a gate refuses a send; each is listed in the README (billing ones are HTTP 402: errors.ts reasonStatus). */
 export const GATE_REASONS = [
   "no_phone", // sms: the lead has no usable phone number
   "no_email", // email: the lead has no valid email address
@@ -24,14 +24,6 @@ export const GATE_REASONS = [
   "insufficient_credits", // 402: credits below the channel's cost
 ] as const;
 export type GateReason = (typeof GATE_REASONS)[number];
-
-export const BILLING_REASONS: ReadonlySet<string> = new Set([
-  "billing_not_configured",
-  "billing_unavailable",
-  "billing_frozen",
-  "subscription_required",
-  "insufficient_credits",
-]);
 
 export interface SmsConfig {
   base_url: string;
@@ -112,7 +104,7 @@ export function emailConfig(v: unknown): EmailConfig | null {
 /** The address a channel sends to, or null when the lead has none. */
 export function channelAddress(channel: SendChannel, lead: LeadContact): string | null {
   if (channel === "sms") return /^[0-9]{10}$/.test(lead.phone) ? lead.phone : null;
-  const email = normalizeEmail(lead.email);
+  const email = emailField(lead.email);
   return email === "" ? null : email;
 }
 
@@ -162,7 +154,3 @@ export function gate(input: GateInput): GateResult {
   if (!billing.ok) return billing;
   return { ok: true, to: contact.to, cost: billing.cost, deferUntil: quietGate(input.org, input.lead, input.now) };
 }
-
-/** The HTTP status of a refusal: billing reasons are 402, every other result 200. */
-export const reasonStatus = (reason: string | undefined): 200 | 402 =>
-  reason !== undefined && BILLING_REASONS.has(reason) ? 402 : 200;

@@ -1,19 +1,10 @@
 // The message send input and the Message result (api-v1.md), and who is sending.
 import { createHash } from "node:crypto";
-import { AppError } from "../http/errors";
-import { idField } from "../http/text";
+import type { Actor } from "../auth/actor";
+import { AppError } from "../errors";
+import { idField } from "../http/fields";
 
-/**
- * Who is sending (DESIGN.md's Actor; src/auth exports it after the restructure). Services take
- * this, never a request or a key.
- */
-export interface Actor {
-  /** Tenant scope; null: platform/house, not restricted. */
-  orgId: number | null;
-  type: "api_key" | "automation" | "booking" | "operator" | "provider" | "worker";
-  id: string;
-  agent: string | null;
-}
+export type { Actor };
 
 export type Channel = "sms" | "email" | "note";
 export const CHANNELS: readonly Channel[] = ["sms", "email", "note"];

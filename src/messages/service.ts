@@ -17,9 +17,9 @@
 // (waiting for it while the first is still with its provider), and one with a different send is
 // a conflict.
 import type { Sql } from "../db/client";
-import { AppError } from "../http/errors";
+import { AppError, reasonStatus } from "../errors";
 import { sendEmail } from "./email";
-import { billingGate, contactGate, emailConfig, quietGate, reasonStatus, smsConfig, type GateReason, type OrgSettings } from "./gates";
+import { billingGate, contactGate, emailConfig, quietGate, smsConfig, type GateReason, type OrgSettings } from "./gates";
 import { DEFAULT_SUBJECT, merge, mergeValues, renderEmail, renderSms } from "./merge";
 import { requestHash, resultText, type Actor, type SendAnswer, type SendInput } from "./model";
 import {

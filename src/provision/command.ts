@@ -1,12 +1,13 @@
 // `leadline provision FILE`: generated keys go to stdout (one line each, the only time their
 // plaintext is shown), the summary to stderr, so `> keys.txt` captures exactly the secrets.
 import { readFile } from "node:fs/promises";
+import { systemClock, type Clock } from "../clock";
 import type { Sql } from "../db/client";
-import { UsageError } from "../cli";
+import { UsageError } from "../errors";
 import { applyProvisioning, type ProvisionSummary } from "./service";
 import { parseProvisioning } from "./validate";
 
-export async function provisionCommand(sql: Sql, args: string[]): Promise<number> {
+export async function provisionCommand(sql: Sql, args: string[], clock: Clock = systemClock): Promise<number> {
   const option = args.find((a) => a.startsWith("-") && a !== "-");
   if (option !== undefined) throw new UsageError(`provision: unknown option ${option}`);
   if (args.length !== 1) throw new UsageError("usage: leadline provision FILE");
@@ -17,7 +18,7 @@ export async function provisionCommand(sql: Sql, args: string[]): Promise<number
   } catch (err) {
     throw new Error(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
-  const summary = await applyProvisioning(sql, parseProvisioning(text));
+  const summary = await applyProvisioning(sql, parseProvisioning(text), { now: new Date(clock.now()) });
   for (const k of summary.generatedKeys) {
     process.stdout.write(`key ${k.id} ${displayName(k.name)} ${k.key}\n`);
   }

@@ -3,8 +3,7 @@
 // (an absent `billing` removes the org's billing row). Updates are guarded by
 // `is distinct from`, so applying the same file again writes nothing, not even updated_at.
 import type { Sql } from "../db/client";
-import { canonicalScopes, insertKey, notifyKeysChanged, type Tx } from "../auth/admin";
-import { hashKey, keyPrefix } from "../auth/keys";
+import { canonicalScopes, insertKey, notifyKeysChanged, putKey, type Tx } from "../auth/admin";
 import type { ApiKeySpec, ProvisioningFile } from "./model";
 import { ProvisioningError, referenceProblems, referencedIds, type KnownRows } from "./validate";
 
@@ -226,19 +225,8 @@ async function applyKey(tx: Tx, spec: ApiKeySpec): Promise<{ written?: Written[n
   };
   const active = spec.active ?? true;
   if (spec.key !== undefined) {
-    const [row] = await tx<Written>`
-      insert into api_keys (key_hash, key_prefix, name, org_id, scopes, agent, active, provisioned)
-      values (${hashKey(spec.key)}, ${keyPrefix(spec.key)}, ${grant.name}, ${grant.org_id},
-              ${tx.array(grant.scopes, 25)}, ${grant.agent}, ${active}, true)
-      on conflict (key_hash) do update set
-        name = excluded.name, org_id = excluded.org_id, scopes = excluded.scopes, agent = excluded.agent,
-        active = excluded.active and api_keys.revoked_at is null, provisioned = true
-      where (api_keys.name, api_keys.org_id, api_keys.scopes, api_keys.agent, api_keys.active, api_keys.provisioned)
-        is distinct from
-        (excluded.name, excluded.org_id, excluded.scopes, excluded.agent,
-         excluded.active and api_keys.revoked_at is null, true)
-      returning (xmax = 0) as inserted`;
-    return { written: row };
+    const row = await putKey(tx, { ...grant, active, provisioned: true }, spec.key);
+    return row ? { written: { inserted: row.inserted } } : {};
   }
   const [existing] = await tx<{ id: number }[]>`
     select id from api_keys

@@ -2,6 +2,7 @@
 // (`orgs[0].billing.credit: unknown field`), so an operator fixes a file in one round.
 // The schema pass is TypeBox; formats, duplicates and references are checked here by hand.
 import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value";
+import { agentProblem } from "../auth/admin";
 import { ProvisioningFile, DAYS } from "./model";
 
 // A badly broken file of thousands of rows must not turn into a megabyte-long error line.
@@ -300,11 +301,8 @@ export function referenceProblems(file: ProvisioningFile, known: KnownRows): str
   orgRef("api_keys", file.api_keys);
   (file.api_keys ?? []).forEach((k, i) => {
     if (!k.agent) return;
-    const agentOrg = users.get(k.agent);
-    if (agentOrg === undefined) out.push(`api_keys[${i}].agent: user ${JSON.stringify(k.agent)} does not exist`);
-    else if (k.org_id !== null && agentOrg !== null && agentOrg !== k.org_id) {
-      out.push(`api_keys[${i}].agent: user ${JSON.stringify(k.agent)} belongs to org ${agentOrg}, not ${k.org_id}`);
-    }
+    const problem = agentProblem({ org_id: k.org_id, agent: k.agent }, users.get(k.agent));
+    if (problem) out.push(`api_keys[${i}].agent: ${problem}`);
   });
   orgRef("dni_pools", file.dni_pools);
   (file.dni_pools ?? []).forEach((p, i) =>

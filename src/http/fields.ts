@@ -1,4 +1,5 @@
-// Field coercion shared by every handler that takes loosely typed input (JSON or form).
+// The contract's lenient field rules, shared by every input that arrives as loosely typed JSON or
+// form fields: they run once, after a model's shape check (model.ts files).
 
 /** Drops what PostgreSQL text cannot hold (NUL) and lone surrogates, and trims. */
 export function cleanText(s: string): string {
@@ -19,16 +20,8 @@ export function cut(s: string, n: number): string {
   return Array.from(s).slice(0, n).join("");
 }
 
-export function digitsOf(v: unknown): string {
-  const s = textField(v);
-  return s === null ? "" : s.replace(/\D+/g, "");
-}
-
-/** The contract's phone rule: at least 10 digits, the last 10 kept (drops a leading US 1). */
-export function phone10(v: unknown): string | null {
-  const d = digitsOf(v);
-  return d.length >= 10 ? d.slice(-10) : null;
-}
+/** A text field cut to `max` characters; absent → "". */
+export const text = (v: unknown, max: number): string => cut(textField(v) ?? "", max);
 
 /** A positive integer id from a number or a numeric string, else null. */
 export function idField(v: unknown): number | null {
@@ -43,4 +36,12 @@ export function truthy(v: unknown): boolean {
     return s !== "" && s !== "0" && s !== "false" && s !== "no" && s !== "off";
   }
   return Boolean(v);
+}
+
+const EMAIL = /^[^\s@<>(),;:"\\[\]]+@[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/;
+
+/** Lowercased; an invalid address becomes empty and does not fail the request. */
+export function emailField(v: unknown): string {
+  const s = (textField(v) ?? "").toLowerCase();
+  return s.length <= 254 && EMAIL.test(s) ? s : "";
 }

@@ -1,6 +1,8 @@
+// Operational routes (operations.md §4): the process is up; the database answers.
 import { Elysia } from "elysia";
 import type { Sql } from "../db/client";
-import { json, withDeadline } from "./respond";
+import { withDeadline } from "../db/deadline";
+import { errorOf } from "../http/respond";
 
 export const healthRoutes = (sql: Sql) =>
   new Elysia({ name: "health" })
@@ -10,6 +12,6 @@ export const healthRoutes = (sql: Sql) =>
         await withDeadline(sql`select 1`, 800);
         return { ok: true };
       } catch {
-        return json({ ok: false, error: "unavailable" }, 503);
+        return errorOf("unavailable", "public");
       }
     });

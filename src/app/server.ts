@@ -1,0 +1,119 @@
+// `leadline serve`: connect → migrate → build the app → start workers → listen; SIGTERM stops
+// accepting, lets requests in flight finish, stops the workers in reverse order (flushing what
+// they buffer), closes the database and exits 0.
+import { KeyStore } from "../auth/service";
+import { systemClock, type Clock } from "../clock";
+import type { Config } from "../config";
+import { migrate } from "../db/migrate";
+import { openDatabase, type Database } from "../db/open";
+import type { Deps } from "../http/deps";
+import { JobRunner, type JobHandler } from "../jobs/queue";
+import { Workers, type Worker } from "../jobs/worker";
+import { Limits } from "../limits/limits";
+import { errorFields, log } from "../log";
+import { VERSION } from "../version";
+import { buildApp } from "./app";
+import { loadIpSalt } from "./salt";
+
+/**
+ * Bun refuses larger bodies with a bare 413 before any handler, without the CORS headers a browser
+ * needs to see it; routes read bodies with their own, far smaller limits and stop reading there.
+ */
+const MAX_REQUEST_BODY = 1024 * 1024 * 1024;
+
+export interface Running {
+  port: number;
+  deps: Deps;
+  /** Stops accepting, lets requests in flight finish, stops the workers, closes the database. */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** The clock every time rule reads (tests set it). */
+  clock?: Clock;
+}
+
+/** The job kinds of every feature: one runner claims them all. */
+function jobHandlers(_deps: Deps): JobHandler[] {
+  return [];
+}
+
+/** Starts the service on an open database; used by `serve` and by tests. */
+export async function start(config: Config, db: Database, options: StartOptions = {}): Promise<Running> {
+  await migrate(db.sql);
+  const clock = options.clock ?? systemClock;
+  const keys = new KeyStore(db.sql, clock);
+  const limits = new Limits(db.sql, clock);
+  const ipSalt = await loadIpSalt(db.sql, config);
+  const deps: Deps = { sql: db.sql, config, clock, keys, limits, ipSalt, embedded: db.embedded };
+  // The embedded database is a single connection that LISTEN would take over; it has one process.
+  if (!db.embedded) await keys.listen();
+  const app = buildApp(deps);
+  const server = listen(app, config);
+  const background: Worker[] = [keys.lastUseWorker(), ...limits.workers(), new JobRunner(db.sql, clock, jobHandlers(deps))];
+  const workers = new Workers(background);
+  workers.start();
+  let stopping: Promise<void> | null = null;
+  return {
+    port: server.port!,
+    deps,
+    stop: () =>
+      (stopping ??= (async () => {
+        await server.stop(false);
+        await workers.stop();
+        await db.close();
+      })()),
+  };
+}
+
+/** Listening is exclusive: a second process on the same address fails at once instead of sharing it. */
+function listen(app: ReturnType<typeof buildApp>, config: Config) {
+  try {
+    app.listen({
+      port: config.port,
+      hostname: config.host,
+      maxRequestBodySize: MAX_REQUEST_BODY,
+      reusePort: false,
+      development: false,
+    });
+  } catch (err) {
+    throw new Error(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message.includes("in use") ? "the address is in use" : (err as Error).message}`);
+  }
+  return app.server!;
+}
+
+/** Uncaught errors are logged as JSON lines before the process exits (systemd restarts it). */
+function logFatalErrors(): void {
+  process.on("uncaughtException", (err) => {
+    log.error("uncaught exception", errorFields(err));
+    process.exit(1);
+  });
+  process.on("unhandledRejection", (reason) => {
+    log.error("unhandled promise rejection", errorFields(reason));
+  });
+}
+
+export async function serve(config: Config): Promise<number> {
+  logFatalErrors();
+  const db = await openDatabase(config, "serve");
+  let running: Running;
+  try {
+    running = await start(config, db);
+  } catch (err) {
+    await db.close().catch(() => {});
+    throw err;
+  }
+  log.info("listening", { version: VERSION, host: config.host, port: running.port, embedded: db.embedded });
+  if (!config.ipSalt) log.warn("NPK_IP_SALT is not set; client-address hashes use a generated per-installation salt");
+  await new Promise<void>((resolve) => {
+    const onSignal = (signal: string) => {
+      log.info("stopping", { signal });
+      resolve();
+    };
+    process.once("SIGTERM", () => onSignal("SIGTERM"));
+    process.once("SIGINT", () => onSignal("SIGINT"));
+  });
+  await running.stop();
+  log.info("stopped");
+  return 0;
+}

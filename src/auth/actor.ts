@@ -1,0 +1,39 @@
+// Who acts, and within which tenant scope. Services take an Actor, never a request or an API key:
+// the send path is also called by automations and workers, which have no key.
+
+export type ActorType = "api_key" | "automation" | "booking" | "operator" | "provider" | "worker";
+
+export interface Actor {
+  /** The tenant scope: an organization, or null for the platform (house), which is not restricted. */
+  orgId: number | null;
+  type: ActorType;
+  /** The acting thing's id in its kind: a key id, an automation id, a booking link's slug, … */
+  id: string;
+  /** The agent user a key is bound to (CTI), or null. */
+  agent: string | null;
+  /** The API key acting, when one is (recorded on dials and calls). */
+  keyId: number | null;
+}
+
+export interface KeyGrants {
+  id: number;
+  orgId: number | null;
+  agent: string | null;
+}
+
+export const keyActor = (key: KeyGrants): Actor => ({
+  orgId: key.orgId,
+  type: "api_key",
+  id: String(key.id),
+  agent: key.agent,
+  keyId: key.id,
+});
+
+/** The platform acting for one organization (or the house) without a key: workers, automations. */
+export const systemActor = (type: Exclude<ActorType, "api_key">, id: string, orgId: number | null): Actor => ({
+  orgId,
+  type,
+  id,
+  agent: null,
+  keyId: null,
+});

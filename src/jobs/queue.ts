@@ -1,0 +1,223 @@
+// The job queue: rows of `jobs` (sql/0003), each a piece of background work of some kind (a
+// deferred message, a webhook delivery, an automation run), due at `run_at`.
+//
+// A claim moves a job's run_at forward by its lease, in the claiming statement, under
+// `for update skip locked`: several instances never take the same job, and a job whose worker
+// died becomes due again when the lease ends (so handlers must be idempotent). A handler runs
+// with no transaction or connection held; its outcome deletes the job or reschedules it. Due time
+// is decided by the injected clock, so tests move time instead of waiting.
+//
+// Claims are two statements: a plain read of the earliest due jobs of a kind, then a locking
+// update of the ones this instance has room for. The first lets a job's group (a webhook
+// endpoint) be skipped while it is at its concurrency, so one slow group never holds the others
+// up; the second re-checks run_at, so a job another instance claimed in between is left alone.
+import type postgres from "postgres";
+import type { Clock } from "../clock";
+import type { Sql } from "../db/client";
+import { errorFields, log } from "../log";
+import type { Worker } from "./worker";
+
+type Tx = postgres.TransactionSql<{ bigint: number }>;
+
+export interface Job<P = Record<string, unknown>> {
+  id: number;
+  kind: string;
+  /** The row the job acts on (a message, a delivery, an event), when it has one. */
+  ref: number | null;
+  grp: string | null;
+  payload: P;
+  /** Claims so far, this one included. */
+  attempts: number;
+}
+
+export type Outcome = { done: true } | { retryAt: number; error?: string };
+
+export interface JobHandler {
+  kind: string;
+  /** Jobs of this kind running at once in one instance (default 4). */
+  concurrency?: number;
+  /** Jobs of one group running at once in one instance (default: no bound but `concurrency`). */
+  groupConcurrency?: number;
+  /** How long a claim lasts before the job is due again, in ms; longer than a run can take (default 60 s). */
+  leaseMs?: number;
+  run(job: Job): Promise<Outcome>;
+}
+
+export interface NewJob {
+  kind: string;
+  ref?: number | null;
+  grp?: string | null;
+  payload?: Record<string, unknown>;
+  /** Epoch ms; default: the database's now(). */
+  runAt?: number | null;
+}
+
+/**
+ * Queues a job, in the caller's transaction when given one. A job with a `ref` is unique per
+ * (kind, ref): queueing it again is a no-op.
+ */
+export async function enqueue(sql: Sql | Tx, job: NewJob): Promise<void> {
+  const runAt = job.runAt == null ? null : new Date(job.runAt);
+  await sql`
+    insert into jobs (kind, ref, grp, payload, run_at)
+    values (${job.kind}, ${job.ref ?? null}, ${job.grp ?? null}, ${sql.json((job.payload ?? {}) as postgres.JSONValue)},
+            coalesce(${runAt}::timestamptz, now()))
+    on conflict (kind, ref) where ref is not null do nothing`;
+}
+
+export interface RunnerOptions {
+  /** How often to look for due jobs when none was found, ms. */
+  pollMs?: number;
+  /** How long stop() lets running jobs finish before it gives up on them (they run again later). */
+  drainMs?: number;
+}
+
+interface Kind {
+  handler: JobHandler;
+  running: number;
+  groups: Map<string, number>;
+}
+
+export class JobRunner implements Worker {
+  readonly name = "jobs";
+  private kinds: Kind[];
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private polling: Promise<void> | null = null;
+  private stopped = true;
+  private inflight = new Set<Promise<void>>();
+  private readonly pollMs: number;
+  private readonly drainMs: number;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly clock: Clock,
+    handlers: JobHandler[],
+    options: RunnerOptions = {},
+  ) {
+    this.kinds = handlers.map((handler) => ({ handler, running: 0, groups: new Map() }));
+    this.pollMs = options.pollMs ?? 250;
+    this.drainMs = options.drainMs ?? 20_000;
+  }
+
+  start(): void {
+    if (!this.stopped || this.kinds.length === 0) return;
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /** Looks for due jobs now (after queueing one that should not wait for the next poll). */
+  wake(): void {
+    if (this.stopped || this.polling) return;
+    this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.polling = this.poll()
+        .catch((err) => {
+          log.warn("claiming jobs failed", errorFields(err));
+          return false;
+        })
+        .then((more) => {
+          this.polling = null;
+          if (!this.stopped) this.schedule(more ? 0 : this.pollMs);
+        });
+    }, ms);
+  }
+
+  /** Claims and starts what there is room for; true when more may be due right away. */
+  private async poll(): Promise<boolean> {
+    let more = false;
+    for (const kind of this.kinds) {
+      const room = (kind.handler.concurrency ?? 4) - kind.running;
+      if (room <= 0 || this.stopped) continue;
+      const jobs = await this.claim(kind, room);
+      if (jobs.length === room) more = true;
+      for (const job of jobs) this.launch(kind, job);
+    }
+    return more;
+  }
+
+  private async claim(kind: Kind, room: number): Promise<Job[]> {
+    const now = new Date(this.clock.now());
+    const cap = kind.handler.groupConcurrency;
+    const busy = cap ? [...kind.groups].filter(([, n]) => n >= cap).map(([g]) => g) : [];
+    const due = await this.sql<{ id: number; grp: string | null }[]>`
+      select id, grp from jobs
+      where kind = ${kind.handler.kind} and run_at <= ${now}
+        and (grp is null or grp <> all(${busy}::text[]))
+      order by run_at, id
+      limit ${room * 4}`;
+    const picked: number[] = [];
+    const taken = new Map<string, number>();
+    for (const d of due) {
+      if (picked.length === room) break;
+      if (cap && d.grp !== null) {
+        const n = (kind.groups.get(d.grp) ?? 0) + (taken.get(d.grp) ?? 0);
+        if (n >= cap) continue;
+        taken.set(d.grp, (taken.get(d.grp) ?? 0) + 1);
+      }
+      picked.push(d.id);
+    }
+    if (picked.length === 0) return [];
+    const lease = new Date(now.getTime() + (kind.handler.leaseMs ?? 60_000));
+    return this.sql<Job[]>`
+      update jobs j set run_at = ${lease}, attempts = j.attempts + 1, claimed_at = ${now}
+      from (select id from jobs where id = any(${picked}::bigint[]) and run_at <= ${now}
+            order by id for update skip locked) c
+      where j.id = c.id
+      returning j.id, j.kind, j.ref, j.grp, j.payload, j.attempts`;
+  }
+
+  private launch(kind: Kind, job: Job): void {
+    kind.running++;
+    if (job.grp !== null) kind.groups.set(job.grp, (kind.groups.get(job.grp) ?? 0) + 1);
+    const done = this.runOne(kind, job).finally(() => {
+      kind.running--;
+      if (job.grp !== null) {
+        const n = kind.groups.get(job.grp)! - 1;
+        if (n > 0) kind.groups.set(job.grp, n);
+        else kind.groups.delete(job.grp);
+      }
+      this.inflight.delete(done);
+      this.wake();
+    });
+    this.inflight.add(done);
+  }
+
+  private async runOne(kind: Kind, job: Job): Promise<void> {
+    let outcome: Outcome;
+    try {
+      outcome = await kind.handler.run(job);
+    } catch (err) {
+      log.warn("job failed", { kind: job.kind, job: job.id, ...errorFields(err) });
+      // A thrown error is a bug or an outage: try again in a while rather than spin.
+      outcome = { retryAt: this.clock.now() + Math.min(3_600_000, 5_000 * 2 ** Math.min(job.attempts, 10)), error: String(err) };
+    }
+    try {
+      if ("done" in outcome) await this.sql`delete from jobs where id = ${job.id}`;
+      else {
+        await this.sql`
+          update jobs set run_at = ${new Date(outcome.retryAt)}, last_error = ${outcome.error ?? null}
+          where id = ${job.id}`;
+      }
+    } catch (err) {
+      // The lease runs out and the job runs again: handlers are idempotent.
+      log.warn("recording a job's outcome failed", { kind: job.kind, job: job.id, ...errorFields(err) });
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.polling;
+    const drained = Promise.all(this.inflight).then(() => true);
+    const late = new Promise<false>((ok) => setTimeout(() => ok(false), this.drainMs));
+    if (!(await Promise.race([drained, late]))) {
+      log.warn("jobs still running at shutdown; they run again when their lease ends", { running: this.inflight.size });
+    }
+  }
+}

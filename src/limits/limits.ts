@@ -1,0 +1,107 @@
+// The one limiter. A limit is a name, a number of hits per fixed hourly window, and the counting
+// strategy its traffic calls for; a bucket is what it counts per: an API key (all key families
+// share one counter per key, each compares it with its own threshold), a hashed client address
+// (DNI), or a client address (booking writes).
+import type { Clock } from "../clock";
+import type { Sql } from "../db/client";
+import { AppError } from "../errors";
+import { every, type Worker } from "../jobs/worker";
+import { AddressCounter } from "./address-counter";
+import { ExactCounter } from "./exact-counter";
+import { KeyCounter, type KeyHit } from "./key-counter";
+
+export const LIMITS = {
+  // Per API key; one sequence counter per key, exact across instances (api-v1.md Limits).
+  intake: { perHour: 120, counter: "key" },
+  api_v1: { perHour: 300, counter: "key" },
+  kpi: { perHour: 600, counter: "key" },
+  calls: { perHour: 600, counter: "key" },
+  // Per hashed client address, shared by every DNI action: the hottest path, write-behind.
+  dni: { perHour: 3600, counter: "address" },
+  // Per client address, shared by book and reschedule: few, so one upsert each, exact.
+  booking_write: { perHour: 10, counter: "exact" },
+} as const;
+
+export type LimitName = keyof typeof LIMITS;
+export type KeyLimit = { [K in LimitName]: (typeof LIMITS)[K]["counter"] extends "key" ? K : never }[LimitName];
+type BucketOf<N extends LimitName> = (typeof LIMITS)[N]["counter"] extends "key" ? number : string;
+
+export interface LimitsOptions {
+  /** Address buckets kept in memory (DNI). */
+  maxAddressBuckets?: number;
+}
+
+export class Limits {
+  readonly keys: KeyCounter;
+  private readonly addresses: AddressCounter;
+  private readonly exact: ExactCounter;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly clock: Clock,
+    options: LimitsOptions = {},
+  ) {
+    this.keys = new KeyCounter(sql, clock);
+    this.addresses = new AddressCounter(sql, clock, options.maxAddressBuckets);
+    this.exact = new ExactCounter(sql, clock);
+  }
+
+  /** True when `bucket` is already known to be over `name`'s limit this hour (no database). */
+  overFromMemory<N extends LimitName>(name: N, bucket: BucketOf<N>): boolean {
+    const { perHour, counter } = LIMITS[name];
+    if (counter === "key") return this.keys.overFromMemory(bucket as number, perHour);
+    if (counter === "address") return this.addresses.overFromMemory(name, bucket as string, perHour);
+    return this.exact.overFromMemory(name, bucket as string, perHour);
+  }
+
+  /**
+   * Counts one hit of `bucket`; true when it is within the limit. Synchronous where the decision
+   * needs no database (address buckets always; key buckets known to be over).
+   */
+  take<N extends LimitName>(name: N, bucket: BucketOf<N>): boolean | Promise<boolean> {
+    const { perHour, counter } = LIMITS[name];
+    if (counter === "key") return this.keys.take(bucket as number, perHour);
+    if (counter === "address") return this.addresses.take(name, bucket as string, perHour);
+    return this.exact.take(name, bucket as string, perHour);
+  }
+
+  /** Like take, but a hit over the limit throws rate_limited. */
+  admit<N extends LimitName>(name: N, bucket: BucketOf<N>): void | Promise<void> {
+    const ok = this.take(name, bucket);
+    if (ok instanceof Promise) return ok.then(refuseUnless);
+    refuseUnless(ok);
+  }
+
+  /**
+   * A key's hit to be drawn inside the statement of the read it admits (fused.ts). Throws
+   * rate_limited for a key known to be over, like take answers false.
+   */
+  keyHit(name: KeyLimit, keyId: number): KeyHit | Promise<KeyHit> {
+    const limit = LIMITS[name].perHour;
+    if (this.keys.overFromMemory(keyId, limit)) throw new AppError("rate_limited");
+    return this.keys.hit(keyId, limit);
+  }
+
+  /** Writes what is counted in memory (shutdown, tests). */
+  async flush(): Promise<void> {
+    await Promise.all([this.keys.flush(), this.addresses.flush()]);
+  }
+
+  /** The limiter's background work: address counts written every second, old windows pruned. */
+  workers(): Worker[] {
+    return [
+      every("limits.flush", 1000, () => this.addresses.flush(), () => this.flush()),
+      every("limits.prune", 600_000, () => this.prune()),
+    ];
+  }
+
+  async prune(): Promise<void> {
+    await this.keys.prune();
+    this.exact.forgetPast();
+    await this.sql`delete from rate_counters where hour < ${Math.floor(this.clock.now() / 3_600_000) - 1}`;
+  }
+}
+
+function refuseUnless(ok: boolean): void {
+  if (!ok) throw new AppError("rate_limited");
+}
