@@ -386,7 +386,7 @@ describe("quiet hours", () => {
     expect(await message(r.message_id)).toMatchObject({ status: "queued" });
     expect(await credits()).toBe(10);
     // Before its time the worker leaves it; at its time it goes, charged then.
-    expect(await sendDeferred(db.sql, r.message_id, MORNING_TX - 1000, env)).toEqual({ retryAt: new Date(MORNING_TX) });
+    expect(await sendDeferred(db.sql, r.message_id, MORNING_TX - 1000, env)).toEqual({ retryAt: MORNING_TX });
     expect(twilio.requests.length).toBe(0);
     expect(await sendDeferred(db.sql, r.message_id, MORNING_TX, env)).toEqual({ done: true });
     expect(twilio.requests.length).toBe(1);
@@ -417,7 +417,7 @@ describe("quiet hours", () => {
     await sendDeferred(db.sql, r1.message_id, MORNING_TX, env);
     expect(await message(r1.message_id)).toMatchObject({ status: "failed", error: "insufficient_credits" });
     await configureAcme({ quiet: ["21:00", "09:00"] });
-    expect(await sendDeferred(db.sql, r2.message_id, MORNING_TX, env)).toEqual({ retryAt: new Date(MORNING_TX + 3_600_000) });
+    expect(await sendDeferred(db.sql, r2.message_id, MORNING_TX, env)).toEqual({ retryAt: MORNING_TX + 3_600_000 });
     expect(await message(r2.message_id)).toMatchObject({ status: "queued" });
     expect(twilio.requests.length).toBe(0);
   });
@@ -457,11 +457,26 @@ describe("a process killed during the provider call", () => {
     expect(waited.text).toBe(`{"ok":false,"message_id":${m.id},"reason":"in_progress"}`);
     const early = await recoverInterrupted(db.sql, new Date(DAY + 30_000));
     expect(early).not.toContain(m.id);
-    expect(await recoverInterrupted(db.sql, new Date(DAY + 71_000))).toContain(m.id);
-    const a = await sendMessage(db.sql, acme, retry, DAY + 72_000, env);
+    // Past the lease a retry settles it at once; the sweep then finds nothing left.
+    const a = await sendMessage(db.sql, acme, retry, DAY + 71_000, env);
     expect(a.text).toBe(`{"ok":false,"message_id":${m.id},"reason":"outcome_unknown"}`);
+    expect(await recoverInterrupted(db.sql, new Date(DAY + 72_000))).not.toContain(m.id);
     expect(twilio.requests.length).toBe(1);
     expect(await message(m.id)).toMatchObject({ status: "unknown" });
     expect(await credits()).toBe(9.99); // the provider may have it: the charge stands
+  });
+
+  test("the sweep settles every send left sending past its lease, and only those", async () => {
+    const id = await lead();
+    const rows = await db.sql<{ id: number }[]>`
+      insert into messages (lead_id, org_id, channel, direction, body, status, cost, sending_until)
+      values (${id}, 1, 'sms', 'out', 'a', 'sending', 0.01, ${new Date(DAY)}),
+             (${id}, 1, 'sms', 'out', 'b', 'sending', 0.01, ${new Date(DAY + 120_000)})
+      returning id`;
+    const settled = await recoverInterrupted(db.sql, new Date(DAY + 1000));
+    expect(settled).toContain(rows[0].id);
+    expect(settled).not.toContain(rows[1].id);
+    expect(await message(rows[0].id)).toMatchObject({ status: "unknown", result: `{"ok":false,"message_id":${rows[0].id},"reason":"outcome_unknown"}` });
+    expect((await message(rows[1].id)).status).toBe("sending");
   });
 });

@@ -9,7 +9,7 @@ import type { Deps } from "../http/deps";
 import { errorResponse } from "../http/respond";
 import { kpiRoutes } from "../kpi/routes";
 import { leadOperations, leadRoutes } from "../leads/routes";
-import { messageOperations } from "../messages/routes";
+import { messageOperations, messageRoutes } from "../messages/routes";
 import { apiV1Routes } from "./api-v1";
 import { healthRoutes } from "./health";
 
@@ -26,5 +26,6 @@ export function buildApp(deps: Deps) {
     .use(apiV1Routes(deps, operations))
     .use(kpiRoutes(deps))
     .use(callRoutes(deps))
-    .use(ctiRoutes(deps));
+    .use(ctiRoutes(deps))
+    .use(messageRoutes(deps));
 }

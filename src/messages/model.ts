@@ -1,5 +1,6 @@
 // The message send input and the Message result (api-v1.md), and who is sending.
 import { createHash } from "node:crypto";
+import { Type as t } from "@sinclair/typebox";
 import type { Actor } from "../auth/actor";
 import { AppError } from "../errors";
 import { idField } from "../http/fields";
@@ -37,7 +38,8 @@ function textInput(name: string, v: unknown): string | null {
 export function parseSendInput(f: Record<string, unknown>): SendInput {
   const op = f.operation_id;
   if (typeof op !== "string" || !OPERATION_ID.test(op)) {
-    throw new AppError("bad_operation_id", "operation_id must be 1 to 96 characters of letters, digits, _ . : -");
+    // operations.md §7 gives the body exactly: {ok: false, error: "bad_operation_id"}.
+    throw new AppError("bad_operation_id");
   }
   const channel = f.channel;
   if (typeof channel !== "string" || !(CHANNELS as readonly string[]).includes(channel)) {
@@ -80,3 +82,26 @@ export interface SendAnswer {
   status: 200 | 402;
   text: string;
 }
+
+// The contract's shapes, for the API description. The input is checked by parseSendInput, which
+// answers each kind of junk with its own code.
+export const MessageInput = t.Object(
+  {
+    lead_id: t.Integer({ description: "a lead in the key's organization" }),
+    channel: t.Union([t.Literal("sms"), t.Literal("email"), t.Literal("note")]),
+    body: t.String({ description: "non-empty after trimming; an email body is HTML (merge values are escaped into it)" }),
+    subject: t.Optional(t.String({ description: "email only; default `Message from {company}`" })),
+    operation_id: t.String({ pattern: OPERATION_ID.source, minLength: 1, maxLength: 96 }),
+  },
+  { additionalProperties: true },
+);
+
+export const MessageResultSchema = t.Object(
+  {
+    ok: t.Boolean(),
+    message_id: t.Union([t.Integer(), t.Null()]),
+    reason: t.Optional(t.String({ description: "gate or delivery failure; billing reasons come with HTTP 402" })),
+    defer_until: t.Optional(t.Integer({ description: "Unix seconds: queued until the recipient's quiet hours end" })),
+  },
+  { additionalProperties: true },
+);

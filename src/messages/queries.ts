@@ -29,7 +29,6 @@ export interface PriorRow {
   id: number;
   request_hash: string | null;
   result: string | null;
-  status: string;
 }
 
 export interface SendContext {
@@ -54,7 +53,6 @@ type ContextRow = Partial<LeadRow> & {
   p_id: number | null;
   p_hash: string | null;
   p_result: string | null;
-  p_status: string | null;
 };
 
 /**
@@ -95,7 +93,7 @@ function toContext(r: ContextRow | undefined): SendContext {
           sms: r.o_sms,
           email: r.o_email,
         };
-  const prior = r.p_id === null ? null : { id: r.p_id, request_hash: r.p_hash, result: r.p_result, status: r.p_status! };
+  const prior = r.p_id === null ? null : { id: r.p_id, request_hash: r.p_hash, result: r.p_result };
   return { lead, org, consent: r.consent ?? "none", prior };
 }
 
@@ -119,7 +117,7 @@ export async function sendContext(
   const [row] = await sql<ContextRow[]>`
     select ${leadColumns(sql)},
            ${channel === "note" ? sql`null::text` : consentOf(sql, channel)} as consent,
-           p.id as p_id, p.request_hash as p_hash, p.result as p_result, p.status as p_status
+           p.id as p_id, p.request_hash as p_hash, p.result as p_result
     from (values (1)) as one (x)
     left join leads l on l.id = ${leadId ?? 0} and ${inTenant(sql, actor.orgId)}
     left join orgs o on o.id = l.org_id
@@ -127,18 +125,26 @@ export async function sendContext(
   return toContext(row);
 }
 
-/** The message recorded under an operation_id in a scope, if any. */
-export async function priorByOperation(sql: Sql, scope: number, operationId: string): Promise<PriorRow | null> {
-  const [row] = await sql<PriorRow[]>`
-    select id, request_hash, result, status from messages
-    where coalesce(op_scope, -1) = ${scope} and operation_id = ${operationId}`;
-  return row ?? null;
-}
+/** What a `sending` row whose lease has lapsed becomes: its sender died during the provider call. */
+const interrupted = (sql: Db, now: Date) => sql`
+  status = 'unknown', sending_until = null, updated_at = ${now},
+  error = 'outcome_unknown: the sender stopped before recording the provider''s answer',
+  result = coalesce(m.result, '{"ok":false,"message_id":' || m.id || ',"reason":"outcome_unknown"}')`;
 
-/** The stored result of a message (null while its first answer is still being made). */
-export async function storedResult(sql: Sql, id: number): Promise<{ result: string | null; status: string } | null> {
-  const [row] = await sql<{ result: string | null; status: string }[]>`select result, status from messages where id = ${id}`;
-  return row ?? null;
+/**
+ * A message's stored result, null while its first answer is still being made. A `sending` row
+ * past its lease is settled here as interrupted (`unknown`), so a retry after a crash answers at
+ * once instead of waiting for the sweep.
+ */
+export async function settledResult(sql: Sql, id: number, now: Date): Promise<string | null> {
+  const [row] = await sql<{ result: string | null }[]>`
+    with rec as (
+      update messages m set ${interrupted(sql, now)}
+      where m.id = ${id} and m.status = 'sending' and m.sending_until < ${now}
+      returning m.result
+    )
+    select coalesce((select result from rec), (select result from messages where id = ${id})) as result`;
+  return row?.result ?? null;
 }
 
 /**
@@ -157,12 +163,12 @@ export async function insertNote(
   now: Date,
 ): Promise<{ lead_id: number | null; id: number | null; result: string | null; prior: PriorRow | null }> {
   const [row] = await sql<
-    { lead_id: number | null; id: number | null; result: string | null; p_id: number | null; p_hash: string | null; p_result: string | null; p_status: string | null }[]
+    { lead_id: number | null; id: number | null; result: string | null; p_id: number | null; p_hash: string | null; p_result: string | null }[]
   >`
     with lead as (
       select l.id, l.org_id from leads l where l.id = ${leadId} and ${inTenant(sql, actor.orgId)}
     ), prior as (
-      select id, request_hash, result, status from messages
+      select id, request_hash, result from messages
       where coalesce(op_scope, -1) = ${scopeOf(actor)} and operation_id = ${operationId}
     ), nid as (
       select nextval('messages_id_seq') as id from lead where not exists (select 1 from prior)
@@ -176,13 +182,13 @@ export async function insertNote(
       returning id, result
     )
     select (select id from lead) as lead_id, (select id from ins) as id, (select result from ins) as result,
-           prior.id as p_id, prior.request_hash as p_hash, prior.result as p_result, prior.status as p_status
+           prior.id as p_id, prior.request_hash as p_hash, prior.result as p_result
     from (values (1)) as one (x) left join prior on true`;
   return {
     lead_id: row.lead_id,
     id: row.id,
     result: row.result,
-    prior: row.p_id === null ? null : { id: row.p_id, request_hash: row.p_hash, result: row.p_result, status: row.p_status! },
+    prior: row.p_id === null ? null : { id: row.p_id, request_hash: row.p_hash, result: row.p_result },
   };
 }
 
@@ -278,7 +284,7 @@ export async function lockDeferred(tx: Tx, id: number): Promise<DeferredRow | nu
   if (!head) return null;
   const [row] = await tx<(ContextRow & { m_body: string; m_subject: string; m_defer_until: Date | null })[]>`
     select ${leadColumns(tx)}, ${consentOf(tx, head.channel)} as consent,
-           null::bigint as p_id, null::text as p_hash, null::text as p_result, null::text as p_status,
+           null::bigint as p_id, null::text as p_hash, null::text as p_result,
            m.body as m_body, m.subject as m_subject, m.defer_until as m_defer_until
     from messages m
     join leads l on l.id = m.lead_id
@@ -416,9 +422,7 @@ export async function optOutPhone(sql: Db, orgId: number, phone: string, source:
  */
 export async function recoverInterrupted(sql: Sql, now: Date, limit = 100): Promise<number[]> {
   const rows = await sql<{ id: number }[]>`
-    update messages m set status = 'unknown', sending_until = null, updated_at = ${now},
-                          error = 'outcome_unknown: the sender stopped before recording the provider''s answer',
-                          result = coalesce(m.result, '{"ok":false,"message_id":' || m.id || ',"reason":"outcome_unknown"}')
+    update messages m set ${interrupted(sql, now)}
     where m.id in (
       select id from messages where status = 'sending' and sending_until < ${now}
       order by sending_until limit ${limit} for update skip locked)

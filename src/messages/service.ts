@@ -16,8 +16,11 @@
 // any other with the same operation_id and the same send replays the first's stored answer
 // (waiting for it while the first is still with its provider), and one with a different send is
 // a conflict.
+import type { Config } from "../config";
 import type { Sql } from "../db/client";
+import { DEADLINE_MS, withDeadline } from "../db/deadline";
 import { AppError, reasonStatus } from "../errors";
+import { enqueue } from "../jobs/queue";
 import { sendEmail } from "./email";
 import { billingGate, contactGate, emailConfig, quietGate, smsConfig, type GateReason, type OrgSettings } from "./gates";
 import { DEFAULT_SUBJECT, merge, mergeValues, renderEmail, renderSms } from "./merge";
@@ -34,7 +37,7 @@ import {
   recordOutcome,
   redefer,
   sendContext,
-  storedResult,
+  settledResult,
   type LeadRow,
   type NewSend,
   type PriorRow,
@@ -50,11 +53,31 @@ export interface SendEnv {
   billingLockMs?: number;
 }
 
-export const BILLING_LOCK_MS = 3_000;
+/** What the send path needs of the configuration. */
+export const sendEnv = (config: Config): SendEnv => ({ baseUrl: config.baseUrl });
+
+export const BILLING_LOCK_MS = 2_000;
+
+/** The job kind of a send deferred by quiet hours (ref: the message id; due at defer_until). */
+export const DEFERRED_SEND = "message.deferred";
 
 const timeoutOf = (env: SendEnv) => env.providerTimeoutMs ?? PROVIDER_TIMEOUT_MS;
 /** A `sending` row older than this lost its sender (far beyond any provider wait). */
 const leaseOf = (env: SendEnv) => timeoutOf(env) + 60_000;
+/** How long a retry waits for the first attempt's answer while that one is with its provider. */
+const replayWaitOf = (env: SendEnv) => 2 * timeoutOf(env);
+
+/**
+ * The longest a send can take: the billing lock, a provider wait or a retry's wait for the first
+ * answer, and its database steps. The API's deadline for r=messages.
+ */
+export const sendDeadline = (env: SendEnv) => replayWaitOf(env) + (env.billingLockMs ?? BILLING_LOCK_MS) + 3 * DEADLINE_MS;
+
+/**
+ * Each database step of a send is bounded like any request's database work (a database that is
+ * away or stuck answers 503 in about a second); only the provider wait is long.
+ */
+const step = <T>(work: Promise<T>, ms = DEADLINE_MS) => withDeadline(work, ms);
 
 export const statusCallbackUrl = (baseUrl: string) => `${baseUrl.replace(/\/+$/, "")}/hooks/sms_status.php`;
 
@@ -78,7 +101,7 @@ export async function sendMessage(sql: Sql, actor: Actor, input: SendInput, now:
   const hash = requestHash(input);
   if (input.body.trim() === "") {
     // The lead is checked first: an empty body for someone else's lead is still a 404.
-    const { lead } = await sendContext(sql, actor, input.leadId, "note", input.operationId);
+    const { lead } = await step(sendContext(sql, actor, input.leadId, "note", input.operationId));
     if (!lead) throw new AppError("not_found");
     return refusal("empty_body");
   }
@@ -92,17 +115,17 @@ export async function sendMessage(sql: Sql, actor: Actor, input: SendInput, now:
 }
 
 async function note(sql: Sql, actor: Actor, input: SendInput, hash: string, now: number, env: SendEnv): Promise<SendAnswer | null> {
-  const r = await insertNote(sql, actor, input.leadId!, input.body, input.subject ?? "", input.operationId, hash, new Date(now));
+  const r = await step(insertNote(sql, actor, input.leadId!, input.body, input.subject ?? "", input.operationId, hash, new Date(now)));
   if (r.lead_id === null) throw new AppError("not_found");
   if (r.id !== null) return { status: 200, text: r.result! };
-  return r.prior ? replay(sql, r.prior, hash, env) : null;
+  return r.prior ? replay(sql, r.prior, hash, now, env) : null;
 }
 
 async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now: number, env: SendEnv): Promise<SendAnswer | null> {
   const channel = input.channel as "sms" | "email";
-  const ctx = await sendContext(sql, actor, input.leadId, channel, input.operationId);
+  const ctx = await step(sendContext(sql, actor, input.leadId, channel, input.operationId));
   if (!ctx.lead) throw new AppError("not_found");
-  if (ctx.prior) return replay(sql, ctx.prior, hash, env);
+  if (ctx.prior) return replay(sql, ctx.prior, hash, now, env);
   const contact = contactGate(channel, ctx.org, ctx.lead, ctx.consent);
   if (!contact.ok) return refusal(contact.reason);
   const org = ctx.org!; // the provider gate passed, so there is an org
@@ -120,20 +143,26 @@ async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
     now: new Date(now),
   };
   let recorded: { kind: "deferred"; result: string } | { kind: "charged"; id: number };
+  const lockMs = env.billingLockMs ?? BILLING_LOCK_MS;
   try {
-    recorded = await sql.begin(async (tx) => {
-      const billing = billingGate(channel, await lockBilling(tx, org.id, env.billingLockMs ?? BILLING_LOCK_MS));
-      if (!billing.ok) throw new Refused(billing.reason);
-      const deferUntil = quietGate(org, lead, now);
-      if (deferUntil !== null) {
-        const d = await insertDeferred(tx, s, new Date(deferUntil));
-        if (!d) throw TAKEN;
-        return { kind: "deferred" as const, result: d.result };
-      }
-      const id = await insertCharged(tx, s, billing.cost, new Date(now + leaseOf(env)));
-      if (id === null) throw TAKEN;
-      return { kind: "charged" as const, id };
-    });
+    recorded = await step(
+      sql.begin(async (tx) => {
+        const billing = billingGate(channel, await lockBilling(tx, org.id, lockMs));
+        if (!billing.ok) throw new Refused(billing.reason);
+        const deferUntil = quietGate(org, lead, now);
+        if (deferUntil !== null) {
+          const d = await insertDeferred(tx, s, new Date(deferUntil));
+          if (!d) throw TAKEN;
+          // The worker's job, in the same transaction: a queued message always has one.
+          await enqueue(tx, { kind: DEFERRED_SEND, ref: d.id, runAt: deferUntil });
+          return { kind: "deferred" as const, result: d.result };
+        }
+        const id = await insertCharged(tx, s, billing.cost, new Date(now + leaseOf(env)));
+        if (id === null) throw TAKEN;
+        return { kind: "charged" as const, id };
+      }),
+      lockMs + DEADLINE_MS,
+    );
   } catch (err) {
     if (err instanceof Refused) return refusal(err.reason);
     if (isLockTimeout(err)) return refusal("billing_unavailable");
@@ -156,14 +185,14 @@ function storedSubject(channel: "sms" | "email", subject: string | null, lead: L
  * to twice the provider wait, then says `in_progress` (its sender may have died: after the lease,
  * the row becomes `unknown` and retries get outcome_unknown).
  */
-async function replay(sql: Sql, prior: PriorRow, hash: string, env: SendEnv): Promise<SendAnswer> {
+async function replay(sql: Sql, prior: PriorRow, hash: string, now: number, env: SendEnv): Promise<SendAnswer> {
   if (prior.request_hash !== hash) throw new AppError("operation_id_conflict", "operation_id was already used for a different send");
   if (prior.result !== null) return { status: 200, text: prior.result };
-  const deadline = performance.now() + 2 * timeoutOf(env);
-  while (performance.now() < deadline) {
-    await Bun.sleep(20);
-    const row = await storedResult(sql, prior.id);
-    if (row?.result) return { status: 200, text: row.result };
+  const deadline = performance.now() + replayWaitOf(env);
+  for (let first = true; performance.now() < deadline; first = false) {
+    if (!first) await Bun.sleep(20);
+    const result = await step(settledResult(sql, prior.id, new Date(now)));
+    if (result !== null) return { status: 200, text: result };
   }
   return { status: 200, text: resultText({ ok: false, message_id: prior.id, reason: "in_progress" }) };
 }
@@ -188,19 +217,20 @@ async function deliverAndRecord(
       : await sendEmail(emailConfig(org.email)!, to, renderEmail(body, subject, values), timeoutOf(env));
   const text = resultText(outcome.ok ? { ok: true, message_id: id } : { ok: false, message_id: id, reason: outcome.reason });
   const at = new Date(now);
-  const stored = await recordOutcome(sql, id, {
+  const stored = await step(recordOutcome(sql, id, {
     ok: outcome.ok,
     providerId: outcome.ok ? outcome.providerId : null,
     reason: outcome.ok ? null : outcome.reason,
     error: outcome.ok ? "" : outcome.error,
     result: text,
     now: at,
-  });
-  if (!outcome.ok && channel === "sms" && outcome.code === TWILIO_UNSUBSCRIBED) await optOutPhone(sql, org.id, to, "provider:21610", at);
-  return stored?.result ?? (await storedResult(sql, id))?.result ?? text;
+  }));
+  if (!outcome.ok && channel === "sms" && outcome.code === TWILIO_UNSUBSCRIBED) await step(optOutPhone(sql, org.id, to, "provider:21610", at));
+  return stored?.result ?? (await step(settledResult(sql, id, at))) ?? text;
 }
 
-export type DeferredStep = { done: true } | { retryAt: Date };
+/** A job's outcome (src/jobs/queue.ts): finished, or due again at `retryAt` (epoch ms). */
+export type DeferredStep = { done: true } | { retryAt: number };
 
 /** Retry delay when the billing row stays locked past its wait. */
 const BILLING_RETRY_MS = 30_000;
@@ -212,20 +242,21 @@ const BILLING_RETRY_MS = 30_000;
  */
 export async function sendDeferred(sql: Sql, messageId: number, now: number, env: SendEnv): Promise<DeferredStep> {
   const at = new Date(now);
-  type Step = { kind: "done" } | { kind: "later"; at: Date } | { kind: "send"; to: string; row: NonNullable<Awaited<ReturnType<typeof lockDeferred>>> };
-  let step: Step;
+  type Step = { kind: "done" } | { kind: "later"; at: number } | { kind: "send"; to: string; row: NonNullable<Awaited<ReturnType<typeof lockDeferred>>> };
+  let next: Step;
+  const lockMs = env.billingLockMs ?? BILLING_LOCK_MS;
   try {
-    step = await sql.begin(async (tx): Promise<Step> => {
+    next = await step(sql.begin(async (tx): Promise<Step> => {
       const row = await lockDeferred(tx, messageId);
       if (!row || !row.context.lead) return { kind: "done" };
-      if (row.defer_until && row.defer_until.getTime() > now) return { kind: "later", at: row.defer_until };
+      if (row.defer_until && row.defer_until.getTime() > now) return { kind: "later", at: row.defer_until.getTime() };
       const { lead, org, consent } = row.context;
       const contact = contactGate(row.channel, org, lead, consent);
       if (!contact.ok) {
         await failDeferred(tx, messageId, contact.reason, at);
         return { kind: "done" };
       }
-      const billing = billingGate(row.channel, await lockBilling(tx, org!.id, env.billingLockMs ?? BILLING_LOCK_MS));
+      const billing = billingGate(row.channel, await lockBilling(tx, org!.id, lockMs));
       if (!billing.ok) {
         await failDeferred(tx, messageId, billing.reason, at);
         return { kind: "done" };
@@ -233,18 +264,18 @@ export async function sendDeferred(sql: Sql, messageId: number, now: number, env
       const again = quietGate(org, lead, now);
       if (again !== null) {
         await redefer(tx, messageId, new Date(again), at);
-        return { kind: "later", at: new Date(again) };
+        return { kind: "later", at: again };
       }
       await chargeDeferred(tx, messageId, org!.id, billing.cost, contact.to, at, new Date(now + leaseOf(env)));
       return { kind: "send", to: contact.to, row };
-    });
+    }), lockMs + DEADLINE_MS);
   } catch (err) {
-    if (isLockTimeout(err)) return { retryAt: new Date(now + BILLING_RETRY_MS) };
+    if (isLockTimeout(err)) return { retryAt: now + BILLING_RETRY_MS };
     throw err;
   }
-  if (step.kind === "done") return { done: true };
-  if (step.kind === "later") return { retryAt: step.at };
-  const { row, to } = step;
+  if (next.kind === "done") return { done: true };
+  if (next.kind === "later") return { retryAt: next.at };
+  const { row, to } = next;
   await deliverAndRecord(sql, messageId, row.channel, to, row.body, row.subject, row.context.lead!, row.context.org!, now, env);
   return { done: true };
 }
