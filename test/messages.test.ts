@@ -201,6 +201,21 @@ describe("input", () => {
     expect([get.status, get.body]).toEqual([404, { ok: false, error: "not_found" }]);
   });
 
+  test("every request counts against the key's api_v1 limit (300 an hour), refused ones too", async () => {
+    const k = await key();
+    const id = await lead();
+    const answers = await Promise.all(
+      Array.from({ length: 300 }, (_, i) =>
+        post(k, i % 3 === 0 ? { lead_id: id, channel: "note", body: "x", operation_id: "bad op" } : { lead_id: id, channel: "note", body: "x", operation_id: `rl-${i % 2}` }),
+      ),
+    );
+    expect(answers.filter((a) => a.status === 429).length).toBe(0);
+    const over = await post(k, { lead_id: id, channel: "note", body: "x", operation_id: "rl-0" });
+    expect([over.status, over.body]).toEqual([429, { ok: false, error: "rate_limited" }]);
+    clock.advance(3_600_000); // the next hour
+    expect((await post(k, { lead_id: id, channel: "note", body: "x", operation_id: "rl-0" })).status).toBe(200);
+  });
+
   test("an empty body is 200 {ok: false, reason: empty_body, message_id: null}", async () => {
     const k = await key();
     const id = await lead();

@@ -1,8 +1,10 @@
 // The messaging statements. Tenant confinement is in SQL (leads/scope.ts); idempotency rests on
 // the unique index messages_operation (sql/0004); credits move only beside a ledger entry.
 import type postgres from "postgres";
+import { inInputOrder } from "../db/batcher";
 import type { Sql } from "../db/client";
-import { inTenant } from "../leads/scope";
+import { inRowTenant, inTenant, NO_ORG } from "../leads/scope";
+import { drawHit } from "../limits/fused";
 import type { BillingState, ConsentState, OrgSettings } from "./gates";
 import type { Actor, Channel } from "./model";
 
@@ -123,6 +125,40 @@ export async function sendContext(
     left join orgs o on o.id = l.org_id
     left join messages p on coalesce(p.op_scope, -1) = ${scopeOf(actor)} and p.operation_id = ${operationId}`;
   return toContext(row);
+}
+
+/** The first read of an API send: whether the lead is in the actor's scope, and the operation's prior send. */
+export interface Probe {
+  leadFound: boolean;
+  prior: PriorRow | null;
+}
+
+export interface ProbeRead {
+  orgId: number | null;
+  scope: number;
+  leadId: number;
+  operationId: string;
+}
+
+/**
+ * The first read of many API sends in one statement (src/limits/fused.ts), each drawing its
+ * request's hit: a retry is then answered from this one statement, with no other round trip.
+ */
+export async function countedProbes(sql: Sql, reads: readonly ProbeRead[], seqs: number[]): Promise<{ hit_: number; out: Probe }[]> {
+  const rows = await sql<{ i: number; hit_: number; lead_id: number | null; p_id: number | null; p_hash: string | null; p_result: string | null }[]>`
+    select u.i, ${drawHit(sql)}, l.id as lead_id, p.id as p_id, p.request_hash as p_hash, p.result as p_result
+    from unnest(${seqs}::int8[], ${reads.map((r) => r.orgId ?? NO_ORG)}::int8[], ${reads.map((r) => r.leadId)}::int8[],
+                ${reads.map((r) => r.scope)}::int8[], ${reads.map((r) => r.operationId)}::text[])
+         with ordinality as u(seq, org, id, scope, op, i)
+    left join leads l on l.id = u.id and ${inRowTenant(sql)}
+    left join messages p on coalesce(p.op_scope, -1) = u.scope and p.operation_id = u.op`;
+  return inInputOrder(rows, reads.length).map((r) => ({
+    hit_: r.hit_,
+    out: {
+      leadFound: r.lead_id !== null,
+      prior: r.p_id === null ? null : { id: r.p_id, request_hash: r.p_hash, result: r.p_result },
+    },
+  }));
 }
 
 /** What a `sending` row whose lease has lapsed becomes: its sender died during the provider call. */

@@ -6,25 +6,25 @@ import type { Deps } from "../http/deps";
 import { API_V1_BODY_LIMIT, type ApiV1Operation } from "../http/operation";
 import { errorOf, errorResponse, rawJson } from "../http/respond";
 import { inboundSms, statusCallback, type CallbackAnswer, type TwilioCallback } from "./callbacks";
-import { parseSendInput } from "./model";
-import { sendDeadline, sendEnv, sendMessage } from "./service";
+import { messageProbes, sendDeadline, sendEnv, sendFromApi } from "./service";
 
 /** POST r=messages: the Message result, with HTTP 402 for billing reasons. */
 export function messageOperations(deps: Deps): ApiV1Operation[] {
   const env = sendEnv(deps.config);
+  const probes = messageProbes(deps.sql, deps.limits);
   return [
     {
       method: "POST",
       r: "messages",
       spec: {
-        need: { scope: "messages:write", limit: "api_v1", scopeError: "wrong_scope" },
+        need: { scope: "messages:write", limit: "api_v1", scopeError: "wrong_scope", countInRead: true },
         bodyLimit: API_V1_BODY_LIMIT,
         // A send may wait on its provider (bounded); its database steps keep the usual deadline.
         deadlineMs: sendDeadline(env),
       },
       run: async ({ grant, body }) => {
         // An empty body has no operation_id: bad_operation_id, like any other missing field's first check.
-        const answer = await sendMessage(deps.sql, grant.actor, parseSendInput(bodyFields(body) ?? {}), deps.clock.now(), env);
+        const answer = await sendFromApi(deps.sql, probes, grant.hit!, grant.actor, bodyFields(body) ?? {}, deps.clock.now(), env);
         return rawJson(answer.text, answer.status);
       },
     },

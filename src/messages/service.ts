@@ -21,12 +21,16 @@ import type { Sql } from "../db/client";
 import { DEADLINE_MS, withDeadline } from "../db/deadline";
 import { AppError, reasonStatus } from "../errors";
 import { enqueue } from "../jobs/queue";
+import { countedReads, type CountedReads } from "../limits/fused";
+import type { KeyHit } from "../limits/key-counter";
+import type { Limits } from "../limits/limits";
 import { sendEmail } from "./email";
 import { billingGate, contactGate, emailConfig, quietGate, smsConfig, type GateReason, type OrgSettings } from "./gates";
 import { DEFAULT_SUBJECT, merge, mergeValues, renderEmail, renderSms } from "./merge";
-import { requestHash, resultText, type Actor, type SendAnswer, type SendInput } from "./model";
+import { parseSendInput, requestHash, resultText, type Actor, type SendAnswer, type SendInput } from "./model";
 import {
   chargeDeferred,
+  countedProbes,
   failDeferred,
   insertCharged,
   insertDeferred,
@@ -36,11 +40,14 @@ import {
   optOutPhone,
   recordOutcome,
   redefer,
+  scopeOf,
   sendContext,
   settledResult,
   type LeadRow,
   type NewSend,
   type PriorRow,
+  type Probe,
+  type ProbeRead,
 } from "./queries";
 import { PROVIDER_TIMEOUT_MS, sendSms, TWILIO_UNSUBSCRIBED, type ProviderOutcome } from "./twilio";
 
@@ -95,16 +102,46 @@ const TAKEN = new Error("operation_id taken by a concurrent request");
 
 const isLockTimeout = (err: unknown) => (err as { code?: unknown } | null)?.code === "55P03";
 
-/** The one send function. `now` is epoch ms from the caller's clock. */
-export async function sendMessage(sql: Sql, actor: Actor, input: SendInput, now: number, env: SendEnv): Promise<SendAnswer> {
+export type Probes = CountedReads<ProbeRead, Probe>;
+
+/** The API's first reads, batched across concurrent requests, each drawing its request's hit. */
+export const messageProbes = (sql: Sql, limits: Limits): Probes => countedReads(limits.keys, (reads, seqs) => countedProbes(sql, reads, seqs));
+
+/**
+ * The API's send: the first read (lead in scope, a prior send under the operation_id) is batched
+ * and draws the request's hit, so a retry costs one shared statement. A request refused before it
+ * reads still counts.
+ */
+export async function sendFromApi(sql: Sql, probes: Probes, hit: KeyHit, actor: Actor, fields: Record<string, unknown>, now: number, env: SendEnv): Promise<SendAnswer> {
+  let input: SendInput;
+  try {
+    input = parseSendInput(fields);
+    if (input.leadId === null) throw new AppError("not_found");
+  } catch (err) {
+    await probes.countAlone(hit);
+    throw err;
+  }
+  const probe = await step(probes.load(hit, { orgId: actor.orgId, scope: scopeOf(actor), leadId: input.leadId, operationId: input.operationId }));
+  return sendMessage(sql, actor, input, now, env, probe);
+}
+
+/**
+ * The one send function. `now` is epoch ms from the caller's clock. `probe`: the first read, when
+ * the caller made it (sendFromApi).
+ */
+export async function sendMessage(sql: Sql, actor: Actor, input: SendInput, now: number, env: SendEnv, probe?: Probe): Promise<SendAnswer> {
   if (input.leadId === null) throw new AppError("not_found");
   const hash = requestHash(input);
-  if (input.body.trim() === "") {
-    // The lead is checked first: an empty body for someone else's lead is still a 404.
-    const { lead } = await step(sendContext(sql, actor, input.leadId, "note", input.operationId));
-    if (!lead) throw new AppError("not_found");
-    return refusal("empty_body");
+  let first: Probe;
+  if (probe) first = probe;
+  else {
+    const c = await step(sendContext(sql, actor, input.leadId, "note", input.operationId));
+    first = { leadFound: c.lead !== null, prior: c.prior };
   }
+  // The lead is checked first: an empty body for someone else's lead is still a 404.
+  if (!first.leadFound) throw new AppError("not_found");
+  if (input.body.trim() === "") return refusal("empty_body");
+  if (first.prior) return replay(sql, first.prior, hash, now, env);
   // Three rounds at most: a round ends early only when a concurrent request took the
   // operation_id between this one's read and its insert, and the next read then finds it.
   for (let round = 0; round < 3; round++) {
