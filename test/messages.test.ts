@@ -59,6 +59,8 @@ beforeEach(async () => {
   smtp.reset();
   clock.set(DAY);
   await configureAcme();
+  // Deferred sends left by earlier tests would go out under this test's clock.
+  await db.sql`delete from jobs`;
 });
 
 /** A fresh key per use keeps every test far below the hourly limit of 300. */
@@ -270,6 +272,38 @@ describe("notes", () => {
       meta: null,
       epoch: NIGHT / 1000,
     });
+  });
+});
+
+describe("conversation", () => {
+  test("msg entries carry every contract field for notes, sent, deferred, failed and received messages", async () => {
+    clock.set(NIGHT);
+    const k = await key();
+    const id = await lead({ phone: "5126600060", state: "HI" }); // 18:00 in Honolulu: not quiet
+    await post(k, { lead_id: id, channel: "note", body: "note", operation_id: op() });
+    await sms(k, id, { body: "sent" });
+    twilio.setMode({ kind: "error", code: 21211, message: "invalid" });
+    await sms(k, id, { body: "failed" });
+    await db.sql`update leads set state = 'TX' where id = ${id}`; // 22:00 in Texas: quiet
+    expect((await sms(k, id, { body: "deferred" })).body.defer_until).toBe(MORNING_TX / 1000);
+    await signedPost("/hooks/sms_inbound.php", { From: "+15126600060", To: "+15125550100", Body: "received", MessageSid: "SMconv1" });
+    const entries = (await conversation(k, id)).entries;
+    const fields = ["actor_id", "actor_type", "body", "channel", "direction", "epoch", "error", "id", "kind", "meta", "status", "subject"];
+    expect(entries.map((e: any) => [e.body, e.status])).toEqual([
+      ["note", "stored"],
+      ["sent", "sent"],
+      ["failed", "failed"],
+      ["deferred", "queued"],
+      ["received", "received"],
+    ]);
+    for (const e of entries) {
+      expect(Object.keys(e).sort()).toEqual(fields);
+      expect(typeof e.id).toBe("number");
+      for (const f of ["channel", "direction", "actor_type", "actor_id", "subject", "body", "status", "error"]) expect(typeof e[f]).toBe("string");
+      expect(e.meta === null || typeof e.meta === "object").toBe(true);
+      expect(e.epoch).toBe(NIGHT / 1000);
+    }
+    expect(entries[2].error).toBe("21211: invalid");
   });
 });
 
@@ -647,10 +681,8 @@ describe("a process killed between the provider call and recording its outcome",
   test("never re-sends that message after a restart", async () => {
     const k = await key();
     const id = await lead();
-    // The child runs on the real clock: no quiet hours, so its send goes now; and the deferred
-    // sends other tests left would all be due for it, so their jobs go.
+    // The child runs on the real clock: no quiet hours, so its send goes now.
     await configureAcme({ quiet: false });
-    await db.sql`delete from jobs`;
     twilio.setMode({ kind: "hang" });
     const child: Subprocess<"ignore", "pipe", "inherit"> = Bun.spawn([process.execPath, "src/main.ts", "serve"], {
       cwd: new URL("..", import.meta.url).pathname,
