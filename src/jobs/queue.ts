@@ -214,9 +214,12 @@ export class JobRunner implements Worker {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.polling;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const drained = Promise.all(this.inflight).then(() => true);
-    const late = new Promise<false>((ok) => setTimeout(() => ok(false), this.drainMs));
-    if (!(await Promise.race([drained, late]))) {
+    const late = new Promise<false>((ok) => (timer = setTimeout(() => ok(false), this.drainMs)));
+    const inTime = await Promise.race([drained, late]);
+    clearTimeout(timer);
+    if (!inTime) {
       log.warn("jobs still running at shutdown; they run again when their lease ends", { running: this.inflight.size });
     }
   }
