@@ -2,7 +2,7 @@
 // `X-Twilio-Signature` under the auth token of the org it concerns, before anything is read from it
 // beyond what finds that org; a forgery changes nothing and is answered 403.
 import type { Sql } from "../db/client";
-import { applyStatus, messageBySid, orgsByAccount, orgsByNumber, recordInbound } from "./queries";
+import { applyStatus, messageBySid, orgsByAccount, orgsByNumber, recordInbound } from "./callback-queries";
 import { validTwilioSignature } from "./twilio";
 
 export interface TwilioCallback {
