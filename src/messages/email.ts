@@ -4,9 +4,7 @@
 import { createTransport } from "nodemailer";
 import type { EmailConfig } from "./gates";
 import type { RenderedEmail } from "./merge";
-import { PROVIDER_TIMEOUT_MS, type ProviderOutcome } from "./twilio";
-
-const oneLine = (s: string, max = 500) => s.replace(/\s+/g, " ").trim().slice(0, max);
+import { oneLine, PROVIDER_TIMEOUT_MS, type ProviderOutcome } from "./twilio";
 
 /** Sends one message on its own connection; never throws, and never waits past `timeoutMs`. */
 export async function sendEmail(

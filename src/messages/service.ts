@@ -3,8 +3,9 @@
 //
 // A send is recorded before the provider is called and its outcome after, with no transaction or
 // pooled connection held in between:
-//   1. read (one statement): the lead in the actor's scope, its org, the recipient's consent, and
-//      any message already recorded under the operation_id;
+//   1. read: the lead in the actor's scope and any message already recorded under the
+//      operation_id (from the API: one statement batched with other requests' that also draws the
+//      request's rate-limit hit), then the lead's org and the recipient's consent;
 //   2. record (one short transaction): lock the org's billing row, apply the billing gate, then
 //      either record the message `queued` until quiet hours end, or record it `sending` and deduct
 //      its cost with a ledger entry. Concurrent sends of one org serialize on that row lock, so the
@@ -19,6 +20,7 @@
 import type { Config } from "../config";
 import type { Sql } from "../db/client";
 import { DEADLINE_MS, withDeadline } from "../db/deadline";
+import { classify } from "../db/sqlstate";
 import { AppError, reasonStatus } from "../errors";
 import { enqueue } from "../jobs/queue";
 import { countedReads, type CountedReads } from "../limits/fused";
@@ -56,7 +58,7 @@ export interface SendEnv {
   baseUrl: string;
   /** The longest wait for a provider (default 10 s); past it the send fails with provider_timeout. */
   providerTimeoutMs?: number;
-  /** The longest wait for the org's billing row lock (default 3 s); past it, billing_unavailable. */
+  /** The longest wait for the org's billing row lock (default 2 s); past it, billing_unavailable. */
   billingLockMs?: number;
 }
 
@@ -100,7 +102,7 @@ class Refused extends Error {
 }
 const TAKEN = new Error("operation_id taken by a concurrent request");
 
-const isLockTimeout = (err: unknown) => (err as { code?: unknown } | null)?.code === "55P03";
+const isLockTimeout = (err: unknown) => classify(err) === "lock_timeout";
 
 export type Probes = CountedReads<ProbeRead, Probe>;
 

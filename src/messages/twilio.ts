@@ -28,7 +28,8 @@ export interface SmsRequest {
   statusCallback: string;
 }
 
-const oneLine = (s: string, max = 500) => s.replace(/\s+/g, " ").trim().slice(0, max);
+/** A provider's error text as one bounded line, fit for the message's `error`. */
+export const oneLine = (s: string, max = 500) => s.replace(/\s+/g, " ").trim().slice(0, max);
 
 /**
  * `POST {base_url}/2010-04-01/Accounts/{sid}/Messages.json` with form fields To, From, Body and
