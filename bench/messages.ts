@@ -41,6 +41,7 @@ const THREADS = num("BENCH_THREADS", 2);
 const POOL = Math.max(2, availableParallelism() * 2);
 const ONLY = process.env.BENCH_ONLY?.split(",").map((x) => x.trim()).filter(Boolean) ?? null;
 const LEADS = 1000;
+const HISTORY = 20_000;
 // Keys per scenario: none may reach its hourly limit (api_v1 300, intake 120) in warm-up + run.
 const KEYS = { note: 1000, replay: 1000, sms: 300, intake: 2000 };
 
@@ -185,6 +186,13 @@ async function main(): Promise<void> {
   await sql`
     insert into leads (list_id, phone, first_name, last_name, state)
     select 101, '555' || lpad(i::text, 7, '0'), 'First' || i, 'Last' || i, 'TX' from generate_series(1, ${LEADS}) i`;
+  // A history of messages, as an installation in use has: statements are planned once per
+  // connection (plan_cache_mode=force_generic_plan), and a plan made on an empty table scans it.
+  await sql`
+    insert into messages (lead_id, org_id, channel, direction, actor_type, actor_id, body, status, operation_id, op_scope, request_hash, result)
+    select (i % ${LEADS}) + 1, 1, 'note', 'out', 'api_key', '1', 'history ' || i, 'stored', 'hist-' || i, 1, 'h',
+           '{"ok":true,"message_id":' || i || '}'
+    from generate_series(1, ${HISTORY}) i`;
   const keys = {
     note: await makeKeys(sql, "note", KEYS.note, ["messages:write"]),
     replay: await makeKeys(sql, "replay", KEYS.replay, ["messages:write"]),
