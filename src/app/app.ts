@@ -10,7 +10,7 @@ import type { Deps } from "../http/deps";
 import { errorResponse } from "../http/respond";
 import { kpiRoutes } from "../kpi/routes";
 import { leadOperations, leadRoutes } from "../leads/routes";
-import { messageOperations } from "../messages/routes";
+import { messageOperations, messageRoutes } from "../messages/routes";
 import { apiV1Routes } from "./api-v1";
 import { healthRoutes } from "./health";
 
@@ -28,5 +28,6 @@ export function buildApp(deps: Deps) {
     .use(kpiRoutes(deps))
     .use(callRoutes(deps))
     .use(ctiRoutes(deps))
-    .use(bookingRoutes(deps));
+    .use(bookingRoutes(deps))
+    .use(messageRoutes(deps));
 }

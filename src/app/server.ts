@@ -11,6 +11,7 @@ import { JobRunner, type JobHandler } from "../jobs/queue";
 import { Workers, type Worker } from "../jobs/worker";
 import { Limits } from "../limits/limits";
 import { errorFields, log } from "../log";
+import { messageJobs, messageWorkers } from "../messages/worker";
 import { VERSION } from "../version";
 import { buildApp } from "./app";
 import { loadIpSalt } from "./salt";
@@ -34,8 +35,8 @@ export interface StartOptions {
 }
 
 /** The job kinds of every feature: one runner claims them all. */
-function jobHandlers(_deps: Deps): JobHandler[] {
-  return [];
+function jobHandlers(deps: Deps): JobHandler[] {
+  return [...messageJobs(deps)];
 }
 
 /** Starts the service on an open database; used by `serve` and by tests. */
@@ -50,7 +51,12 @@ export async function start(config: Config, db: Database, options: StartOptions 
   if (!db.embedded) await keys.listen();
   const app = buildApp(deps);
   const server = listen(app, config);
-  const background: Worker[] = [keys.lastUseWorker(), ...limits.workers(), new JobRunner(db.sql, clock, jobHandlers(deps))];
+  const background: Worker[] = [
+    keys.lastUseWorker(),
+    ...limits.workers(),
+    ...messageWorkers(deps),
+    new JobRunner(db.sql, clock, jobHandlers(deps)),
+  ];
   const workers = new Workers(background);
   workers.start();
   let stopping: Promise<void> | null = null;
