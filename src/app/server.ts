@@ -12,6 +12,7 @@ import { JobRunner, type JobHandler } from "../jobs/queue";
 import { Workers, type Worker } from "../jobs/worker";
 import { Limits } from "../limits/limits";
 import { errorFields, log } from "../log";
+import { messageJobs, messageWorkers } from "../messages/worker";
 import { VERSION } from "../version";
 import { buildApp } from "./app";
 import { loadIpSalt } from "./salt";
@@ -36,7 +37,7 @@ export interface StartOptions {
 
 /** The job kinds of every feature: one runner claims them all. */
 function jobHandlers(deps: Deps): JobHandler[] {
-  return [webhookDeliveryHandler(deps)];
+  return [...messageJobs(deps), webhookDeliveryHandler(deps)];
 }
 
 /** Starts the service on an open database; used by `serve` and by tests. */
@@ -53,7 +54,13 @@ export async function start(config: Config, db: Database, options: StartOptions 
   const server = listen(app, config);
   const runner = new JobRunner(db.sql, clock, jobHandlers(deps));
   // Stopped in reverse: the outbox fan-out before the runner that delivers what it queues.
-  const background: Worker[] = [keys.lastUseWorker(), ...limits.workers(), runner, ...eventWorkers(deps, () => runner.wake())];
+  const background: Worker[] = [
+    keys.lastUseWorker(),
+    ...limits.workers(),
+    ...messageWorkers(deps),
+    runner,
+    ...eventWorkers(deps, () => runner.wake()),
+  ];
   const workers = new Workers(background);
   workers.start();
   let stopping: Promise<void> | null = null;
