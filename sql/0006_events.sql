@@ -52,3 +52,33 @@ create index webhook_attempts_delivery on webhook_attempts (delivery_id, id);
 
 -- Deliveries are scheduled by the job queue, not found by polling this index; it only cost writes.
 drop index webhook_deliveries_due;
+
+-- Automations: the wait between a trigger and the send, and one run per (automation, lead).
+alter table automations add column delay_seconds integer not null default 0 check (delay_seconds >= 0);
+
+-- A trigger becomes one run per active automation of the lead's organization, in the statement
+-- that marks the trigger processed (claimed with skip locked, as the outbox is). The unique key
+-- and the send's operation_id (derived from automation and lead) make it once per lead however
+-- often a run is retried. What to send is copied from the automation when the run is made, so a
+-- retry after a crash sends the same thing even if the automation was edited meanwhile. The
+-- outcome is the send path's answer: its gate result, the message it recorded, its deferral.
+create table automation_runs (
+  id            bigserial primary key,
+  automation_id bigint not null references automations (id) on delete cascade,
+  lead_id       bigint not null references leads (id) on delete cascade,
+  trigger_id    bigint,
+  channel       text not null,
+  subject       text,
+  body          text not null,
+  due_at        timestamptz not null,
+  status        text not null default 'pending'
+                check (status in ('pending', 'sent', 'deferred', 'blocked', 'failed', 'skipped')),
+  reason        text,              -- the gate's reason when not sent
+  message_id    bigint,            -- the message the send recorded, if any
+  defer_until   timestamptz,       -- quiet hours: when the message will go
+  result        jsonb,             -- the send's answer, as the API gives it
+  created_at    timestamptz not null,
+  finished_at   timestamptz,
+  unique (automation_id, lead_id)
+);
+create index automation_runs_lead on automation_runs (lead_id);
