@@ -354,12 +354,19 @@ describe("provisioning", () => {
 });
 
 describe("serve", () => {
-  test("an intake over HTTP is texted by the running service once; its duplicate is not", async () => {
+  test("an intake over HTTP is texted by the running service once; its duplicate is not; both events reach a webhook", async () => {
     const { startApp, call } = await import("./harness/app");
     const { makeKey } = await import("./harness/factory");
+    const { WebhookReceiver } = await import("./harness/webhook-receiver");
+    const rx = await WebhookReceiver.start();
+    await db.sql`
+      insert into webhooks (id, org_id, url, secret, events)
+      values (77, 1, ${rx.url("/auto")}, ${"whsec_" + Buffer.alloc(24, 3).toString("base64")}, '{lead.created,message.sent}')`;
+    // Earlier tests' events were never fanned out: not this test's to deliver.
+    await db.sql`update outbox_events set dispatched_at = now() where dispatched_at is null`;
     await automation({ body: "Welcome {first_name}" });
     const { key } = await makeKey(db.sql, { scopes: ["leads:write"], org: 1 });
-    const app = await startApp(db.url, {}, { clock });
+    const app = await startApp(db.url, { WEBHOOK_ALLOW_PRIVATE: "true" }, { clock });
     try {
       const body = { phone: String(phoneSeq++), list_id: 101, first_name: "Ari", state: "TX" };
       const r = await call(app.base, "/hooks/lead_intake.php", { method: "POST", key, json: body });
@@ -371,9 +378,25 @@ describe("serve", () => {
       await until(async () => (await runs(r.body.lead_id))[0]?.status === "sent");
       await Bun.sleep(400);
       expect(twilio.requests).toHaveLength(1);
-      expect(await runs(r.body.lead_id)).toHaveLength(1);
+      const [done] = await runs(r.body.lead_id);
+      expect(done.status).toBe("sent");
+      await rx.waitFor(2);
+      const bodies = rx.at("/auto").map((x) => JSON.parse(x.body));
+      expect(bodies.map((b) => b.type).sort()).toEqual(["lead.created", "message.sent"]);
+      const sent = bodies.find((b) => b.type === "message.sent");
+      expect(sent.data).toMatchObject({
+        message_id: done.message_id,
+        lead_id: r.body.lead_id,
+        org_id: 1,
+        channel: "sms",
+        status: "sent",
+        actor_type: "automation",
+        operation_id: expect.stringMatching(/^automation\/\d+\/lead\/\d+$/),
+      });
     } finally {
       await app.stop();
+      await rx.stop();
+      await db.sql`update webhooks set active = false where id = 77`;
     }
   });
 });
