@@ -6,6 +6,7 @@ import m0002 from "../../sql/0002_lead_placement.sql" with { type: "text" };
 import m0003 from "../../sql/0003_room.sql" with { type: "text" };
 import m0004 from "../../sql/0004_booking.sql" with { type: "text" };
 import m0005 from "../../sql/0005_messaging.sql" with { type: "text" };
+import m0006 from "../../sql/0006_granted_credits.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -13,4 +14,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 3, name: "0003_room", sql: m0003 },
   { version: 4, name: "0004_booking", sql: m0004 },
   { version: 5, name: "0005_messaging", sql: m0005 },
+  { version: 6, name: "0006_granted_credits", sql: m0006 },
 ];
