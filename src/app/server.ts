@@ -16,7 +16,7 @@ import { errorFields, log } from "../log";
 import { messageJobs, messageWorkers } from "../messages/worker";
 import { VERSION } from "../version";
 import { buildApp } from "./app";
-import { loadIpSalt } from "./salt";
+import { loadIpSalt, withProvisionedSettings } from "./settings";
 
 /**
  * Bun refuses larger bodies with a bare 413 before any handler, without the CORS headers a browser
@@ -42,8 +42,9 @@ function jobHandlers(deps: Deps): JobHandler[] {
 }
 
 /** Starts the service on an open database; used by `serve` and by tests. */
-export async function start(config: Config, db: Database, options: StartOptions = {}): Promise<Running> {
+export async function start(given: Config, db: Database, options: StartOptions = {}): Promise<Running> {
   await migrate(db.sql);
+  const config = await withProvisionedSettings(db.sql, given);
   const clock = options.clock ?? systemClock;
   const keys = new KeyStore(db.sql, clock);
   const limits = new Limits(db.sql, clock);

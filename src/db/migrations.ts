@@ -6,7 +6,8 @@ import m0002 from "../../sql/0002_lead_placement.sql" with { type: "text" };
 import m0003 from "../../sql/0003_room.sql" with { type: "text" };
 import m0004 from "../../sql/0004_booking.sql" with { type: "text" };
 import m0005 from "../../sql/0005_messaging.sql" with { type: "text" };
-import m0006 from "../../sql/0006_events.sql" with { type: "text" };
+import m0006 from "../../sql/0006_granted_credits.sql" with { type: "text" };
+import m0007 from "../../sql/0007_events.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -14,6 +15,6 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 3, name: "0003_room", sql: m0003 },
   { version: 4, name: "0004_booking", sql: m0004 },
   { version: 5, name: "0005_messaging", sql: m0005 },
-  // Reserved as 0007; the next free number until the lead renumbers at merge.
-  { version: 6, name: "0006_events", sql: m0006 },
+  { version: 6, name: "0006_granted_credits", sql: m0006 },
+  { version: 7, name: "0007_events", sql: m0007 },
 ];
