@@ -6,6 +6,8 @@ import { systemClock, type Clock } from "../clock";
 import type { Config } from "../config";
 import { migrate } from "../db/migrate";
 import { openDatabase, type Database } from "../db/open";
+import { automationHandler, automationWorkers } from "../automations/jobs";
+import { eventWorkers, webhookDeliveryHandler } from "../events/jobs";
 import type { Deps } from "../http/deps";
 import { JobRunner, type JobHandler } from "../jobs/queue";
 import { Workers, type Worker } from "../jobs/worker";
@@ -36,7 +38,7 @@ export interface StartOptions {
 
 /** The job kinds of every feature: one runner claims them all. */
 function jobHandlers(deps: Deps): JobHandler[] {
-  return [...messageJobs(deps)];
+  return [...messageJobs(deps), webhookDeliveryHandler(deps), automationHandler(deps)];
 }
 
 /** Starts the service on an open database; used by `serve` and by tests. */
@@ -52,11 +54,15 @@ export async function start(given: Config, db: Database, options: StartOptions =
   if (!db.embedded) await keys.listen();
   const app = buildApp(deps);
   const server = listen(app, config);
+  const runner = new JobRunner(db.sql, clock, jobHandlers(deps));
+  // Stopped in reverse: the outbox fan-out and the automation triggers before the runner that runs what they queue.
   const background: Worker[] = [
     keys.lastUseWorker(),
     ...limits.workers(),
     ...messageWorkers(deps),
-    new JobRunner(db.sql, clock, jobHandlers(deps)),
+    runner,
+    ...eventWorkers(deps, () => runner.wake()),
+    ...automationWorkers(deps, () => runner.wake()),
   ];
   const workers = new Workers(background);
   workers.start();

@@ -7,6 +7,7 @@ import m0003 from "../../sql/0003_room.sql" with { type: "text" };
 import m0004 from "../../sql/0004_booking.sql" with { type: "text" };
 import m0005 from "../../sql/0005_messaging.sql" with { type: "text" };
 import m0006 from "../../sql/0006_granted_credits.sql" with { type: "text" };
+import m0007 from "../../sql/0007_events.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -15,4 +16,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 4, name: "0004_booking", sql: m0004 },
   { version: 5, name: "0005_messaging", sql: m0005 },
   { version: 6, name: "0006_granted_credits", sql: m0006 },
+  { version: 7, name: "0007_events", sql: m0007 },
 ];

@@ -65,6 +65,22 @@ export async function enqueue(sql: Sql | Tx, job: NewJob): Promise<void> {
     on conflict (kind, ref) where ref is not null do nothing`;
 }
 
+/**
+ * Queues many jobs in one statement (each as `enqueue` would), in the caller's transaction when
+ * given one. Arrays of text only: postgres.js serializes arrays holding nulls or dates wrongly.
+ */
+export async function enqueueMany(sql: Sql | Tx, jobs: readonly NewJob[]): Promise<void> {
+  if (jobs.length === 0) return;
+  await sql`
+    insert into jobs (kind, ref, grp, payload, run_at)
+    select t.kind, nullif(t.ref, '')::bigint, nullif(t.grp, ''), t.payload::jsonb,
+           coalesce(to_timestamp(nullif(t.run_at, '')::float8 / 1000), now())
+    from unnest(${jobs.map((j) => j.kind)}::text[], ${jobs.map((j) => (j.ref == null ? "" : String(j.ref)))}::text[],
+                ${jobs.map((j) => j.grp ?? "")}::text[], ${jobs.map((j) => JSON.stringify(j.payload ?? {}))}::text[],
+                ${jobs.map((j) => (j.runAt == null ? "" : String(j.runAt)))}::text[]) as t(kind, ref, grp, payload, run_at)
+    on conflict (kind, ref) where ref is not null do nothing`;
+}
+
 export interface RunnerOptions {
   /** How often to look for due jobs when none was found, ms. */
   pollMs?: number;

@@ -377,6 +377,7 @@ function upsertAutomations(tx: Tx, autos: NonNullable<ProvisioningFile["automati
     channel: a.channel,
     subject: a.subject ?? null,
     body: a.body,
+    delay_seconds: a.delay_seconds ?? 0,
     active: a.active ?? true,
     updated_at: now,
   }));
@@ -384,10 +385,12 @@ function upsertAutomations(tx: Tx, autos: NonNullable<ProvisioningFile["automati
     insert into automations ${tx(batch)}
     on conflict (id) do update set
       org_id = excluded.org_id, trigger = excluded.trigger, channel = excluded.channel,
-      subject = excluded.subject, body = excluded.body, active = excluded.active, updated_at = excluded.updated_at
+      subject = excluded.subject, body = excluded.body, delay_seconds = excluded.delay_seconds,
+      active = excluded.active, updated_at = excluded.updated_at
     where (automations.org_id, automations.trigger, automations.channel, automations.subject, automations.body,
-           automations.active)
+           automations.delay_seconds, automations.active)
       is distinct from
-      (excluded.org_id, excluded.trigger, excluded.channel, excluded.subject, excluded.body, excluded.active)
+      (excluded.org_id, excluded.trigger, excluded.channel, excluded.subject, excluded.body, excluded.delay_seconds,
+       excluded.active)
     returning (xmax = 0) as inserted`);
 }

@@ -3,6 +3,7 @@
 // The schema pass is TypeBox; formats, duplicates and references are checked here by hand.
 import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value";
 import { agentProblem } from "../auth/admin";
+import { EVENT_TYPES, isSubscription } from "../events/types";
 import { ProvisioningFile, DAYS } from "./model";
 
 // A badly broken file of thousands of rows must not turn into a megabyte-long error line.
@@ -130,6 +131,13 @@ function formatProblems(root: Record<string, unknown>): string[] {
   for (const [i, hook] of items(root.webhooks)) {
     checkUrl(out, `webhooks[${i}].url`, hook.url, ["http:", "https:"]);
     checkSecret(out, `webhooks[${i}].secret`, hook.secret);
+    if (Array.isArray(hook.events)) {
+      hook.events.forEach((e, j) => {
+        if (typeof e === "string" && e !== "" && !isSubscription(e)) {
+          out.push(`webhooks[${i}].events[${j}]: unknown event type ${JSON.stringify(e)}; one of ${EVENT_TYPES.join(", ")} or "*"`);
+        }
+      });
+    }
   }
   return out;
 }
