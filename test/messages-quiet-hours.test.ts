@@ -5,12 +5,12 @@ import {
   FALLBACK_ZONE,
   STATE_ZONES,
   inQuietHours,
-  isZone,
   quietHoursEnd,
   recipientZone,
   stateZone,
   zoneOffset,
 } from "../src/messages/quiet-hours";
+import { isZone } from "../src/zone";
 
 const utc = (iso: string) => Date.parse(iso);
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());

@@ -67,8 +67,8 @@ describe("layout", () => {
     expect(cycles(graph).map((c) => c.join(" → "))).toEqual([]);
   });
 
-  test("errors, clock and config import nothing of the app; db imports only those and log", () => {
-    for (const part of ["errors", "clock", "config"]) expect({ part, imports: imports(part) }).toEqual({ part, imports: [] });
+  test("errors, clock, zone and config import nothing of the app; db imports only those and log", () => {
+    for (const part of ["errors", "clock", "zone", "config"]) expect({ part, imports: imports(part) }).toEqual({ part, imports: [] });
     const db = imports("db").filter(([to]) => !["errors", "clock", "config", "log"].includes(to));
     expect(db).toEqual([]);
   });

@@ -9,21 +9,8 @@
 // 03:00, 03:30), on the night they go back four (the repeated hour's times are told apart by their
 // zone abbreviation in `time`). A slot is offered when it starts after now plus min_notice_minutes
 // and fewer than `capacity` live bookings hold it; `remaining` is what is left.
-import {
-  addDays,
-  civilOf,
-  dayKeyOf,
-  dayText,
-  instantOf,
-  isZone,
-  offsetAt,
-  timeText,
-  wallAt,
-  wallOf,
-  weekdayOf,
-  zoneAbbr,
-  type CivilDate,
-} from "./zone";
+import { instantOf, isZone, offsetAt, wallOf } from "../zone";
+import { addDays, civilOf, dayKeyOf, dayText, timeText, wallAt, weekdayOf, zoneAbbr, type CivilDate } from "./zone";
 
 /** [start, end) in minutes after local midnight; end may be 1440 (midnight at the day's end). */
 export type Window = readonly [number, number];

@@ -6,6 +6,7 @@
 // after now whose local time is outside the window. Defined that way, daylight-saving changes need
 // no special cases: when the spring gap swallows `end` the window ends at the jump, and in the fall
 // repeat a local time that comes round again inside the window is quiet again.
+import { isZone, offsetAt } from "../zone";
 
 /**
  * US states (and DC and the inhabited territories) to IANA zones. A state split across zones
@@ -97,45 +98,13 @@ export function stateZone(state: string): string | null {
 /** Used when neither the lead's state nor the org's timezone names a usable zone. */
 export const FALLBACK_ZONE = "America/New_York";
 
-const formatters = new Map<string, Intl.DateTimeFormat | null>();
-
-function formatter(zone: string): Intl.DateTimeFormat | null {
-  let f = formatters.get(zone);
-  if (f === undefined) {
-    try {
-      f = new Intl.DateTimeFormat("en-US", {
-        timeZone: zone,
-        hourCycle: "h23",
-        year: "numeric",
-        month: "numeric",
-        day: "numeric",
-        hour: "numeric",
-        minute: "numeric",
-        second: "numeric",
-      });
-    } catch {
-      f = null; // not a zone this runtime knows
-    }
-    if (formatters.size < 1000) formatters.set(zone, f);
-  }
-  return f;
-}
-
-export const isZone = (zone: string): boolean => formatter(zone) !== null;
-
 /** The recipient's zone: the lead's US state where known, else the org's timezone, else New York. */
 export function recipientZone(leadState: string, orgTimezone: string): string {
   return stateZone(leadState) ?? (isZone(orgTimezone) ? orgTimezone : FALLBACK_ZONE);
 }
 
-/** The zone's UTC offset at instant t, in ms (local wall time = t + offset). */
-export function zoneOffset(zone: string, t: number): number {
-  const f = formatter(zone) ?? formatter(FALLBACK_ZONE)!;
-  const p: Record<string, number> = {};
-  for (const part of f.formatToParts(new Date(t))) if (part.type !== "literal") p[part.type] = Number(part.value);
-  const wall = Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second);
-  return wall - (t - (((t % 1000) + 1000) % 1000));
-}
+/** The zone's UTC offset at instant t, in ms (local wall time = t + offset); New York for an unknown zone. */
+export const zoneOffset = (zone: string, t: number): number => offsetAt(t, isZone(zone) ? zone : FALLBACK_ZONE);
 
 export interface QuietHours {
   start: string;

@@ -3,6 +3,7 @@
 // The schema pass is TypeBox; formats, duplicates and references are checked here by hand.
 import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value";
 import { agentProblem } from "../auth/admin";
+import { isZone } from "../zone";
 import { EVENT_TYPES, isSubscription } from "../events/types";
 import { ProvisioningFile, DAYS } from "./model";
 
@@ -142,17 +143,8 @@ function formatProblems(root: Record<string, unknown>): string[] {
   return out;
 }
 
-export function isTimeZone(name: string): boolean {
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function checkTimezone(out: string[], path: string, v: unknown) {
-  if (typeof v === "string" && v !== "" && !isTimeZone(v)) out.push(`${path}: unknown time zone ${JSON.stringify(v)}`);
+  if (typeof v === "string" && v !== "" && !isZone(v)) out.push(`${path}: unknown time zone ${JSON.stringify(v)}`);
 }
 
 function checkUrl(out: string[], path: string, v: unknown, protocols: string[]) {
