@@ -169,7 +169,8 @@ async function main() {
             values (1, null, ${`http://127.0.0.1:${receiver.port}/hook`}, ${secret}, '{*}')`;
   const intakes = Math.ceil(RATE * DURATION * 1.2 + 4000 * DURATION);
   keys = await makeKeys(sql, Math.ceil(intakes / 100));
-  await sql`vacuum analyze`;
+  // Only the seeded tables: statistics that call an empty table empty make plans that scan it once it fills.
+  await sql`vacuum analyze api_keys`;
 
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;

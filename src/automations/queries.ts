@@ -1,5 +1,5 @@
 import type postgres from "postgres";
-import type { Sql } from "../db/client";
+import { unprepared, type Sql } from "../db/client";
 
 type Tx = postgres.TransactionSql<{ bigint: number }>;
 
@@ -15,7 +15,7 @@ export interface NewRun {
  * processed in the same statement. `skip locked`: instances take disjoint triggers.
  */
 export async function fireTriggers(tx: Tx, now: Date, limit: number): Promise<{ triggers: number; runs: NewRun[] }> {
-  const [row] = await tx<{ triggers: number; runs: NewRun[] }[]>`
+  const [row] = await unprepared(tx<{ triggers: number; runs: NewRun[] }[]>`
     with t as (
       select id, org_id, trigger, lead_id from automation_triggers
       where processed_at is null
@@ -37,7 +37,7 @@ export async function fireTriggers(tx: Tx, now: Date, limit: number): Promise<{ 
     )
     select (select count(*)::int from t) as triggers,
            coalesce((select json_agg(json_build_object('id', id, 'due_at', (extract(epoch from due_at) * 1000)::bigint)
-                                     order by id) from runs), '[]') as runs`;
+                                     order by id) from runs), '[]') as runs`);
   return row;
 }
 

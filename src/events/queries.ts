@@ -1,5 +1,5 @@
 import type postgres from "postgres";
-import type { Sql } from "../db/client";
+import { unprepared, type Sql } from "../db/client";
 import type { AttemptOutcome } from "./send";
 
 type Tx = postgres.TransactionSql<{ bigint: number }>;
@@ -20,7 +20,7 @@ export async function fanOutEvents(
   now: Date,
   limit: number,
 ): Promise<{ events: number; deliveries: NewDelivery[] }> {
-  const [row] = await sql<{ events: number; deliveries: NewDelivery[] }[]>`
+  const [row] = await unprepared(sql<{ events: number; deliveries: NewDelivery[] }[]>`
     with ev as (
       select id, org_id, type from outbox_events
       where dispatched_at is null
@@ -42,7 +42,7 @@ export async function fanOutEvents(
     )
     select (select count(*)::int from ev) as events,
            coalesce((select json_agg(json_build_object('id', id, 'webhook_id', webhook_id) order by id) from dl), '[]')
-             as deliveries`;
+             as deliveries`);
   return row;
 }
 
