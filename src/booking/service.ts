@@ -156,7 +156,12 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
    * action=slots as the JSON text answered: the same as JSON.stringify(await slots(fields)), built
    * from each slot's JSON kept with the candidates (the read answered most often).
    */
-  async function slotsJson(fields: Record<string, unknown>): Promise<string> {
+  /**
+   * The Slots result, serialized. The usual answer (no token) comes as the UTF-8 bytes kept with
+   * the calendar's last answer: encoding a two-week answer (some 20 KB) again for every read was
+   * as dear as the rest of the request.
+   */
+  async function slotsJson(fields: Record<string, unknown>): Promise<string | Uint8Array> {
     const read = await readSlots(fields);
     if (!read) return JSON.stringify(unknownLink());
     const { calendar, rules, seats, now, kept, appointment } = read;
@@ -165,19 +170,20 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     // and the calendar's capacity, zone and name: while those stay the same (most reads between
     // two bookings), the text built last time is the answer.
     const memo = answerCache.get(calendar.id);
-    let body: string;
+    let answer: Answer;
     if (
       memo && memo.kept === kept && memo.first === first && memo.capacity === rules.capacity &&
       memo.tz === calendar.timezone && memo.name === calendar.name && sameSeats(memo.seats, seats)
     ) {
-      body = memo.body;
+      answer = memo;
     } else {
       const parts: string[] = [];
       eachOpenSlot(rules, countSeats(seats), now, kept.list, (_, i, remaining) => parts.push(kept.json[i] + remaining + "}"));
-      body = `{"ok":true,"slots":[${parts.join(",")}],"tz":${JSON.stringify(calendar.timezone)},"name":${JSON.stringify(calendar.name)}`;
-      answerCache.set(calendar.id, { kept, first, capacity: rules.capacity, tz: calendar.timezone, name: calendar.name, seats, body });
+      const body = `{"ok":true,"slots":[${parts.join(",")}],"tz":${JSON.stringify(calendar.timezone)},"name":${JSON.stringify(calendar.name)}`;
+      answer = { kept, first, capacity: rules.capacity, tz: calendar.timezone, name: calendar.name, seats, body, bytes: encoder.encode(body + "}") };
+      answerCache.set(calendar.id, answer);
     }
-    return appointment === undefined ? body + "}" : `${body},"appointment":${JSON.stringify(appointment)}}`;
+    return appointment === undefined ? answer.bytes : `${answer.body},"appointment":${JSON.stringify(appointment)}}`;
   }
 
   async function book(fields: Record<string, unknown>): Promise<BookResult | Refused> {
@@ -358,7 +364,11 @@ interface Answer {
   name: string;
   seats: readonly number[];
   body: string;
+  /** The whole answer without an appointment, as sent. */
+  bytes: Uint8Array;
 }
+
+const encoder = new TextEncoder();
 
 function sameSeats(a: readonly number[], b: readonly number[]): boolean {
   if (a === b) return true;
