@@ -1,6 +1,7 @@
 // `leadline webhooks …`: argument parsing and output only; queries in admin.ts, sending in deliver.ts.
 import type { Sql } from "../db/client";
 import type { Clock } from "../clock";
+import { noPositional, oneId, parseArgs, positiveInt, printJson, printTable, textCell as cell, timeCell as time } from "../args";
 import { UsageError } from "../errors";
 import { enableEndpoint, listAttempts, listDeliveries, listEndpoints } from "./admin";
 import { deliveryOptions, replayDelivery, type DeliveryOptions } from "./deliver";
@@ -13,63 +14,11 @@ export interface WebhooksCommandOptions {
   delivery?: Partial<DeliveryOptions>;
 }
 
-type Flags = Map<string, string | true>;
-
-function parseArgs(sub: string, args: string[], valued: string[], booleans: string[]): { flags: Flags; positional: string[] } {
-  const flags: Flags = new Map();
-  const positional: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (!arg.startsWith("-") || arg === "-") {
-      positional.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf("=");
-    const name = eq === -1 ? arg : arg.slice(0, eq);
-    if (flags.has(name)) throw new UsageError(`webhooks ${sub}: ${name} given twice`);
-    if (booleans.includes(name) && eq === -1) {
-      flags.set(name, true);
-    } else if (valued.includes(name)) {
-      const value = eq === -1 ? args[++i] : arg.slice(eq + 1);
-      if (value === undefined || value === "") throw new UsageError(`webhooks ${sub}: ${name} needs a value`);
-      flags.set(name, value);
-    } else {
-      throw new UsageError(`webhooks ${sub}: unknown option ${name}`);
-    }
-  }
-  return { flags, positional };
-}
-
-function positiveInt(sub: string, what: string, raw: string): number {
-  if (!/^[1-9][0-9]{0,15}$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
-    throw new UsageError(`webhooks ${sub}: ${what} must be a positive integer, got ${JSON.stringify(raw)}`);
-  }
-  return Number(raw);
-}
-
-function oneId(sub: string, what: string, positional: string[]): number {
-  if (positional.length !== 1) throw new UsageError(`usage: leadline webhooks ${sub} ${what}`);
-  return positiveInt(sub, what, positional[0]);
-}
-
-function noPositional(sub: string, positional: string[]) {
-  if (positional.length > 0) throw new UsageError(`webhooks ${sub}: unexpected argument ${JSON.stringify(positional[0])}`);
-}
-
-const time = (d: Date | null) => (d === null ? "-" : d.toISOString().replace(/\.\d{3}Z$/, "Z"));
-const cell = (s: string) => (s === "" || /[\s"]/.test(s) ? JSON.stringify(s) : s);
 const cut = (s: string, n: number) => (s.length > n ? s.slice(0, n - 1) + "…" : s);
 
-function printTable(rows: string[][]) {
-  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  for (const r of rows) process.stdout.write(r.map((v, c) => v.padEnd(widths[c])).join("  ").trimEnd() + "\n");
-}
-
-const printJson = (value: unknown) => process.stdout.write(JSON.stringify(value) + "\n");
-
 async function list(sql: Sql, args: string[]) {
-  const { flags, positional } = parseArgs("list", args, [], ["--json"]);
-  noPositional("list", positional);
+  const { flags, positional } = parseArgs("webhooks list", args, [], ["--json"]);
+  noPositional("webhooks list", positional);
   const endpoints = await listEndpoints(sql);
   if (flags.has("--json")) return printJson(endpoints);
   printTable([
@@ -88,14 +37,14 @@ async function list(sql: Sql, args: string[]) {
 }
 
 async function deliveries(sql: Sql, args: string[]) {
-  const { flags, positional } = parseArgs("deliveries", args, ["--endpoint", "--limit"], ["--failed", "--json"]);
-  noPositional("deliveries", positional);
+  const { flags, positional } = parseArgs("webhooks deliveries", args, ["--endpoint", "--limit"], ["--failed", "--json"]);
+  noPositional("webhooks deliveries", positional);
   const endpoint = flags.get("--endpoint");
   const limit = flags.get("--limit");
   const rows = await listDeliveries(sql, {
-    endpoint: typeof endpoint === "string" ? positiveInt("deliveries", "--endpoint", endpoint) : null,
+    endpoint: typeof endpoint === "string" ? positiveInt("webhooks deliveries", "--endpoint", endpoint) : null,
     failed: flags.has("--failed"),
-    limit: typeof limit === "string" ? Math.min(positiveInt("deliveries", "--limit", limit), 10_000) : 100,
+    limit: typeof limit === "string" ? Math.min(positiveInt("webhooks deliveries", "--limit", limit), 10_000) : 100,
   });
   if (flags.has("--json")) return printJson(rows);
   printTable([
@@ -115,8 +64,8 @@ async function deliveries(sql: Sql, args: string[]) {
 }
 
 async function attempts(sql: Sql, args: string[]) {
-  const { flags, positional } = parseArgs("attempts", args, [], ["--json"]);
-  const id = oneId("attempts", "DELIVERY_ID", positional);
+  const { flags, positional } = parseArgs("webhooks attempts", args, [], ["--json"]);
+  const id = oneId("webhooks attempts", "DELIVERY_ID", positional);
   const rows = await listAttempts(sql, id);
   if (rows === null) throw new Error(`delivery ${id} does not exist`);
   if (flags.has("--json")) return printJson(rows);
@@ -136,8 +85,8 @@ async function attempts(sql: Sql, args: string[]) {
 }
 
 async function replay(sql: Sql, args: string[], opts: WebhooksCommandOptions): Promise<number> {
-  const { flags, positional } = parseArgs("replay", args, [], ["--json"]);
-  const id = oneId("replay", "DELIVERY_ID", positional);
+  const { flags, positional } = parseArgs("webhooks replay", args, [], ["--json"]);
+  const id = oneId("webhooks replay", "DELIVERY_ID", positional);
   const clock = opts.clock ?? { now: () => Date.now() };
   const r = await replayDelivery(sql, clock, id, deliveryOptions(opts.allowPrivate, opts.delivery));
   const o = r.outcome;
@@ -152,8 +101,8 @@ async function replay(sql: Sql, args: string[], opts: WebhooksCommandOptions): P
 }
 
 async function enable(sql: Sql, args: string[]) {
-  const { positional } = parseArgs("enable", args, [], []);
-  const id = oneId("enable", "ID", positional);
+  const { positional } = parseArgs("webhooks enable", args, [], []);
+  const id = oneId("webhooks enable", "ID", positional);
   if (!(await enableEndpoint(sql, id))) throw new Error(`endpoint ${id} does not exist`);
   process.stderr.write(`enabled endpoint ${id}\n`);
 }
