@@ -249,15 +249,24 @@ describe.skipIf(missing)("start-up refusals", () => {
   }, 30_000);
 });
 
+/** An empty database (not a clone of the migrated template) for `fn`, dropped afterwards. */
+async function withEmptyDatabase(fn: (url: string) => Promise<void>): Promise<void> {
+  const name = `exe_${randomBytes(6).toString("hex")}`;
+  const admin = connect(adminUrl!, { max: 1, statementTimeoutMs: 0, applicationName: "leadline-test-admin" });
+  await admin`create database ${admin(name)}`;
+  try {
+    await fn(databaseUrl(adminUrl!, name));
+  } finally {
+    await admin`drop database if exists ${admin(name)} with (force)`;
+    await admin.end({ timeout: 5 });
+  }
+}
+
 describe.skipIf(missing || !adminUrl)("the executable on a real PostgreSQL", () => {
   test(
     "listening is exclusive: a second serve on an address already served fails at once, naming it",
-    async () => {
-      const name = `exe_${randomBytes(6).toString("hex")}`;
-      const admin = connect(adminUrl!, { max: 1, statementTimeoutMs: 0, applicationName: "leadline-test-admin" });
-      await admin`create database ${admin(name)}`;
-      const url = databaseUrl(adminUrl!, name);
-      try {
+    () =>
+      withEmptyDatabase(async (url) => {
         const first = await serve({ DATABASE_URL: url });
         const port = new URL(first.base).port;
         const second = await run(["serve"], { DATABASE_URL: url, PORT: port, HOST: "127.0.0.1" });
@@ -266,23 +275,15 @@ describe.skipIf(missing || !adminUrl)("the executable on a real PostgreSQL", () 
         // The first still answers every request itself.
         for (let i = 0; i < 20; i++) expect((await get(`${first.base}/healthz`)).status).toBe(200);
         expect(await first.stop()).toBe(0);
-      } finally {
-        await admin`drop database if exists ${admin(name)} with (force)`;
-        await admin.end({ timeout: 5 });
-      }
-    },
+      }),
     2 * START_MS,
   );
 
   test(
     "two instances started together on an empty database both migrate, serve and stop cleanly",
-    async () => {
-      // An empty database, not a clone of the migrated template: both instances race on migrations.
-      const name = `exe_${randomBytes(6).toString("hex")}`;
-      const admin = connect(adminUrl!, { max: 1, statementTimeoutMs: 0, applicationName: "leadline-test-admin" });
-      await admin`create database ${admin(name)}`;
-      const url = databaseUrl(adminUrl!, name);
-      try {
+    // An empty database, not a clone of the migrated template: both instances race on migrations.
+    () =>
+      withEmptyDatabase(async (url) => {
         const instances = await Promise.all([serve({ DATABASE_URL: url }), serve({ DATABASE_URL: url })]);
         for (const s of instances) expect((await get(`${s.base}/readyz`)).status).toBe(200);
         expect(await Promise.all(instances.map((s) => s.stop()))).toEqual([0, 0]);
@@ -294,11 +295,7 @@ describe.skipIf(missing || !adminUrl)("the executable on a real PostgreSQL", () 
         } finally {
           await sql.end({ timeout: 5 });
         }
-      } finally {
-        await admin`drop database if exists ${admin(name)} with (force)`;
-        await admin.end({ timeout: 5 });
-      }
-    },
+      }),
     2 * START_MS,
   );
 });
