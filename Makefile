@@ -2,18 +2,20 @@
 BUN := node_modules/.bin/bun
 SRC := $(shell find src sql -type f 2>/dev/null)
 
-.PHONY: install run build test typecheck bench clean fmt
+.PHONY: install run build test typecheck bench clean
 
 install: node_modules/.installed
 
-node_modules/.installed: package.json package-lock.json patches/apply.mjs
+node_modules/.installed: package.json package-lock.json $(wildcard patches/*.patch)
 	npm ci --no-audit --no-fund
 	@touch $@
 
 build: dist/leadline
 
+# patches/check.ts fails the build when a dependency fix is missing from the executable.
 dist/leadline: node_modules/.installed $(SRC)
 	$(BUN) build --compile src/main.ts --outfile dist/leadline
+	@$(BUN) patches/check.ts dist/leadline || { rm -f dist/leadline; exit 1; }
 
 run: build
 	./dist/leadline serve

@@ -19,6 +19,14 @@ commands:
   keys list [--json]         list keys (never plaintext)
   keys revoke ID             revoke a key
   keys rotate ID [--json]    issue a replacement key with the same grants and revoke the old one
+  webhooks list [--json]     list webhook endpoints with their state and pending/failed deliveries
+  webhooks deliveries [--endpoint ID] [--failed] [--limit N] [--json]
+                             list deliveries, newest first
+  webhooks attempts DELIVERY_ID [--json]
+                             every attempt of a delivery: time, address, status, error, response
+  webhooks replay DELIVERY_ID [--json]
+                             send a delivery again now, as a new attempt of the same event id
+  webhooks enable ID         enable an endpoint disabled by a 410 response
   dni report [--pool KEY] [--since YYYY-MM-DD] [--json]
                              visitors, page views, form events and calls per pool and UTM source/medium/campaign
   version                    print the version
@@ -69,6 +77,10 @@ export async function runCli(argv: string[]): Promise<number> {
       case "keys": {
         const { keysCommand } = await import("./auth/command");
         return await withDb(config, (db) => keysCommand(db.sql, rest));
+      }
+      case "webhooks": {
+        const { webhooksCommand } = await import("./events/command");
+        return await withDb(config, (db) => webhooksCommand(db.sql, rest, { allowPrivate: config.webhookAllowPrivate }));
       }
       case "dni": {
         const { dniCommand } = await import("./dni/command");

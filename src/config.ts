@@ -8,7 +8,10 @@ export interface Config {
   dataDir: string;
   port: number;
   host: string;
+  /** The public base address; BASE_URL, else the provisioned setting (applied at start), else localhost. */
   baseUrl: string;
+  /** True when BASE_URL came from the environment (which wins over the provisioned setting). */
+  baseUrlFromEnv: boolean;
   inboundListId: number | null;
   ipSalt: string | null;
   trustProxy: TrustProxy;
@@ -51,6 +54,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port,
     host: env.HOST?.trim() || "0.0.0.0",
     baseUrl,
+    baseUrlFromEnv: !!env.BASE_URL?.trim(),
     inboundListId: intIn("COMMS_INBOUND_LIST_ID", env.COMMS_INBOUND_LIST_ID, 1, Number.MAX_SAFE_INTEGER),
     ipSalt: env.NPK_IP_SALT || null,
     trustProxy: oneOf("TRUST_PROXY", env.TRUST_PROXY, ["loopback", "all", "none"] as const, "loopback"),

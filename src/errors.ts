@@ -47,7 +47,6 @@ const STATUS = {
   unknown_token: 404,
   not_pending: 409,
   internal: 500,
-  not_implemented: 501,
   unavailable: 503,
 } as const;
 

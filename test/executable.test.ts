@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Subprocess } from "bun";
 import { randomBytes } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { connect } from "../src/db/client";
@@ -115,6 +116,28 @@ async function serve(env: Record<string, string>): Promise<Serving> {
   };
 }
 
+/** The TCP ports process `pid` listens on (from /proc: its socket inodes in LISTEN state). */
+function listeningPorts(pid: number): number[] {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports: number[] = [];
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    if (!existsSync(table)) continue;
+    for (const line of readFileSync(table, "utf8").split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 9 && f[3] === "0A" && inodes.has(f[9])) ports.push(parseInt(f[1].split(":")[1], 16));
+    }
+  }
+  return [...new Set(ports)].sort();
+}
+
 async function get(url: string, key?: string) {
   const res = await fetch(url, { headers: key ? { "x-api-key": key } : {} });
   return { status: res.status, body: await res.text() };
@@ -186,16 +209,81 @@ describe.skipIf(missing)("the executable", () => {
   );
 });
 
+describe.skipIf(missing)("start-up refusals", () => {
+  test(
+    "a DATA_DIR too long for a Unix socket path still never serves the database on TCP",
+    async () => {
+      const deep = "./" + Array.from({ length: 6 }, (_, i) => `a-rather-long-directory-name-${i}`).join("/");
+      const s = await serve({ DATA_DIR: deep });
+      try {
+        expect((await get(`${s.base}/readyz`)).status).toBe(200);
+        expect(listeningPorts(s.pid)).toEqual([Number(new URL(s.base).port)]);
+      } finally {
+        expect(await s.stop()).toBe(0);
+      }
+    },
+    2 * START_MS,
+  );
+
+  test("a DATABASE_URL whose server is not PostgreSQL fails serve, migrate and keys within seconds, with one line", async () => {
+    // Answers like an HTTP server would, and hangs up.
+    const impostor: Server = createServer((c) => c.end("HTTP/1.1 400 Bad Request\r\n\r\n"));
+    await new Promise<void>((ok) => impostor.listen(0, "127.0.0.1", ok));
+    const port = (impostor.address() as { port: number }).port;
+    try {
+      const env = { DATABASE_URL: `postgres://leadline:secret@127.0.0.1:${port}/leadline` };
+      const results = await Promise.all([["serve"], ["migrate"], ["keys", "list"]].map(async (args) => {
+        const started = Date.now();
+        const r = await run(args, env);
+        return { args, ...r, ms: Date.now() - started };
+      }));
+      for (const r of results) {
+        expect({ args: r.args, code: r.code === 0 ? 0 : "non-zero" }).toEqual({ args: r.args, code: "non-zero" });
+        expect(r.ms).toBeLessThan(15_000);
+        expect(r.err).toMatch(new RegExp(`^leadline: [^\\n]*127\\.0\\.0\\.1:${port}[^\\n]*\\n$`));
+        expect(r.err).not.toContain("secret");
+      }
+    } finally {
+      impostor.close();
+    }
+  }, 30_000);
+});
+
+/** An empty database (not a clone of the migrated template) for `fn`, dropped afterwards. */
+async function withEmptyDatabase(fn: (url: string) => Promise<void>): Promise<void> {
+  const name = `exe_${randomBytes(6).toString("hex")}`;
+  const admin = connect(adminUrl!, { max: 1, statementTimeoutMs: 0, applicationName: "leadline-test-admin" });
+  await admin`create database ${admin(name)}`;
+  try {
+    await fn(databaseUrl(adminUrl!, name));
+  } finally {
+    await admin`drop database if exists ${admin(name)} with (force)`;
+    await admin.end({ timeout: 5 });
+  }
+}
+
 describe.skipIf(missing || !adminUrl)("the executable on a real PostgreSQL", () => {
   test(
+    "listening is exclusive: a second serve on an address already served fails at once, naming it",
+    () =>
+      withEmptyDatabase(async (url) => {
+        const first = await serve({ DATABASE_URL: url });
+        const port = new URL(first.base).port;
+        const second = await run(["serve"], { DATABASE_URL: url, PORT: port, HOST: "127.0.0.1" });
+        expect(second.code).not.toBe(0);
+        expect(second.err).toMatch(new RegExp(`^leadline: [^\\n]*127\\.0\\.0\\.1:${port}[^\\n]*\\n$`));
+        // The first still answers every request itself.
+        for (let i = 0; i < 20; i++) expect((await get(`${first.base}/healthz`)).status).toBe(200);
+        expect(await first.stop()).toBe(0);
+      }),
+    2 * START_MS,
+  );
+
+  test(
     "two instances started together on an empty database both migrate, serve and stop cleanly",
-    async () => {
-      // An empty database, not a clone of the migrated template: both instances race on migrations.
-      const name = `exe_${randomBytes(6).toString("hex")}`;
-      const admin = connect(adminUrl!, { max: 1, statementTimeoutMs: 0, applicationName: "leadline-test-admin" });
-      await admin`create database ${admin(name)}`;
-      const url = databaseUrl(adminUrl!, name);
-      try {
+    // An empty database, not a clone of the migrated template: both instances race on migrations.
+    () =>
+      withEmptyDatabase(async (url) => {
         const instances = await Promise.all([serve({ DATABASE_URL: url }), serve({ DATABASE_URL: url })]);
         for (const s of instances) expect((await get(`${s.base}/readyz`)).status).toBe(200);
         expect(await Promise.all(instances.map((s) => s.stop()))).toEqual([0, 0]);
@@ -207,11 +295,7 @@ describe.skipIf(missing || !adminUrl)("the executable on a real PostgreSQL", () 
         } finally {
           await sql.end({ timeout: 5 });
         }
-      } finally {
-        await admin`drop database if exists ${admin(name)} with (force)`;
-        await admin.end({ timeout: 5 });
-      }
-    },
+      }),
     2 * START_MS,
   );
 });

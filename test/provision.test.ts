@@ -290,6 +290,34 @@ describe("provision FILE", () => {
     expect(message).toContain('dni_pools[0].numbers[0]: 5125550102 is active in pool "acme-site"');
   });
 
+  test("credits are a grant: re-applying gives nothing back that sends spent; a changed grant moves the balance by the difference", async () => {
+    const sql = await fresh();
+    const withCredits = (credits: number) => {
+      const file = example();
+      file.orgs[0].billing.credits = credits;
+      return file;
+    };
+    const balance = async () =>
+      (await sql<{ credits: number; granted: number }[]>`select credits::float8 as credits, granted::float8 as granted from org_billing`)[0];
+    const grants = async () =>
+      (await sql<{ amount: number; balance: number }[]>`
+        select amount::float8 as amount, balance::float8 as balance from credit_ledger where kind = 'grant' order by id`).map((r) => [r.amount, r.balance]);
+    await provision(sql, withCredits(25));
+    expect(await balance()).toEqual({ credits: 25, granted: 25 });
+    // Sends spend 5 (as the send path does: balance down, under the row lock).
+    await sql`update org_billing set credits = credits - 5`;
+    await provision(sql, withCredits(25));
+    expect(await balance()).toEqual({ credits: 20, granted: 25 });
+    await provision(sql, withCredits(30));
+    expect(await balance()).toEqual({ credits: 25, granted: 30 });
+    await provision(sql, withCredits(10));
+    expect(await balance()).toEqual({ credits: 5, granted: 10 });
+    // A grant lowered below what was spent empties the balance; it never goes negative.
+    await provision(sql, withCredits(0));
+    expect(await balance()).toEqual({ credits: 0, granted: 0 });
+    expect(await grants()).toEqual([[25, 25], [5, 25], [-20, 5], [-5, 0]]);
+  });
+
   test("a revoked key stays revoked; a revoked generated key is replaced; a rotated one is kept", async () => {
     const sql = await fresh();
     const file = example();

@@ -131,6 +131,41 @@ describe("concurrent reads of many keys share statements, each answered for its 
   });
 });
 
+describe("a dial belongs to the agent it was queued for", () => {
+  // A platform key may be bound to an agent of some organization and dial any organization's
+  // leads; the agent's own tenant key then reaches that dial, and nothing else of its lead.
+  test("the agent sees and reports the dial by dial_id; by lead_id, and everywhere else, the lead stays out of reach", async () => {
+    const platformForAgent7 = (await makeKey(db.sql, { scopes: ["cti"], agent: "agent7" })).key;
+    const agent7 = (await makeKey(db.sql, { scopes: ["cti", "calls:write", "leads:read", "conversations:read"], org: 1, agent: "agent7" })).key;
+    const acmeDialer = (await makeKey(db.sql, { scopes: ["calls:write"], org: 1 })).key;
+    const boltDialer = (await makeKey(db.sql, { scopes: ["calls:write"], org: 2 })).key;
+    const platformDialer = (await makeKey(db.sql, { scopes: ["calls:write"] })).key;
+    const boltLead = await makeLead(db.sql, { list: 201, phone: "5140000001", first: "Bo", last: "Bolt" });
+
+    const dialed = await call(app.base, "/hooks/api_v1.php?r=cti/dial", { method: "POST", key: platformForAgent7, json: { phone: "5140000001" } });
+    expect(dialed.body).toEqual({ ok: true, id: expect.any(Number), lead_id: boltLead });
+    const claimed = await call(app.base, "/hooks/cti_queue.php", { key: agent7 });
+    expect(claimed.body.dial).toEqual({ id: dialed.body.id, lead_id: boltLead, phone: "5140000001", name: "Bo Bolt", epoch: expect.any(Number) });
+
+    const report = (key: string, json: Record<string, unknown>) =>
+      call(app.base, "/hooks/calls.php", { method: "POST", key, json: { status: "ANSWERED", secs: 5, agent: "agent7", ...json } });
+    // By lead_id the agent's tenant key cannot reach the other organization's lead.
+    expect((await report(agent7, { lead_id: boltLead })).status).toBe(404);
+    expect((await report(agent7, { lead_id: boltLead, dial_id: dialed.body.id })).status).toBe(404);
+    expect((await getLead(agent7, boltLead)).status).toBe(404);
+    expect((await conversation(agent7, boltLead)).status).toBe(404);
+    // Another key of the agent's organization, not bound to the agent, does not reach the dial.
+    expect((await report(acmeDialer, { dial_id: dialed.body.id })).status).toBe(404);
+    // The agent reports it by dial_id.
+    const byAgent = await report(agent7, { dial_id: dialed.body.id });
+    expect(byAgent.status).toBe(200);
+    expect(byAgent.body).toEqual({ ok: true, call_id: expect.any(Number), lead_id: boltLead });
+    // Keys that may address the lead anyway reach the dial too: its organization's, the platform's.
+    expect((await report(boltDialer, { dial_id: dialed.body.id })).status).toBe(200);
+    expect((await report(platformDialer, { dial_id: dialed.body.id })).status).toBe(200);
+  });
+});
+
 describe("migration 0002 on a database that already has leads", () => {
   test("fills in every existing lead's campaign and organization", async () => {
     const old = await testDatabase();

@@ -1,6 +1,7 @@
 // The assembly: the HTTP application built from every feature's routes and api_v1 operations,
 // with one error renderer for all of them. The one place that knows every feature.
 import { Elysia } from "elysia";
+import { bookingRoutes } from "../booking/routes";
 import { callRoutes } from "../calls/routes";
 import { conversationOperations } from "../conversations/routes";
 import { ctiOperations, ctiRoutes } from "../cti/routes";
@@ -10,7 +11,7 @@ import type { Deps } from "../http/deps";
 import { errorResponse } from "../http/respond";
 import { kpiRoutes } from "../kpi/routes";
 import { leadOperations, leadRoutes } from "../leads/routes";
-import { messageOperations } from "../messages/routes";
+import { messageOperations, messageRoutes } from "../messages/routes";
 import { apiV1Routes } from "./api-v1";
 import { healthRoutes } from "./health";
 
@@ -28,5 +29,7 @@ export function buildApp(deps: Deps) {
     .use(kpiRoutes(deps))
     .use(callRoutes(deps))
     .use(ctiRoutes(deps))
+    .use(bookingRoutes(deps))
+    .use(messageRoutes(deps))
     .use(dniRoutes(deps));
 }

@@ -7,14 +7,17 @@ import type { Config } from "../config";
 import { migrate } from "../db/migrate";
 import { openDatabase, type Database } from "../db/open";
 import { dniWorkers } from "../dni/instance";
+import { automationHandler, automationWorkers } from "../automations/jobs";
+import { eventWorkers, webhookDeliveryHandler } from "../events/jobs";
 import type { Deps } from "../http/deps";
 import { JobRunner, type JobHandler } from "../jobs/queue";
 import { Workers, type Worker } from "../jobs/worker";
 import { Limits } from "../limits/limits";
 import { errorFields, log } from "../log";
+import { messageJobs, messageWorkers } from "../messages/worker";
 import { VERSION } from "../version";
 import { buildApp } from "./app";
-import { loadIpSalt } from "./salt";
+import { loadIpSalt, withProvisionedSettings } from "./settings";
 
 /**
  * Bun refuses larger bodies with a bare 413 before any handler, without the CORS headers a browser
@@ -35,13 +38,14 @@ export interface StartOptions {
 }
 
 /** The job kinds of every feature: one runner claims them all. */
-function jobHandlers(_deps: Deps): JobHandler[] {
-  return [];
+function jobHandlers(deps: Deps): JobHandler[] {
+  return [...messageJobs(deps), webhookDeliveryHandler(deps), automationHandler(deps)];
 }
 
 /** Starts the service on an open database; used by `serve` and by tests. */
-export async function start(config: Config, db: Database, options: StartOptions = {}): Promise<Running> {
+export async function start(given: Config, db: Database, options: StartOptions = {}): Promise<Running> {
   await migrate(db.sql);
+  const config = await withProvisionedSettings(db.sql, given);
   const clock = options.clock ?? systemClock;
   const keys = new KeyStore(db.sql, clock);
   const limits = new Limits(db.sql, clock);
@@ -51,11 +55,16 @@ export async function start(config: Config, db: Database, options: StartOptions 
   if (!db.embedded) await keys.listen();
   const app = buildApp(deps);
   const server = listen(app, config);
+  const runner = new JobRunner(db.sql, clock, jobHandlers(deps));
+  // Stopped in reverse: the outbox fan-out and the automation triggers before the runner that runs what they queue.
   const background: Worker[] = [
     keys.lastUseWorker(),
     ...limits.workers(),
+    ...messageWorkers(deps),
     ...dniWorkers(deps),
-    new JobRunner(db.sql, clock, jobHandlers(deps)),
+    runner,
+    ...eventWorkers(deps, () => runner.wake()),
+    ...automationWorkers(deps, () => runner.wake()),
   ];
   const workers = new Workers(background);
   workers.start();

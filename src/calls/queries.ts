@@ -23,18 +23,36 @@ export async function findDial(sql: Sql, actor: Actor, dialId: number): Promise<
   return row ?? null;
 }
 
-/** Records the call and moves its dial out of pending/dialing, in one statement. */
+/**
+ * Records the call, moves its dial out of pending/dialing and writes its `call.completed` outbox
+ * event, in one statement. The event belongs to the lead's organization, else the reporter's.
+ */
 export async function insertCall(sql: Sql, actor: Actor, leadId: number | null, report: CallReport): Promise<number> {
   const [row] = await sql<{ id: number }[]>`
     with d as (
       update dials set status = 'done', ended_at = now()
       where id = ${report.dialId} and status in ('pending', 'dialing')
+    ), c as (
+      insert into calls (lead_id, dial_id, key_id, phone, to_number, status, secs, agent, recording_id,
+                         ai_summary, occurred_at)
+      values (${leadId}, ${report.dialId}, ${actor.keyId}, ${report.phone}, ${report.toNumber}, ${report.status},
+              ${report.secs}, ${report.agent}, ${report.recordingId}, ${report.aiSummary},
+              coalesce(to_timestamp(${report.epoch}::bigint), now()))
+      returning *
+    ), evt as (
+      insert into outbox_events (org_id, type, payload)
+      select o.org_id, 'call.completed', jsonb_build_object(
+        'type', 'call.completed',
+        'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        'data', jsonb_build_object(
+          'call_id', c.id, 'lead_id', c.lead_id, 'org_id', o.org_id, 'dial_id', c.dial_id, 'phone', c.phone,
+          'to_number', c.to_number, 'status', c.status, 'secs', c.secs, 'agent', c.agent,
+          'recording_id', c.recording_id, 'ai_summary', c.ai_summary,
+          'occurred_at', to_char(c.occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
+      from c cross join lateral (
+        select coalesce((select l.org_id from leads l where l.id = c.lead_id), ${actor.orgId}::bigint) as org_id
+      ) o
     )
-    insert into calls (lead_id, dial_id, key_id, phone, to_number, status, secs, agent, recording_id,
-                       ai_summary, occurred_at)
-    values (${leadId}, ${report.dialId}, ${actor.keyId}, ${report.phone}, ${report.toNumber}, ${report.status},
-            ${report.secs}, ${report.agent}, ${report.recordingId}, ${report.aiSummary},
-            coalesce(to_timestamp(${report.epoch}::bigint), now()))
-    returning id`;
+    select id from c`;
   return row.id;
 }

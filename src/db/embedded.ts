@@ -1,9 +1,10 @@
 // The embedded database: PGlite (PostgreSQL compiled to WebAssembly) stored under DATA_DIR and
-// served on a loopback port, so that postgres.js talks to it as to any PostgreSQL.
+// served on a private Unix socket, so that postgres.js talks to it as to any PostgreSQL.
 import { PGlite } from "@electric-sql/pglite";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
 import { dlopen, FFIType } from "bun:ffi";
-import { closeSync, constants, ftruncateSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { chmodSync, closeSync, constants, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { errorFields, log } from "../log";
 // Imported as files so that `bun build --compile` embeds them: PGlite otherwise loads them from
@@ -16,8 +17,8 @@ import initdbWasmPath from "../../node_modules/@electric-sql/pglite/dist/initdb.
 export interface EmbeddedServer {
   /** A postgres:// URL of the server, meant for this process alone (see below). */
   url: string;
-  /** The Unix socket to connect through, when the server listens on one. */
-  path: string | null;
+  /** The Unix socket to connect through. */
+  path: string;
   /** Stops serving, shuts PGlite down cleanly (so the data persists) and releases the lock. */
   close(): Promise<void>;
 }
@@ -35,20 +36,19 @@ export async function startEmbedded(dataDir: string): Promise<EmbeddedServer> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const lock = lockDataDir(dir, dataDir);
   let db: PGlite | undefined;
+  let socketDir: (() => void) | null = null;
   try {
     const [pgliteWasmModule, initdbWasmModule] = await Promise.all([compile(pgliteWasmPath), compile(initdbWasmPath)]);
     db = await PGlite.create(join(dir, "pgdata"), { fsBundle: Bun.file(fsBundlePath), pgliteWasmModule, initdbWasmModule });
     // More than one slot, so that postgres.js reconnecting (idle_timeout, max_lifetime) is not
     // refused while the server has yet to notice the old socket closed.
-    // A Unix socket inside the 0700 data directory, so no other local user can reach the database;
-    // a loopback port only where the path would exceed the socket path limit (108 bytes).
-    const socketPath = join(dir, ".s.PGSQL.5432");
-    const path = Buffer.byteLength(socketPath) < 100 ? socketPath : null;
-    if (path) rmSync(path, { force: true });
-    else log.warn("embedded database: DATA_DIR path too long for a Unix socket; serving on a loopback port");
-    const server = new PGLiteSocketServer(
-      path ? { db, path, maxConnections: 4 } : { db, host: "127.0.0.1", port: 0, maxConnections: 4 },
-    );
+    // Never a TCP port: PGlite has no password, so any local user could connect. The socket lives
+    // in the 0700 data directory, or, where that path would exceed the Unix socket path limit
+    // (108 bytes), in a fresh 0700 directory of its own under the temp dir.
+    const { path, cleanup } = socketPath(dir);
+    socketDir = cleanup;
+    rmSync(path, { force: true });
+    const server = new PGLiteSocketServer({ db, path, maxConnections: 4 });
     const pglite = db;
     server.addEventListener("connection", () => {
       // Prepared statements outlive the connection that made them (the session never ends), and
@@ -60,7 +60,7 @@ export async function startEmbedded(dataDir: string): Promise<EmbeddedServer> {
     await server.start();
     let closing: Promise<void> | undefined;
     return {
-      url: path ? "postgres://postgres@localhost/postgres" : `postgres://postgres@${server.getServerConn()}/postgres`,
+      url: "postgres://postgres@localhost/postgres",
       path,
       close: () =>
         (closing ??= (async () => {
@@ -68,15 +68,34 @@ export async function startEmbedded(dataDir: string): Promise<EmbeddedServer> {
             await server.stop();
             await pglite.close();
           } finally {
+            socketDir?.();
             lock.release();
           }
         })()),
     };
   } catch (err) {
     await db?.close().catch(() => {});
+    socketDir?.();
     lock.release();
     throw err;
   }
+}
+
+const SOCKET_NAME = ".s.PGSQL.5432";
+const MAX_SOCKET_PATH = 100;
+
+function socketPath(dir: string): { path: string; cleanup: (() => void) | null } {
+  const inDataDir = join(dir, SOCKET_NAME);
+  if (Buffer.byteLength(inDataDir) < MAX_SOCKET_PATH) return { path: inDataDir, cleanup: null };
+  const own = mkdtempSync(join(tmpdir(), "leadline-"));
+  chmodSync(own, 0o700);
+  const path = join(own, SOCKET_NAME);
+  if (Buffer.byteLength(path) >= MAX_SOCKET_PATH) {
+    rmSync(own, { recursive: true, force: true });
+    throw new Error(`DATA_DIR and the temp directory are too long for a Unix socket path; use a shorter DATA_DIR`);
+  }
+  log.info("embedded database: DATA_DIR is too long for a Unix socket path; the socket is in a private directory", { socket: path });
+  return { path, cleanup: () => rmSync(own, { recursive: true, force: true }) };
 }
 
 async function compile(path: string): Promise<WebAssembly.Module> {

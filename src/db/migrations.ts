@@ -4,12 +4,19 @@
 import m0001 from "../../sql/0001_init.sql" with { type: "text" };
 import m0002 from "../../sql/0002_lead_placement.sql" with { type: "text" };
 import m0003 from "../../sql/0003_room.sql" with { type: "text" };
-import m0005 from "../../sql/0005_dni.sql" with { type: "text" };
+import m0004 from "../../sql/0004_booking.sql" with { type: "text" };
+import m0005 from "../../sql/0005_messaging.sql" with { type: "text" };
+import m0006 from "../../sql/0006_granted_credits.sql" with { type: "text" };
+import m0007 from "../../sql/0007_events.sql" with { type: "text" };
+import m0008 from "../../sql/0008_dni.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
   { version: 2, name: "0002_lead_placement", sql: m0002 },
   { version: 3, name: "0003_room", sql: m0003 },
-  // Numbered 4 until 0004 (messaging) lands beside it; then it becomes version 5.
-  { version: 4, name: "0005_dni", sql: m0005 },
+  { version: 4, name: "0004_booking", sql: m0004 },
+  { version: 5, name: "0005_messaging", sql: m0005 },
+  { version: 6, name: "0006_granted_credits", sql: m0006 },
+  { version: 7, name: "0007_events", sql: m0007 },
+  { version: 8, name: "0008_dni", sql: m0008 },
 ];

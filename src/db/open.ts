@@ -22,6 +22,7 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
       statementTimeoutMs,
       applicationName: `leadline-${purpose}`,
     });
+    await probe(sql, config.databaseUrl);
     return { sql, embedded: false, close: () => sql.end({ timeout: 5 }) };
   }
   const { startEmbedded } = await import("./embedded");
@@ -37,4 +38,38 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
       await server.close();
     },
   };
+}
+
+const PROBE_MS = 5000;
+
+/**
+ * The first statement, bounded: postgres.js reconnects without end to a server that accepts and
+ * then answers something other than PostgreSQL (a proxy, another service), so start-up and every
+ * command would hang silently. After start-up a database that goes away is an outage (503s,
+ * recovery), not a reason to exit.
+ */
+async function probe(sql: Sql, url: string): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"late">((ok) => (timer = setTimeout(() => ok("late"), PROBE_MS)));
+  try {
+    const answer = await Promise.race([sql`select 1`.then(() => "ok" as const), late]);
+    if (answer === "ok") return;
+    throw new Error(`no PostgreSQL answered at ${where(url)} within ${PROBE_MS / 1000} s (is DATABASE_URL a PostgreSQL server?)`);
+  } catch (err) {
+    void sql.end({ timeout: 0 }).catch(() => {});
+    if (err instanceof Error && err.message.startsWith("no PostgreSQL")) throw err;
+    throw new Error(`cannot connect to PostgreSQL at ${where(url)}: ${err instanceof Error ? err.message : String(err)}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** host:port/database of a URL, without its credentials. */
+function where(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || 5432}${u.pathname}`;
+  } catch {
+    return "DATABASE_URL";
+  }
 }

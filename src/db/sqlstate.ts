@@ -24,6 +24,8 @@ export type DbFailure =
   | "missing_reference"
   /** 40001 / 40P01: serialization failure or deadlock; the transaction may simply be run again. */
   | "retry"
+  /** 55P03: a lock not granted within the statement's lock_timeout (a row held elsewhere too long). */
+  | "lock_timeout"
   /** The database is away, refusing connections, or too slow (57014 statement timeout). */
   | "unavailable";
 
@@ -38,6 +40,7 @@ export function classify(err: unknown): DbFailure | null {
   if (code === "23505") return "unique_violation";
   if (code === "23503") return "missing_reference";
   if (code === "40001" || code === "40P01") return "retry";
+  if (code === "55P03") return "lock_timeout";
   if (connectionCodes.has(code)) return "unavailable";
   // 08: connection exception; 57014: statement timeout; 57P01-03: shutdown / cannot connect now;
   // 53300: too many connections.

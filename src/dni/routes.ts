@@ -9,7 +9,7 @@ import { Elysia } from "elysia";
 import { bodyFields, readBody } from "../http/body";
 import { clientAddress, hashAddress, type PeerSource } from "../http/client";
 import type { Deps } from "../http/deps";
-import { errorOf, errorResponse, json, rawJson } from "../http/respond";
+import { errorOf, errorResponse, json, jsonHeaders, rawJson } from "../http/respond";
 import type { DniEngine } from "./engine";
 import { dniEngine } from "./instance";
 import { attributionOf, BODY_MAX_BYTES, eventOf, poolKeyOf, visitorOf } from "./rules";
@@ -24,6 +24,7 @@ const PREFLIGHT = {
   "access-control-max-age": "86400",
 };
 const POST_ONLY = { ...CORS, allow: "POST, OPTIONS" };
+const JSON_CORS = jsonHeaders(CORS);
 
 type Action = "lease" | "heartbeat" | "event";
 const isAction = (a: unknown): a is Action => a === "lease" || a === "heartbeat" || a === "event";
@@ -48,7 +49,7 @@ function answer(body: object): Response {
     text = JSON.stringify(body);
     serialized.set(body, text);
   }
-  return rawJson(text, 200, CORS);
+  return rawJson(text, 200, JSON_CORS);
 }
 
 async function dniAnswer(deps: Deps, engine: DniEngine, request: Request, server: PeerSource | null): Promise<Response> {

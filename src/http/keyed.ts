@@ -34,6 +34,12 @@ export interface KeyedSpec {
   jsonOnly?: boolean;
   /** JSON that is not an object is accepted (KPI takes bare arrays); otherwise malformed_body. */
   anyJson?: boolean;
+  /**
+   * How long the operation may take before the request answers 503 (default DEADLINE_MS). Longer
+   * only for an operation that waits on something other than the database (message sending waits
+   * on a provider) and bounds its own database steps.
+   */
+  deadlineMs?: number;
 }
 
 export interface Grant {
@@ -85,22 +91,24 @@ export function runKeyed(deps: Deps, request: Request, spec: KeyedSpec, run: Key
   if (key === undefined) return readAndRun(deps, request, spec, run);
   if (overFromMemory(deps, key, spec.need)) return errorOf("rate_limited");
   const grant = admit(deps, key, spec.need);
-  return withDeadline(grant instanceof Promise ? grant.then((g) => run(g, EMPTY)) : Promise.resolve(run(grant, EMPTY)));
+  return withDeadline(grant instanceof Promise ? grant.then((g) => run(g, EMPTY)) : Promise.resolve(run(grant, EMPTY)), spec.deadlineMs);
 }
 
 async function readAndRun(deps: Deps, request: Request, spec: KeyedSpec, run: KeyedOperation): Promise<unknown> {
   const body: Body = spec.bodyLimit ? await readBody(request, spec.bodyLimit, { jsonOnly: spec.jsonOnly }) : EMPTY;
-  return withDeadline(
-    (async () => {
-      const grant = await authorize(deps, request, bodyFields(body), spec.need);
-      if (body.kind === "too_large") throw new AppError("body_too_large", `body over ${describe(spec.bodyLimit!)}`);
-      if (body.kind === "malformed") throw new AppError(body.code);
-      if (body.kind === "json" && !spec.anyJson && bodyFields(body) === null) {
-        throw new AppError("malformed_body", "expected a JSON object");
-      }
-      return run(grant, body);
-    })(),
-  );
+  const admitted = (async () => {
+    const grant = await authorize(deps, request, bodyFields(body), spec.need);
+    if (body.kind === "too_large") throw new AppError("body_too_large", `body over ${describe(spec.bodyLimit!)}`);
+    if (body.kind === "malformed") throw new AppError(body.code);
+    if (body.kind === "json" && !spec.anyJson && bodyFields(body) === null) {
+      throw new AppError("malformed_body", "expected a JSON object");
+    }
+    return { grant, body };
+  })();
+  if (spec.deadlineMs === undefined) return withDeadline(admitted.then(({ grant, body }) => run(grant, body)));
+  // Admission is bounded like every request's; the operation then runs under its own deadline.
+  const ok = await withDeadline(admitted);
+  return withDeadline(Promise.resolve(run(ok.grant, ok.body)), spec.deadlineMs);
 }
 
 async function authorize(deps: Deps, request: Request, fields: Record<string, unknown> | null, need: Need): Promise<Grant> {

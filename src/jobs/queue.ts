@@ -7,13 +7,14 @@
 // with no transaction or connection held; its outcome deletes the job or reschedules it. Due time
 // is decided by the injected clock, so tests move time instead of waiting.
 //
-// Claims are two statements: a plain read of the earliest due jobs of a kind, then a locking
+// Every statement here is planned afresh (unprepared, src/db/client.ts): the table swings from
+// empty to busy. Claims are two statements: a plain read of the earliest due jobs of a kind, then a locking
 // update of the ones this instance has room for. The first lets a job's group (a webhook
 // endpoint) be skipped while it is at its concurrency, so one slow group never holds the others
 // up; the second re-checks run_at, so a job another instance claimed in between is left alone.
 import type postgres from "postgres";
 import type { Clock } from "../clock";
-import type { Sql } from "../db/client";
+import { unprepared, type Sql } from "../db/client";
 import { errorFields, log } from "../log";
 import type { Worker } from "./worker";
 
@@ -62,6 +63,22 @@ export async function enqueue(sql: Sql | Tx, job: NewJob): Promise<void> {
     insert into jobs (kind, ref, grp, payload, run_at)
     values (${job.kind}, ${job.ref ?? null}, ${job.grp ?? null}, ${sql.json((job.payload ?? {}) as postgres.JSONValue)},
             coalesce(${runAt}::timestamptz, now()))
+    on conflict (kind, ref) where ref is not null do nothing`;
+}
+
+/**
+ * Queues many jobs in one statement (each as `enqueue` would), in the caller's transaction when
+ * given one. Arrays of text only: postgres.js serializes arrays holding nulls or dates wrongly.
+ */
+export async function enqueueMany(sql: Sql | Tx, jobs: readonly NewJob[]): Promise<void> {
+  if (jobs.length === 0) return;
+  await sql`
+    insert into jobs (kind, ref, grp, payload, run_at)
+    select t.kind, nullif(t.ref, '')::bigint, nullif(t.grp, ''), t.payload::jsonb,
+           coalesce(to_timestamp(nullif(t.run_at, '')::float8 / 1000), now())
+    from unnest(${jobs.map((j) => j.kind)}::text[], ${jobs.map((j) => (j.ref == null ? "" : String(j.ref)))}::text[],
+                ${jobs.map((j) => j.grp ?? "")}::text[], ${jobs.map((j) => JSON.stringify(j.payload ?? {}))}::text[],
+                ${jobs.map((j) => (j.runAt == null ? "" : String(j.runAt)))}::text[]) as t(kind, ref, grp, payload, run_at)
     on conflict (kind, ref) where ref is not null do nothing`;
 }
 
@@ -144,12 +161,12 @@ export class JobRunner implements Worker {
     const now = new Date(this.clock.now());
     const cap = kind.handler.groupConcurrency;
     const busy = cap ? [...kind.groups].filter(([, n]) => n >= cap).map(([g]) => g) : [];
-    const due = await this.sql<{ id: number; grp: string | null }[]>`
+    const due = await unprepared(this.sql<{ id: number; grp: string | null }[]>`
       select id, grp from jobs
       where kind = ${kind.handler.kind} and run_at <= ${now}
         and (grp is null or grp <> all(${busy}::text[]))
       order by run_at, id
-      limit ${room * 4}`;
+      limit ${room * 4}`);
     const picked: number[] = [];
     const taken = new Map<string, number>();
     for (const d of due) {
@@ -163,12 +180,12 @@ export class JobRunner implements Worker {
     }
     if (picked.length === 0) return [];
     const lease = new Date(now.getTime() + (kind.handler.leaseMs ?? 60_000));
-    return this.sql<Job[]>`
+    return unprepared(this.sql<Job[]>`
       update jobs j set run_at = ${lease}, attempts = j.attempts + 1, claimed_at = ${now}
       from (select id from jobs where id = any(${picked}::bigint[]) and run_at <= ${now}
             order by id for update skip locked) c
       where j.id = c.id
-      returning j.id, j.kind, j.ref, j.grp, j.payload, j.attempts`;
+      returning j.id, j.kind, j.ref, j.grp, j.payload, j.attempts`);
   }
 
   private launch(kind: Kind, job: Job): void {
@@ -197,11 +214,11 @@ export class JobRunner implements Worker {
       outcome = { retryAt: this.clock.now() + Math.min(3_600_000, 5_000 * 2 ** Math.min(job.attempts, 10)), error: String(err) };
     }
     try {
-      if ("done" in outcome) await this.sql`delete from jobs where id = ${job.id}`;
+      if ("done" in outcome) await unprepared(this.sql`delete from jobs where id = ${job.id}`);
       else {
-        await this.sql`
+        await unprepared(this.sql`
           update jobs set run_at = ${new Date(outcome.retryAt)}, last_error = ${outcome.error ?? null}
-          where id = ${job.id}`;
+          where id = ${job.id}`);
       }
     } catch (err) {
       // The lease runs out and the job runs again: handlers are idempotent.
@@ -214,9 +231,12 @@ export class JobRunner implements Worker {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.polling;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const drained = Promise.all(this.inflight).then(() => true);
-    const late = new Promise<false>((ok) => setTimeout(() => ok(false), this.drainMs));
-    if (!(await Promise.race([drained, late]))) {
+    const late = new Promise<false>((ok) => (timer = setTimeout(() => ok(false), this.drainMs)));
+    const inTime = await Promise.race([drained, late]);
+    clearTimeout(timer);
+    if (!inTime) {
       log.warn("jobs still running at shutdown; they run again when their lease ends", { running: this.inflight.size });
     }
   }

@@ -1,4 +1,5 @@
 import type { Sql } from "../db/client";
+import type { Tx } from "../auth/admin";
 import { inInputOrder } from "../db/batcher";
 import { drawHit } from "../limits/fused";
 import type { Lead, LeadInput } from "./model";
@@ -44,59 +45,70 @@ export async function resolveList(
  * A fresh lead's channels, hopper entry, `new_lead` trigger and `lead.created` outbox event are
  * written in the same statement, so they exist exactly when the lead does.
  */
-export async function createOrDedupLead(
+export function createOrDedupLead(
   sql: Sql,
   list: ResolvedList,
   input: LeadInput,
 ): Promise<{ lead_id: number; deduped: boolean }> {
-  return sql.begin(async (tx) => {
-    await tx`select pg_advisory_xact_lock(hashtextextended(${`lead:${list.id}:${input.phone}`}, 0))`;
-    const channels = [
-      { channel: "sms", address: input.phone, consent: input.consent.sms },
-      ...(input.email ? [{ channel: "email", address: input.email, consent: input.consent.email }] : []),
-    ];
-    const [row] = await tx<{ lead_id: number; deduped: boolean }[]>`
-      with dup as (
-        select id from leads where list_id = ${list.id} and phone = ${input.phone}
-        order by id desc limit 1
-      ), ins as (
-        insert into leads (list_id, phone, first_name, last_name, email, address1, city, state,
-                           postal_code, source, source_meta)
-        select ${list.id}, ${input.phone}, ${input.firstName}, ${input.lastName}, ${input.email},
-               ${input.address1}, ${input.city}, ${input.state}, ${input.postalCode}, ${input.source},
-               jsonb_build_object('source', ${input.source}::text, 'via', 'lead_intake')
-        where not exists (select 1 from dup)
-        returning id, created_at
-      ), ch as (
-        insert into lead_channels (lead_id, channel, address, consent, consent_at, consent_source)
-        select ins.id, x.channel, x.address,
-               case when y.consent then 'in' else 'none' end,
-               case when y.consent then now() end,
-               case when y.consent then 'lead_intake' end
-        from ins, unnest(${channels.map((c) => c.channel)}::text[], ${channels.map((c) => c.address)}::text[],
-                         ${channels.map((c) => (c.consent ? "t" : "f"))}::text[]) as x(channel, address, consent_text),
-             lateral (select x.consent_text::boolean as consent) as y
-      ), hop as (
-        insert into hopper (campaign_id, lead_id)
-        select ${list.campaign_id}, ins.id from ins where ${input.hopper}::boolean
-      ), trg as (
-        insert into automation_triggers (org_id, trigger, lead_id)
-        select ${list.org_id}::bigint, 'new_lead', ins.id from ins
-      ), evt as (
-        insert into outbox_events (org_id, type, payload)
-        select ${list.org_id}::bigint, 'lead.created', jsonb_build_object(
-          'type', 'lead.created',
-          'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-          'data', jsonb_build_object(
-            'lead_id', ins.id, 'list_id', ${list.id}::bigint, 'campaign', ${list.campaign_id}::text,
-            'org_id', ${list.org_id}::bigint, 'phone', ${input.phone}::text, 'source', ${input.source}::text,
-            'created_at', to_char(ins.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
-        from ins
-      )
-      select coalesce((select id from ins), (select id from dup)) as lead_id,
-             exists (select 1 from dup) as deduped`;
-    return row;
-  });
+  return sql.begin((tx) => createOrDedupLeadIn(tx, list, input));
+}
+
+/**
+ * createOrDedupLead inside the caller's transaction (booking creates the lead with its appointment).
+ * `via` names the path in the lead's source metadata and as the source of any consent recorded.
+ */
+export async function createOrDedupLeadIn(
+  tx: Tx,
+  list: ResolvedList,
+  input: LeadInput,
+  via = "lead_intake",
+): Promise<{ lead_id: number; deduped: boolean }> {
+  await tx`select pg_advisory_xact_lock(hashtextextended(${`lead:${list.id}:${input.phone}`}, 0))`;
+  const channels = [
+    { channel: "sms", address: input.phone, consent: input.consent.sms },
+    ...(input.email ? [{ channel: "email", address: input.email, consent: input.consent.email }] : []),
+  ];
+  const [row] = await tx<{ lead_id: number; deduped: boolean }[]>`
+    with dup as (
+      select id from leads where list_id = ${list.id} and phone = ${input.phone}
+      order by id desc limit 1
+    ), ins as (
+      insert into leads (list_id, phone, first_name, last_name, email, address1, city, state,
+                         postal_code, source, source_meta)
+      select ${list.id}, ${input.phone}, ${input.firstName}, ${input.lastName}, ${input.email},
+             ${input.address1}, ${input.city}, ${input.state}, ${input.postalCode}, ${input.source},
+             jsonb_build_object('source', ${input.source}::text, 'via', ${via}::text)
+      where not exists (select 1 from dup)
+      returning id, created_at
+    ), ch as (
+      insert into lead_channels (lead_id, channel, address, consent, consent_at, consent_source)
+      select ins.id, x.channel, x.address,
+             case when y.consent then 'in' else 'none' end,
+             case when y.consent then now() end,
+             case when y.consent then ${via}::text end
+      from ins, unnest(${channels.map((c) => c.channel)}::text[], ${channels.map((c) => c.address)}::text[],
+                       ${channels.map((c) => (c.consent ? "t" : "f"))}::text[]) as x(channel, address, consent_text),
+           lateral (select x.consent_text::boolean as consent) as y
+    ), hop as (
+      insert into hopper (campaign_id, lead_id)
+      select ${list.campaign_id}, ins.id from ins where ${input.hopper}::boolean
+    ), trg as (
+      insert into automation_triggers (org_id, trigger, lead_id)
+      select ${list.org_id}::bigint, 'new_lead', ins.id from ins
+    ), evt as (
+      insert into outbox_events (org_id, type, payload)
+      select ${list.org_id}::bigint, 'lead.created', jsonb_build_object(
+        'type', 'lead.created',
+        'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        'data', jsonb_build_object(
+          'lead_id', ins.id, 'list_id', ${list.id}::bigint, 'campaign', ${list.campaign_id}::text,
+          'org_id', ${list.org_id}::bigint, 'phone', ${input.phone}::text, 'source', ${input.source}::text,
+          'created_at', to_char(ins.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
+      from ins
+    )
+    select coalesce((select id from ins), (select id from dup)) as lead_id,
+           exists (select 1 from dup) as deduped`;
+  return row;
 }
 
 export interface LeadRead {

@@ -166,22 +166,22 @@ export class KeyCounter {
     this.waiting = new Map();
     this.blind = new Map();
     const ids = [...new Set([...waiting.keys(), ...blind.keys()])];
-    const counts = ids.map((id) => (waiting.get(id)?.length ?? 0) + (blind.get(id) ?? 0));
+    const waits = ids.map((id) => waiting.get(id)?.length ?? 0);
+    const counts = ids.map((id, i) => waits[i] + (blind.get(id) ?? 0));
     try {
       // Every key here has had its window opened (a waiter's by ready(), a blind one's before it
-      // was known to be over), so its sequence oid is known.
-      const rows = await this.sql<{ key_id: number; v: number }[]>`
-        select u.key_id, nextval(u.seq::oid::regclass) as v
-        from unnest(${ids}::bigint[], ${ids.map((id) => this.seqs.get(id)!)}::bigint[], ${counts}::int[]) as u(key_id, seq, c),
-             generate_series(1, u.c)`;
-      const byKey = new Map<number, number[]>();
-      for (const r of rows) {
-        const list = byKey.get(r.key_id);
-        if (list) list.push(r.v);
-        else byKey.set(r.key_id, [r.v]);
-      }
+      // was known to be over), so its sequence oid is known. One row per key: the values its
+      // waiters need (the smallest drawn), not one row per hit — a key hammering past its limit
+      // draws thousands of blind hits a round, which need no answer.
+      const rows = await this.sql<{ key_id: number; vals: number[] | null }[]>`
+        select u.key_id, case when u.w > 0 then (array_agg(d.v order by d.v))[1:u.w] end as vals
+        from unnest(${ids}::bigint[], ${ids.map((id) => this.seqs.get(id)!)}::bigint[], ${counts}::int[], ${waits}::int[])
+               as u(key_id, seq, c, w)
+        cross join lateral (select nextval(u.seq::oid::regclass) as v from generate_series(1, u.c)) d
+        group by u.key_id, u.w`;
+      const byKey = new Map(rows.map((r) => [r.key_id, r.vals ?? []]));
       for (const [id, list] of waiting) {
-        const values = (byKey.get(id) ?? []).sort((a, b) => a - b);
+        const values = byKey.get(id) ?? [];
         list.forEach((w, i) => w.resolve(values[i]));
       }
     } catch (err) {

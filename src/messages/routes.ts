@@ -1,15 +1,72 @@
-// POST r=messages: not available until the messaging issue lands.
+// Messaging over HTTP: POST r=messages on api_v1, and Twilio's callbacks (operations.md §4).
+import { Elysia } from "elysia";
 import { AppError } from "../errors";
+import { bodyFields, readBody } from "../http/body";
 import type { Deps } from "../http/deps";
 import { API_V1_BODY_LIMIT, type ApiV1Operation } from "../http/operation";
+import { errorOf, errorResponse, rawJson } from "../http/respond";
+import { inboundSms, statusCallback, type CallbackAnswer, type TwilioCallback } from "./callbacks";
+import { messageProbes, sendDeadline, sendEnv, sendFromApi } from "./service";
 
-export const messageOperations = (_deps: Deps): ApiV1Operation[] => [
-  {
-    method: "POST",
-    r: "messages",
-    spec: { need: { scope: "messages:write", limit: "api_v1", scopeError: "wrong_scope" }, bodyLimit: API_V1_BODY_LIMIT },
-    run: () => {
-      throw new AppError("not_implemented", "message sending is not available in this version");
+/** POST r=messages: the Message result, with HTTP 402 for billing reasons. */
+export function messageOperations(deps: Deps): ApiV1Operation[] {
+  const env = sendEnv(deps.config);
+  const probes = messageProbes(deps.sql, deps.limits);
+  return [
+    {
+      method: "POST",
+      r: "messages",
+      spec: {
+        need: { scope: "messages:write", limit: "api_v1", scopeError: "wrong_scope", countInRead: true },
+        bodyLimit: API_V1_BODY_LIMIT,
+        // A send may wait on its provider (bounded); its database steps keep the usual deadline.
+        deadlineMs: sendDeadline(env),
+      },
+      run: async ({ grant, body }) => {
+        // An empty body has no operation_id: bad_operation_id, like any other missing field's first check.
+        const answer = await sendFromApi(deps.sql, probes, grant.hit!, grant.actor, bodyFields(body) ?? {}, deps.clock.now(), env);
+        return rawJson(answer.text, answer.status);
+      },
     },
-  },
-];
+  ];
+}
+
+const CALLBACK_BODY_LIMIT = 64 * 1024;
+const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';
+
+type Handler = (sql: Deps["sql"], baseUrl: string, cb: TwilioCallback, now: number) => Promise<CallbackAnswer>;
+
+/** Reads a provider callback (form fields) and answers 403 to anything not signed by the org concerned. */
+async function callback(deps: Deps, request: Request, handle: Handler, ok: () => Response): Promise<Response> {
+  try {
+    const body = await readBody(request, CALLBACK_BODY_LIMIT);
+    if (body.kind === "too_large") return errorOf("body_too_large", "public");
+    const fields = bodyFields(body) ?? {};
+    const params = Object.entries(fields).filter((e): e is [string, string] => typeof e[1] === "string");
+    const url = new URL(request.url);
+    const cb: TwilioCallback = { pathAndQuery: url.pathname + url.search, params, signature: request.headers.get("x-twilio-signature") };
+    const answer = await handle(deps.sql, deps.config.baseUrl, cb, deps.clock.now());
+    return answer === "ok" ? ok() : errorOf("forbidden", "public");
+  } catch (err) {
+    return errorResponse(err, "public");
+  }
+}
+
+/** POST /hooks/sms_status.php and /hooks/sms_inbound.php. */
+export const messageRoutes = (deps: Deps) =>
+  new Elysia({ name: "messages" })
+    .post("/hooks/sms_status.php", ({ request }) => callback(deps, request, statusCallback, () => new Response(null, { status: 200 })), {
+      parse: "none",
+    })
+    .post(
+      "/hooks/sms_inbound.php",
+      ({ request }) =>
+        callback(deps, request, inboundSms, () => new Response(EMPTY_TWIML, { status: 200, headers: { "content-type": "text/xml; charset=utf-8" } })),
+      { parse: "none" },
+    )
+    .all("/hooks/sms_status.php", () => {
+      throw new AppError("method_not_allowed");
+    })
+    .all("/hooks/sms_inbound.php", () => {
+      throw new AppError("method_not_allowed");
+    });

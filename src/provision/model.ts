@@ -121,10 +121,12 @@ export const Webhook = closed({
 export const Automation = closed({
   id: intId,
   org_id: orgRef,
-  trigger: t.String({ minLength: 1 }),
+  trigger: oneOf(["new_lead"] as const),
   channel: oneOf(["sms", "email", "note"] as const),
   subject: t.Optional(nullable(t.String(), "string or null")),
   body: t.String({ minLength: 1 }),
+  /** Seconds between the trigger and the send (default 0); at most 30 days. */
+  delay_seconds: t.Optional(t.Integer({ minimum: 0, maximum: 2_592_000 })),
   active: t.Optional(t.Boolean()),
 });
 

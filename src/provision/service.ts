@@ -153,34 +153,53 @@ function upsertOrgs(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, now: Da
     returning (xmax = 0) as inserted`);
 }
 
-/** Billing rows for orgs that have `billing`; orgs without it lose theirs (sends get blocked). */
+/**
+ * Billing rows for orgs that have `billing`; orgs without it lose theirs (sends get blocked).
+ * `credits` in the file is the total the operator grants, not the balance: a new row starts with
+ * it; on an existing row only a changed grant moves the balance, by the difference (never below
+ * zero), with a `grant` ledger entry. Re-applying the same file gives nothing back that sends spent.
+ */
 async function applyBilling(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, now: Date): Promise<[Written, number]> {
-  const rows = orgs.flatMap((o) =>
-    o.billing
-      ? [{
-          org_id: o.id,
-          status: o.billing.status,
-          subscription: o.billing.subscription,
-          credits: o.billing.credits ?? 0,
-          sms_cost: o.billing.sms_cost ?? 0,
-          email_cost: o.billing.email_cost ?? 0,
-          updated_at: now,
-        }]
-      : [],
-  );
+  const billed = orgs.filter((o) => o.billing);
   const without = orgs.filter((o) => !o.billing).map((o) => o.id);
   const removed = without.length
     ? await tx`delete from org_billing where org_id in ${tx(without)} returning org_id`
     : [];
-  const written = await inBatches(rows, (batch) => tx<Written>`
-    insert into org_billing ${tx(batch)}
-    on conflict (org_id) do update set
-      status = excluded.status, subscription = excluded.subscription, credits = excluded.credits,
-      sms_cost = excluded.sms_cost, email_cost = excluded.email_cost, updated_at = excluded.updated_at
-    where (org_billing.status, org_billing.subscription, org_billing.credits, org_billing.sms_cost, org_billing.email_cost)
-      is distinct from
-      (excluded.status, excluded.subscription, excluded.credits, excluded.sms_cost, excluded.email_cost)
-    returning (xmax = 0) as inserted`);
+  const written: Written = [];
+  for (let i = 0; i < billed.length; i += BATCH) {
+    const batch = billed.slice(i, i + BATCH);
+    const ids = batch.map((o) => o.id);
+    // Locked first, as a send does, so that the balance read here is the one the update moves.
+    const before = new Map(
+      (await tx<{ org_id: number; credits: string }[]>`
+        select org_id, credits::text from org_billing where org_id = any(${ids}::bigint[]) order by org_id for update`).map((r) => [r.org_id, r.credits]),
+    );
+    const rows = await tx<{ org_id: number; credits: string; inserted: boolean }[]>`
+      insert into org_billing as b (org_id, status, subscription, credits, granted, sms_cost, email_cost, updated_at)
+      select org_id, status, subscription, granted, granted, sms_cost, email_cost, ${now}
+      from unnest(${ids}::bigint[], ${batch.map((o) => o.billing!.status)}::text[],
+                  ${batch.map((o) => o.billing!.subscription)}::text[], ${batch.map((o) => o.billing!.credits ?? 0)}::numeric[],
+                  ${batch.map((o) => o.billing!.sms_cost ?? 0)}::numeric[], ${batch.map((o) => o.billing!.email_cost ?? 0)}::numeric[])
+           as f(org_id, status, subscription, granted, sms_cost, email_cost)
+      on conflict (org_id) do update set
+        status = excluded.status, subscription = excluded.subscription,
+        credits = greatest(0, b.credits + excluded.granted - b.granted), granted = excluded.granted,
+        sms_cost = excluded.sms_cost, email_cost = excluded.email_cost, updated_at = excluded.updated_at
+      where (b.status, b.subscription, b.granted, b.sms_cost, b.email_cost)
+        is distinct from (excluded.status, excluded.subscription, excluded.granted, excluded.sms_cost, excluded.email_cost)
+      returning b.org_id, b.credits::text, (xmax = 0) as inserted`;
+    const grants = rows
+      .map((r) => ({ org_id: r.org_id, balance: r.credits, before: before.get(r.org_id) ?? "0" }))
+      .filter((g) => g.balance !== g.before);
+    if (grants.length) {
+      await tx`
+        insert into credit_ledger (org_id, kind, amount, balance, created_at)
+        select org_id, 'grant', balance - before, balance, ${now}
+        from unnest(${grants.map((g) => g.org_id)}::bigint[], ${grants.map((g) => g.balance)}::numeric[],
+                    ${grants.map((g) => g.before)}::numeric[]) as g(org_id, balance, before)`;
+    }
+    written.push(...rows.map((r) => ({ inserted: r.inserted })));
+  }
   return [written, removed.length];
 }
 
@@ -358,6 +377,7 @@ function upsertAutomations(tx: Tx, autos: NonNullable<ProvisioningFile["automati
     channel: a.channel,
     subject: a.subject ?? null,
     body: a.body,
+    delay_seconds: a.delay_seconds ?? 0,
     active: a.active ?? true,
     updated_at: now,
   }));
@@ -365,10 +385,12 @@ function upsertAutomations(tx: Tx, autos: NonNullable<ProvisioningFile["automati
     insert into automations ${tx(batch)}
     on conflict (id) do update set
       org_id = excluded.org_id, trigger = excluded.trigger, channel = excluded.channel,
-      subject = excluded.subject, body = excluded.body, active = excluded.active, updated_at = excluded.updated_at
+      subject = excluded.subject, body = excluded.body, delay_seconds = excluded.delay_seconds,
+      active = excluded.active, updated_at = excluded.updated_at
     where (automations.org_id, automations.trigger, automations.channel, automations.subject, automations.body,
-           automations.active)
+           automations.delay_seconds, automations.active)
       is distinct from
-      (excluded.org_id, excluded.trigger, excluded.channel, excluded.subject, excluded.body, excluded.active)
+      (excluded.org_id, excluded.trigger, excluded.channel, excluded.subject, excluded.body, excluded.delay_seconds,
+       excluded.active)
     returning (xmax = 0) as inserted`);
 }

@@ -3,6 +3,8 @@
 // The schema pass is TypeBox; formats, duplicates and references are checked here by hand.
 import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value";
 import { agentProblem } from "../auth/admin";
+import { isZone } from "../zone";
+import { EVENT_TYPES, isSubscription } from "../events/types";
 import { ProvisioningFile, DAYS } from "./model";
 
 // A badly broken file of thousands of rows must not turn into a megabyte-long error line.
@@ -130,21 +132,19 @@ function formatProblems(root: Record<string, unknown>): string[] {
   for (const [i, hook] of items(root.webhooks)) {
     checkUrl(out, `webhooks[${i}].url`, hook.url, ["http:", "https:"]);
     checkSecret(out, `webhooks[${i}].secret`, hook.secret);
+    if (Array.isArray(hook.events)) {
+      hook.events.forEach((e, j) => {
+        if (typeof e === "string" && e !== "" && !isSubscription(e)) {
+          out.push(`webhooks[${i}].events[${j}]: unknown event type ${JSON.stringify(e)}; one of ${EVENT_TYPES.join(", ")} or "*"`);
+        }
+      });
+    }
   }
   return out;
 }
 
-export function isTimeZone(name: string): boolean {
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function checkTimezone(out: string[], path: string, v: unknown) {
-  if (typeof v === "string" && v !== "" && !isTimeZone(v)) out.push(`${path}: unknown time zone ${JSON.stringify(v)}`);
+  if (typeof v === "string" && v !== "" && !isZone(v)) out.push(`${path}: unknown time zone ${JSON.stringify(v)}`);
 }
 
 function checkUrl(out: string[], path: string, v: unknown, protocols: string[]) {

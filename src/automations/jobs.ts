@@ -1,0 +1,45 @@
+// What `serve` runs for automations: turning triggers into runs (a periodic task, as the outbox
+// fan-out is) and the run job handler.
+import type { Deps } from "../http/deps";
+import { enqueueMany, type JobHandler } from "../jobs/queue";
+import { every, type Worker } from "../jobs/worker";
+import { sendDeadline, sendEnv } from "../messages/service";
+import { fireTriggers } from "./queries";
+import { AUTOMATION_RUN, runAutomation } from "./service";
+
+export const TRIGGER_BATCH = 500;
+export const TRIGGER_INTERVAL_MS = 100;
+
+/** Fires up to a batch of triggers: their runs and the runs' jobs (due after each delay), in one transaction. */
+export async function fireAutomations(deps: Pick<Deps, "sql" | "clock">, limit = TRIGGER_BATCH): Promise<{ triggers: number; runs: number }> {
+  const now = deps.clock.now();
+  return deps.sql.begin(async (tx) => {
+    const { triggers, runs } = await fireTriggers(tx, new Date(now), limit);
+    await enqueueMany(tx, runs.map((r) => ({ kind: AUTOMATION_RUN, ref: r.id, runAt: r.due_at })));
+    return { triggers, runs: runs.length };
+  });
+}
+
+export function automationHandler(deps: Deps): JobHandler {
+  const env = sendEnv(deps.config);
+  return {
+    kind: AUTOMATION_RUN,
+    concurrency: 16,
+    // Longer than a send can take (sendDeadline); a run whose worker died comes back after it.
+    leaseMs: sendDeadline(env) + 60_000,
+    run: (job) => runAutomation(deps.sql, deps.clock, env, job.ref!),
+  };
+}
+
+/** `wake` tells the job runner that runs are waiting (those with no delay are due now). */
+export function automationWorkers(deps: Deps, wake: () => void): Worker[] {
+  return [
+    every("automations.triggers", TRIGGER_INTERVAL_MS, async () => {
+      for (;;) {
+        const { triggers, runs } = await fireAutomations(deps);
+        if (runs > 0) wake();
+        if (triggers < TRIGGER_BATCH) return;
+      }
+    }),
+  ];
+}

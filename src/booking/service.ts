@@ -1,0 +1,400 @@
+// Public booking: slots, book, reschedule. Plain functions over `sql` and a clock; every refusal
+// is a value with a code ({ok: false, error}), so junk input never becomes an exception.
+//
+// A slots read is one point read of the database: the link's calendar and the seats taken in its
+// horizon, merged with the other slots reads of the moment into one statement (the hot-read
+// batcher; a read's statement is always sent after the read arrived). The slots themselves are
+// computed in memory from the calendar's rules: the candidates, which depend only on the rules and
+// the calendar's local date, are kept keyed by exactly those (so a change of the hours shows on
+// the next read with nothing to invalidate), each with its JSON; and the last answer per calendar
+// is kept with the seats it was built from, so that reads between two bookings send it as it is.
+import { LRUCache } from "lru-cache";
+import type { Clock } from "../clock";
+import { hotReads } from "../db/batcher";
+import type { Sql } from "../db/client";
+import { newestLeadByPhone } from "../leads/match";
+import type { LeadInput } from "../leads/model";
+import { createOrDedupLeadIn, resolveList } from "../leads/queries";
+import {
+  epochOf,
+  personOf,
+  slugOf,
+  splitName,
+  tokenOf,
+  type AppointmentView,
+  type BookResult,
+  type Refused,
+  type RescheduleResult,
+  type SlotsAnswer,
+} from "./model";
+import {
+  appointmentBySelector,
+  calendarsWithSeats,
+  calendarWithSeatsAt,
+  insertAppointment,
+  lockAppointment,
+  moveAppointment,
+  type AppointmentRow,
+  type CalendarRow,
+  type SeatsRead,
+} from "./queries";
+import {
+  candidateSlots,
+  eachOpenSlot,
+  firstOffered,
+  offeredCandidate,
+  openSlots,
+  parseHours,
+  slotLabel,
+  todayIn,
+  type CalendarRules,
+  type Candidate,
+  type Window,
+} from "./slots";
+import { issueToken, readToken, tokenMatches } from "./token";
+
+export interface BookingOptions {
+  /** Public base address, for reschedule_url. */
+  baseUrl: string;
+  /** COMMS_INBOUND_LIST_ID from the environment; the provisioned setting is read when null. */
+  inboundListId: number | null;
+}
+
+/** Who acts in booking's conversation events (the Actor of a public link: type booking, id slug). */
+export const ACTOR_ROLE = "booking";
+
+/** SQLSTATE raised by the capacity trigger when the slot is full (sql/0004_booking.sql). */
+const SLOT_FULL = "LB001";
+
+const unknownLink = (): SlotsAnswer => ({ ok: false, error: "unknown_link", slots: [] });
+
+export type BookingService = ReturnType<typeof bookingService>;
+
+export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
+  const windowsCache = new LRUCache<string, Window[][]>({ max: 1000 });
+  const candidateCache = new LRUCache<string, Kept>({ max: 1000 });
+  const answerCache = new LRUCache<number, Answer>({ max: 1000 });
+  // Slots reads arriving together share one statement; each read's statement is sent after the
+  // read arrived, so it sees every booking committed before the request came.
+  const seatReads = hotReads((reads: SeatsRead[]) => calendarsWithSeats(sql, reads));
+
+  function rulesOf(c: CalendarRow): CalendarRules {
+    let windows = windowsCache.get(c.hours);
+    if (!windows) {
+      windows = parseHours(safeJson(c.hours));
+      windowsCache.set(c.hours, windows);
+    }
+    return {
+      id: c.id,
+      orgId: c.org_id,
+      name: c.name,
+      timezone: c.timezone,
+      slotMinutes: c.slot_minutes,
+      capacity: c.capacity,
+      minNoticeMinutes: c.min_notice_minutes,
+      horizonDays: c.horizon_days,
+      windows,
+    };
+  }
+
+  /** The candidates of the calendar's local today, kept per exact rules and day. */
+  function keptOf(c: CalendarRow, rules: CalendarRules, now: number): Kept {
+    const today = todayIn(rules.timezone, now);
+    if (!today) return NONE;
+    const key = `${c.timezone}\n${c.slot_minutes}\n${c.horizon_days}\n${today.y}-${today.m}-${today.d}\n${c.hours}`;
+    let kept = candidateCache.get(key);
+    if (!kept) {
+      const list = candidateSlots(rules, today);
+      // Each slot's JSON up to its `remaining`, serialized once: a slots read then joins strings.
+      kept = { list, json: list.map((c) => JSON.stringify(c).slice(0, -1) + ',"remaining":') };
+      candidateCache.set(key, kept);
+    }
+    return kept;
+  }
+
+  const candidatesOf = (c: CalendarRow, rules: CalendarRules, now: number) => keptOf(c, rules, now).list;
+
+  /** Verifies a presented token; the appointment it moves, or null. */
+  async function appointmentOf(token: string): Promise<AppointmentRow | null> {
+    const parts = readToken(token);
+    if (!parts) return null;
+    const row = await appointmentBySelector(sql, parts.selector);
+    return row && tokenMatches(parts.hash, row.token_hash) ? row : null;
+  }
+
+  /** What a slots answer is made of; null for an unknown link. */
+  async function readSlots(fields: Record<string, unknown>) {
+    const slug = slugOf(fields);
+    if (!slug) return null;
+    const now = clock.now();
+    const found = await seatReads.load({ slug, from: Math.floor(now / 1000) });
+    if (!found) return null;
+    const { calendar, seats } = found;
+    const rules = rulesOf(calendar);
+    // The reschedule view reads the appointment its token moves through this same action (the
+    // contract has no other); present only when a token came, null when it is not valid here.
+    const token = tokenOf(fields);
+    let appointment: AppointmentView | null | undefined;
+    if (token) {
+      const appt = await appointmentOf(token);
+      appointment = appt && appt.calendar.id === calendar.id ? viewOf(appt) : null;
+    }
+    return { calendar, rules, seats, now, kept: keptOf(calendar, rules, now), appointment };
+  }
+
+  /** action=slots as a value. */
+  async function slots(fields: Record<string, unknown>): Promise<SlotsAnswer> {
+    const read = await readSlots(fields);
+    if (!read) return unknownLink();
+    const { calendar, rules, seats, now, kept, appointment } = read;
+    const result: SlotsAnswer = { ok: true, slots: openSlots(rules, countSeats(seats), now, kept.list), tz: calendar.timezone, name: calendar.name };
+    if (appointment !== undefined) result.appointment = appointment;
+    return result;
+  }
+
+  /**
+   * action=slots as the JSON text answered: the same as JSON.stringify(await slots(fields)), built
+   * from each slot's JSON kept with the candidates (the read answered most often).
+   */
+  /**
+   * The Slots result, serialized. The usual answer (no token) comes as the UTF-8 bytes kept with
+   * the calendar's last answer: encoding a two-week answer (some 20 KB) again for every read was
+   * as dear as the rest of the request.
+   */
+  async function slotsJson(fields: Record<string, unknown>): Promise<string | Uint8Array> {
+    const read = await readSlots(fields);
+    if (!read) return JSON.stringify(unknownLink());
+    const { calendar, rules, seats, now, kept, appointment } = read;
+    const first = firstOffered(rules, now, kept.list);
+    // The answer is a function of the candidates, the first one still ahead, the seats taken,
+    // and the calendar's capacity, zone and name: while those stay the same (most reads between
+    // two bookings), the text built last time is the answer.
+    const memo = answerCache.get(calendar.id);
+    let answer: Answer;
+    if (
+      memo && memo.kept === kept && memo.first === first && memo.capacity === rules.capacity &&
+      memo.tz === calendar.timezone && memo.name === calendar.name && sameSeats(memo.seats, seats)
+    ) {
+      answer = memo;
+    } else {
+      const parts: string[] = [];
+      eachOpenSlot(rules, countSeats(seats), now, kept.list, (_, i, remaining) => parts.push(kept.json[i] + remaining + "}"));
+      const body = `{"ok":true,"slots":[${parts.join(",")}],"tz":${JSON.stringify(calendar.timezone)},"name":${JSON.stringify(calendar.name)}`;
+      answer = { kept, first, capacity: rules.capacity, tz: calendar.timezone, name: calendar.name, seats, body, bytes: encoder.encode(body + "}") };
+      answerCache.set(calendar.id, answer);
+    }
+    return appointment === undefined ? answer.bytes : `${answer.body},"appointment":${JSON.stringify(appointment)}}`;
+  }
+
+  async function book(fields: Record<string, unknown>): Promise<BookResult | Refused> {
+    const slug = slugOf(fields);
+    if (!slug) return refuse("unknown_link");
+    const now = clock.now();
+    // The epoch is read before the link so that the read can count that slot's seats; a link
+    // that does not exist still answers unknown_link first.
+    const epoch = epochOf(fields.epoch);
+    const found = await calendarWithSeatsAt(sql, slug, epoch ?? 0);
+    if (!found) return refuse("unknown_link");
+    if (epoch === null || epoch * 1000 <= now) return refuse("bad_epoch");
+    const person = personOf(fields);
+    if ("error" in person) return person;
+    const { calendar, taken } = found;
+    const rules = rulesOf(calendar);
+    const slot = offeredCandidate(rules, now, epoch, candidatesOf(calendar, rules, now));
+    // Room as read just now, to spare the transaction when the slot is plainly full; the
+    // database decides under the slot's lock.
+    if (!slot || taken >= rules.capacity) return refuse("slot_unavailable");
+
+    const at = new Date(now);
+    const issued = issueToken();
+    const lead: LeadInput = {
+      phone: person.phone,
+      listId: null,
+      ...splitName(person.name),
+      email: person.email,
+      address1: "",
+      city: "",
+      state: "",
+      postalCode: "",
+      source: "booking",
+      hopper: false,
+      consent: { sms: false, email: false },
+    };
+    // The lead: the newest with these last 10 digits anywhere (api-v1.md), else a fresh one in the
+    // inbound list when it resolves, else none. Matching reads outside the transaction; a fresh
+    // lead is made inside it, under intake's (list, phone) lock, so it exists only with its booking.
+    const match = await newestLeadByPhone(sql, null, person.phone);
+    const list = match ? null : await resolveList(sql, null, null, opts.inboundListId);
+    try {
+      const id = await sql.begin(async (tx) => {
+        const leadId = match ? match.id : list ? (await createOrDedupLeadIn(tx, list, lead, "booking")).lead_id : null;
+        const data = {
+          calendar_id: calendar.id,
+          calendar: calendar.name,
+          link: slug,
+          org_id: calendar.org_id,
+          lead_id: leadId,
+          epoch,
+          label: slot.label,
+          starts_at: new Date(epoch * 1000).toISOString(),
+          name: person.name,
+          phone: person.phone,
+          email: person.email,
+          status: "pending",
+          created_at: at.toISOString(),
+        };
+        const contact = [person.phone, person.email].filter(Boolean).join(", ");
+        const row = await insertAppointment(
+          tx,
+          { calendarId: calendar.id, orgId: calendar.org_id, slug, epoch, leadId, ...person, selector: issued.selector, hash: issued.hash, at },
+          {
+            event: "appointment.booked",
+            label: `Appointment booked for ${slot.label}`,
+            actor: slug,
+            actorRole: ACTOR_ROLE,
+            note: `${person.name} (${contact}) booked ${calendar.name || "an appointment"} through the booking link.`,
+          },
+          { type: "appointment.booked", data },
+        );
+        return row.id;
+      });
+      return {
+        ok: true,
+        appt_id: id,
+        label: slot.label,
+        token: issued.token,
+        reschedule_url: `${opts.baseUrl}/book/${slug}?r=${issued.token}`,
+      };
+    } catch (err) {
+      if (isSlotFull(err)) return refuse("slot_unavailable");
+      throw err;
+    }
+  }
+
+  async function reschedule(fields: Record<string, unknown>): Promise<RescheduleResult | Refused> {
+    const token = tokenOf(fields);
+    if (!token) return refuse("token_required");
+    const epoch = epochOf(fields.epoch);
+    const appt = await appointmentOf(token);
+    if (!appt) return refuse("unknown_token");
+    if (appt.status !== "pending") return refuse("not_pending");
+    const now = clock.now();
+    if (epoch === null || epoch * 1000 <= now) return refuse("bad_epoch");
+    if (epoch === appt.slot_epoch) return { ok: true, appt_id: appt.id, epoch };
+    const { calendar } = appt;
+    const rules = rulesOf(calendar);
+    const slot = offeredCandidate(rules, now, epoch, candidatesOf(calendar, rules, now));
+    if (!slot) return refuse("slot_unavailable");
+
+    const at = new Date(now);
+    try {
+      const outcome = await sql.begin(async (tx) => {
+        // The row as committed now, locked: a concurrent move or status change is seen, not undone.
+        const current = await lockAppointment(tx, appt.id);
+        if (!current || current.status !== "pending") return "not_pending" as const;
+        if (current.slot_epoch === epoch) return "moved" as const;
+        const previous = slotLabel(current.slot_epoch, calendar.timezone);
+        await moveAppointment(
+          tx,
+          { id: appt.id, orgId: calendar.org_id, leadId: current.lead_id, epoch, at },
+          {
+            event: "appointment.rescheduled",
+            label: `Appointment moved to ${slot.label}`,
+            actor: appt.link_slug,
+            actorRole: ACTOR_ROLE,
+            note: `${appt.name} moved ${calendar.name || "the appointment"} from ${previous} through the reschedule link.`,
+          },
+          {
+            type: "appointment.rescheduled",
+            data: {
+              calendar_id: calendar.id,
+              calendar: calendar.name,
+              link: appt.link_slug,
+              org_id: calendar.org_id,
+              lead_id: current.lead_id,
+              epoch,
+              label: slot.label,
+              starts_at: new Date(epoch * 1000).toISOString(),
+              previous_epoch: current.slot_epoch,
+              previous_label: previous,
+              previous_starts_at: new Date(current.slot_epoch * 1000).toISOString(),
+              name: appt.name,
+              phone: appt.phone,
+              email: appt.email,
+              status: "pending",
+              updated_at: at.toISOString(),
+            },
+          },
+        );
+        return "moved" as const;
+      });
+      if (outcome === "not_pending") return refuse("not_pending");
+      return { ok: true, appt_id: appt.id, epoch };
+    } catch (err) {
+      if (isSlotFull(err)) return refuse("slot_unavailable");
+      throw err;
+    }
+  }
+
+  /** Whether a link with this slug exists (the page answers 404 otherwise). */
+  async function linkExists(slug: string): Promise<boolean> {
+    const s = slugOf({ slug });
+    if (!s) return false;
+    const [row] = await sql<{ ok: number }[]>`select 1 as ok from calendar_links where slug = ${s}`;
+    return row !== undefined;
+  }
+
+  return { slots, slotsJson, book, reschedule, linkExists };
+}
+
+/** A calendar's candidates and each one's JSON up to its `remaining` (see keptOf). */
+interface Kept {
+  list: Candidate[];
+  json: string[];
+}
+
+const NONE: Kept = { list: [], json: [] };
+
+/** The last slots answer built for a calendar (without its closing brace), and what it came from. */
+interface Answer {
+  kept: Kept;
+  first: number;
+  capacity: number;
+  tz: string;
+  name: string;
+  seats: readonly number[];
+  body: string;
+  /** The whole answer without an appointment, as sent. */
+  bytes: Uint8Array;
+}
+
+const encoder = new TextEncoder();
+
+function sameSeats(a: readonly number[], b: readonly number[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function viewOf(a: AppointmentRow): AppointmentView {
+  return { appt_id: a.id, epoch: a.slot_epoch, label: slotLabel(a.slot_epoch, a.calendar.timezone), status: a.status };
+}
+
+const refuse = <C extends Refused["error"]>(error: C): Refused => ({ ok: false, error });
+
+function countSeats(seats: readonly number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const e of seats) out.set(e, (out.get(e) ?? 0) + 1);
+  return out;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+const isSlotFull = (err: unknown) => (err as { code?: unknown } | null)?.code === SLOT_FULL;

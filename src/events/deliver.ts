@@ -1,0 +1,127 @@
+// One attempt of one delivery: sign and send the event, record the outcome, and say when the
+// next automatic attempt is due. Used by the delivery job and by operator replays.
+import type { Clock } from "../clock";
+import type { Sql } from "../db/client";
+import type { Job, Outcome } from "../jobs/queue";
+import { failDelivery, finishAttempt, loadDelivery, type DeliveryRow, type Trigger } from "./queries";
+import { MAX_ATTEMPTS, nextAttemptAt } from "./schedule";
+import { isSuccess, sendAttempt, type AttemptOutcome, type SendOptions } from "./send";
+import { signedHeaders } from "./sign";
+import { systemLookup } from "./target";
+
+export interface DeliveryOptions extends SendOptions {
+  /** [0, 1) for the retry jitter. */
+  random: () => number;
+}
+
+export function deliveryOptions(allowPrivate: boolean, overrides: Partial<DeliveryOptions> = {}): DeliveryOptions {
+  return {
+    allowPrivate,
+    lookup: systemLookup,
+    timeoutMs: 15_000,
+    responseCap: 2048,
+    random: Math.random,
+    ...overrides,
+  };
+}
+
+/** The event's stable id: the `webhook-id` of every attempt of it, to every endpoint. */
+export const eventId = (outboxId: number) => `evt_${outboxId}`;
+
+/** The body sent: `{type, timestamp, data}` in that order, the same bytes on every attempt. */
+export function eventBody(payload: Record<string, unknown>): string {
+  return JSON.stringify({ type: payload.type, timestamp: payload.timestamp, data: payload.data });
+}
+
+function send(d: DeliveryRow, now: number, opts: DeliveryOptions): Promise<AttemptOutcome> {
+  const body = eventBody(d.payload);
+  const headers = signedHeaders(d.secret, eventId(d.event_id), Math.floor(now / 1000), body);
+  return sendAttempt(d.url, headers, body, opts);
+}
+
+/**
+ * The delivery job: one automatic attempt of delivery `job.ref`. 2xx delivers; 410 fails it and
+ * disables the endpoint; anything else retries on the schedule until the last attempt fails.
+ *
+ * One run at a time per delivery is the job queue's lease. A run that died (its worker killed, the
+ * database gone before the outcome was written) shows as a claim of the job with no attempt
+ * recorded: the job's `attempts` counts claims, this one included, so the runs lost are the
+ * claims before this one beyond the attempts recorded. They are recorded as abandoned and count
+ * towards the schedule; the attempt is then made again (the endpoint may see the id twice).
+ */
+export async function deliverWebhook(
+  sql: Sql,
+  clock: Clock,
+  job: Pick<Job, "ref" | "attempts">,
+  opts: DeliveryOptions,
+): Promise<Outcome> {
+  const now = clock.now();
+  const d = await loadDelivery(sql, job.ref!);
+  if (d === null || d.status !== "pending") return { done: true };
+  const abandoned = Math.max(0, job.attempts - 1 - d.attempts);
+  if (!d.open || d.attempts + abandoned >= MAX_ATTEMPTS) {
+    const why = d.closed_reason ?? `no attempts left (${d.attempts + abandoned} made)`;
+    await failDelivery(sql, d.id, new Date(now), why, abandoned);
+    return { done: true };
+  }
+  const outcome = await send(d, now, opts);
+  const ok = isSuccess(outcome);
+  const gone = outcome.status === 410;
+  const made = d.attempts + abandoned + 1;
+  const next = ok || gone ? null : nextAttemptAt(made, clock.now(), opts.random());
+  await finishAttempt(sql, {
+    delivery: d,
+    trigger: "schedule",
+    abandoned,
+    startedAt: new Date(now),
+    now: new Date(clock.now()),
+    outcome,
+    ok,
+    failStatus: next === null ? "failed" : "pending",
+    nextAttemptAt: next === null ? null : new Date(next),
+    gone,
+  });
+  return next === null ? { done: true } : { retryAt: next, error: outcome.error ?? undefined };
+}
+
+export class ReplayRefused extends Error {}
+
+export interface Replayed {
+  delivery_id: number;
+  event_id: string;
+  attempt_id: number;
+  outcome: AttemptOutcome;
+}
+
+/**
+ * An operator's replay: delivery `deliveryId` sent again now, whatever its status, as a new
+ * attempt of the same event id, signed with the endpoint's current secret. A success marks it
+ * delivered; a failure leaves its status and schedule as they were (410 still disables). It does
+ * not wait for a scheduled attempt of the same delivery that may be in flight: the endpoint may
+ * then get the id twice, which the id is there for.
+ */
+export async function replayDelivery(sql: Sql, clock: Clock, deliveryId: number, opts: DeliveryOptions): Promise<Replayed> {
+  const now = clock.now();
+  const d = await loadDelivery(sql, deliveryId);
+  if (d === null) throw new ReplayRefused(`delivery ${deliveryId} does not exist`);
+  if (!d.open) {
+    const hint = d.closed_reason?.startsWith("endpoint disabled") ? "; enable it with `leadline webhooks enable ID` first" : "";
+    throw new ReplayRefused(`delivery ${deliveryId}: ${d.closed_reason}${hint}`);
+  }
+  const outcome = await send(d, now, opts);
+  const ok = isSuccess(outcome);
+  const gone = outcome.status === 410;
+  const attemptId = await finishAttempt(sql, {
+    delivery: d,
+    trigger: "replay" satisfies Trigger,
+    abandoned: 0,
+    startedAt: new Date(now),
+    now: new Date(clock.now()),
+    outcome,
+    ok,
+    failStatus: gone ? "failed" : null,
+    nextAttemptAt: null,
+    gone,
+  });
+  return { delivery_id: d.id, event_id: eventId(d.event_id), attempt_id: attemptId, outcome };
+}

@@ -1,0 +1,15 @@
+// The business events an endpoint can subscribe to (`*` for all). Each is written to the outbox
+// by the feature that causes it, in the transaction of the change; the README lists the payloads.
+export const EVENT_TYPES = [
+  "lead.created",
+  "message.sent",
+  "message.failed",
+  "message.received",
+  "appointment.booked",
+  "appointment.rescheduled",
+  "call.completed",
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export const isSubscription = (s: string): boolean => s === "*" || (EVENT_TYPES as readonly string[]).includes(s);

@@ -1,0 +1,119 @@
+// Twilio's callbacks (operations.md §4): delivery statuses and inbound texts. Each is verified by
+// `X-Twilio-Signature` under the auth token of the org it concerns, before anything is read from it
+// beyond what finds that org; a forgery changes nothing and is answered 403.
+import type { Sql } from "../db/client";
+import { applyStatus, messageBySid, orgsByAccount, orgsByNumber, recordInbound } from "./callback-queries";
+import { validTwilioSignature } from "./twilio";
+
+export interface TwilioCallback {
+  /** The request's path and query exactly as received ("/hooks/sms_status.php?x=1"). */
+  pathAndQuery: string;
+  /** The POST parameters in the order received (a name may repeat). */
+  params: [string, string][];
+  signature: string | null;
+}
+
+export type CallbackAnswer = "ok" | "forbidden";
+
+const tokenOf = (sms: unknown): string | null => {
+  const t = sms !== null && typeof sms === "object" ? (sms as Record<string, unknown>).auth_token : null;
+  return typeof t === "string" && t !== "" ? t : null;
+};
+
+/** The signed URL is the public one: BASE_URL (as configured) followed by the path and query received. */
+function signedBy(baseUrl: string, cb: TwilioCallback, sms: unknown): boolean {
+  const token = tokenOf(sms);
+  return token !== null && validTwilioSignature(token, baseUrl.replace(/\/+$/, "") + cb.pathAndQuery, cb.params, cb.signature);
+}
+
+/** The first value of a parameter ('' when absent). */
+const param = (cb: TwilioCallback, name: string) => cb.params.find(([k]) => k === name)?.[1] ?? "";
+
+const last10 = (s: string) => {
+  const d = s.replace(/\D/g, "");
+  return d.length >= 10 ? d.slice(-10) : null;
+};
+
+// Twilio's message statuses onto ours. Ranks only grow; delivered, undelivered and failed are final.
+const STATUS: Record<string, { status: string; rank: number }> = {
+  accepted: { status: "queued", rank: 0 },
+  scheduled: { status: "queued", rank: 0 },
+  queued: { status: "queued", rank: 0 },
+  sending: { status: "sending", rank: 1 },
+  sent: { status: "sent", rank: 2 },
+  delivered: { status: "delivered", rank: 3 },
+  read: { status: "delivered", rank: 3 },
+  undelivered: { status: "undelivered", rank: 4 },
+  failed: { status: "failed", rank: 4 },
+  canceled: { status: "failed", rank: 4 },
+};
+const MOVABLE: [string, number][] = [
+  ["queued", 0],
+  ["sending", 1],
+  ["sent", 2],
+];
+
+/**
+ * `POST /hooks/sms_status.php`: MessageSid, MessageStatus (or SmsSid, SmsStatus), ErrorCode. The
+ * message's org signs it; for a sid we do not know (yet), the org of its AccountSid, so that a
+ * genuine callback is still answered 200 and a forgery 403.
+ */
+export async function statusCallback(sql: Sql, baseUrl: string, cb: TwilioCallback, now: number): Promise<CallbackAnswer> {
+  const sid = param(cb, "MessageSid") || param(cb, "SmsSid");
+  const message = sid ? await messageBySid(sql, sid) : null;
+  if (message) {
+    if (!signedBy(baseUrl, cb, message.sms)) return "forbidden";
+  } else {
+    const account = param(cb, "AccountSid");
+    const orgs = account ? await orgsByAccount(sql, account) : [];
+    return orgs.some((o) => signedBy(baseUrl, cb, o.sms)) ? "ok" : "forbidden";
+  }
+  const next = STATUS[(param(cb, "MessageStatus") || param(cb, "SmsStatus")).toLowerCase()];
+  if (!next) return "ok";
+  const from = MOVABLE.filter(([, rank]) => rank < next.rank).map(([s]) => s);
+  if (from.length === 0) return "ok";
+  const failing = next.rank === 4;
+  const code = param(cb, "ErrorCode");
+  const detail = param(cb, "ErrorMessage");
+  const error = [code, detail].filter((s) => s !== "").join(": ") || next.status;
+  await applyStatus(sql, message.id, next.status, from, failing ? { error } : null, new Date(now));
+  return "ok";
+}
+
+const STOP_WORDS = new Set(["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT"]);
+const START_WORDS = new Set(["START", "UNSTOP"]);
+
+/** STOP → out, START → in: the whole trimmed body, any case. */
+export function keywordConsent(body: string): "out" | "in" | null {
+  const word = body.trim().toUpperCase();
+  return STOP_WORDS.has(word) ? "out" : START_WORDS.has(word) ? "in" : null;
+}
+
+/**
+ * `POST /hooks/sms_inbound.php`: From, To, Body, MessageSid. The org is the one whose SMS number
+ * is `To` (and whose token signed the request); the text goes on that org's newest lead with the
+ * phone `From` (last 10 digits), as status `received`. STOP words opt every org lead on that phone
+ * out, START words back in. A text from an unknown phone is acknowledged and not stored.
+ */
+export async function inboundSms(sql: Sql, baseUrl: string, cb: TwilioCallback, now: number): Promise<CallbackAnswer> {
+  const to10 = last10(param(cb, "To"));
+  const orgs = to10 ? await orgsByNumber(sql, to10) : [];
+  const org = orgs.find((o) => signedBy(baseUrl, cb, o.sms));
+  if (!org) return "forbidden";
+  const from10 = last10(param(cb, "From"));
+  const sid = param(cb, "MessageSid") || param(cb, "SmsSid");
+  if (!from10 || !sid) return "ok";
+  // Stored as sent, except NUL, which a text column cannot hold.
+  const body = param(cb, "Body").replaceAll("\u0000", "").toWellFormed();
+  await recordInbound(sql, {
+    orgId: org.id,
+    from10,
+    from: param(cb, "From"),
+    to: param(cb, "To"),
+    body,
+    sid,
+    consent: keywordConsent(body),
+    now: new Date(now),
+  });
+  return "ok";
+}

@@ -1,0 +1,156 @@
+// The gates of an SMS or email send, as pure functions of what the database said and the clock.
+// One place decides whether a message may go; the API, the deferred-send worker and (later)
+// automations all pass through `gate`. Notes are never gated: callers do not call this for them.
+//
+// Order, first failure wins: channel → consent → provider → billing → quiet hours. Quiet hours
+// come last because a deferral is not a refusal: the message is recorded and sent later, so every
+// reason it could never go must be checked first.
+import { emailField } from "../http/fields";
+import { quietHoursEnd, recipientZone, type QuietHours } from "./quiet-hours";
+
+export type SendChannel = "sms" | "email";
+
+/** Every reason a gate refuses a send; each is listed in the README (billing ones are HTTP 402: errors.ts reasonStatus). */
+export const GATE_REASONS = [
+  "no_phone", // sms: the lead has no usable phone number
+  "no_email", // email: the lead has no valid email address
+  "opted_out", // the lead's channel opted out (SMS STOP); wins over any opt-in
+  "no_consent", // explicit-consent org, and the channel never opted in
+  "provider_not_configured", // the org has no (complete) sms / email provider settings
+  "billing_not_configured", // 402: the org has no billing
+  "billing_unavailable", // 402: the balance could not be read (locked past the wait) or is unusable
+  "billing_frozen", // 402: billing status frozen
+  "subscription_required", // 402: subscription none
+  "insufficient_credits", // 402: credits below the channel's cost
+] as const;
+export type GateReason = (typeof GATE_REASONS)[number];
+
+export interface SmsConfig {
+  base_url: string;
+  account_sid: string;
+  auth_token: string;
+  from: string;
+}
+
+export interface EmailConfig {
+  smtp_url: string;
+  from: string;
+}
+
+/** What the gates read of the lead's organization (sql/0001 `orgs`). */
+export interface OrgSettings {
+  id: number;
+  name: string;
+  company: string;
+  timezone: string;
+  quiet: QuietHours | null;
+  consent: "implied" | "explicit";
+  sms: unknown;
+  email: unknown;
+}
+
+export interface LeadContact {
+  phone: string;
+  email: string;
+  state: string;
+}
+
+/**
+ * The consent of the recipient's address on this channel, across the org's leads that share it:
+ * `out` if any of them opted out, else `in` if any opted in, else `none` (see queries.ts).
+ */
+export type ConsentState = "none" | "in" | "out";
+
+/** The org's billing row; null when absent; "unavailable" when it could not be read in time. */
+export type BillingState =
+  | null
+  | "unavailable"
+  | { status: string; subscription: string; credits: number; sms_cost: number; email_cost: number };
+
+export interface GateInput {
+  channel: SendChannel;
+  /** Null for a lead in a house campaign: no org, so no provider and no billing. */
+  org: OrgSettings | null;
+  lead: LeadContact;
+  consent: ConsentState;
+  billing: BillingState;
+  now: number;
+}
+
+export type GateResult =
+  | { ok: true; to: string; cost: number; deferUntil: number | null }
+  | { ok: false; reason: GateReason };
+
+const nonEmpty = (v: unknown): v is string => typeof v === "string" && v.trim() !== "";
+
+/** The org's SMS provider settings when complete, else null. */
+export function smsConfig(v: unknown): SmsConfig | null {
+  if (v === null || typeof v !== "object") return null;
+  const c = v as Record<string, unknown>;
+  if (!nonEmpty(c.base_url) || !nonEmpty(c.account_sid) || !nonEmpty(c.auth_token) || !nonEmpty(c.from)) return null;
+  if (!/^https?:\/\//i.test(c.base_url)) return null;
+  return { base_url: c.base_url, account_sid: c.account_sid, auth_token: c.auth_token, from: c.from };
+}
+
+/** The org's SMTP settings when complete, else null. */
+export function emailConfig(v: unknown): EmailConfig | null {
+  if (v === null || typeof v !== "object") return null;
+  const c = v as Record<string, unknown>;
+  if (!nonEmpty(c.smtp_url) || !nonEmpty(c.from)) return null;
+  if (!/^smtps?:\/\/[^/]/i.test(c.smtp_url)) return null;
+  return { smtp_url: c.smtp_url, from: c.from };
+}
+
+/** The address a channel sends to, or null when the lead has none. */
+export function channelAddress(channel: SendChannel, lead: LeadContact): string | null {
+  if (channel === "sms") return /^[0-9]{10}$/.test(lead.phone) ? lead.phone : null;
+  const email = emailField(lead.email);
+  return email === "" ? null : email;
+}
+
+/** Channel, consent and provider: everything that needs neither the balance nor the clock. */
+export function contactGate(
+  channel: SendChannel,
+  org: OrgSettings | null,
+  lead: LeadContact,
+  consent: ConsentState,
+): { ok: true; to: string } | { ok: false; reason: GateReason } {
+  const to = channelAddress(channel, lead);
+  if (to === null) return { ok: false, reason: channel === "sms" ? "no_phone" : "no_email" };
+  // An opt-out always wins, whatever the org's consent mode.
+  if (consent === "out") return { ok: false, reason: "opted_out" };
+  if (org?.consent === "explicit" && consent !== "in") return { ok: false, reason: "no_consent" };
+  const configured = channel === "sms" ? smsConfig(org?.sms) : emailConfig(org?.email);
+  if (org === null || configured === null) return { ok: false, reason: "provider_not_configured" };
+  return { ok: true, to };
+}
+
+/** operations.md §3: absent, frozen, no subscription, credits below the channel's cost. */
+export function billingGate(channel: SendChannel, billing: BillingState): { ok: true; cost: number } | { ok: false; reason: GateReason } {
+  if (billing === null) return { ok: false, reason: "billing_not_configured" };
+  if (billing === "unavailable") return { ok: false, reason: "billing_unavailable" };
+  const cost = channel === "sms" ? billing.sms_cost : billing.email_cost;
+  // The database's checks make these impossible; a row that breaks them is not trusted with money.
+  if (!Number.isFinite(cost) || cost < 0 || !Number.isFinite(billing.credits)) return { ok: false, reason: "billing_unavailable" };
+  if (billing.status === "frozen") return { ok: false, reason: "billing_frozen" };
+  if (billing.status !== "active") return { ok: false, reason: "billing_unavailable" };
+  if (billing.subscription === "none") return { ok: false, reason: "subscription_required" };
+  if (billing.subscription !== "active") return { ok: false, reason: "billing_unavailable" };
+  if (billing.credits < cost) return { ok: false, reason: "insufficient_credits" };
+  return { ok: true, cost };
+}
+
+/** Null to send now, or the epoch ms when the recipient's quiet hours end. */
+export function quietGate(org: OrgSettings | null, lead: LeadContact, now: number): number | null {
+  if (org === null || org.quiet === null) return null;
+  return quietHoursEnd(now, org.quiet, recipientZone(lead.state, org.timezone));
+}
+
+/** All gates in their order: the first refusal, or where to send, what it costs and when. */
+export function gate(input: GateInput): GateResult {
+  const contact = contactGate(input.channel, input.org, input.lead, input.consent);
+  if (!contact.ok) return contact;
+  const billing = billingGate(input.channel, input.billing);
+  if (!billing.ok) return billing;
+  return { ok: true, to: contact.to, cost: billing.cost, deferUntil: quietGate(input.org, input.lead, input.now) };
+}

@@ -1,0 +1,107 @@
+// The message send input and the Message result (api-v1.md), and who is sending.
+import { createHash } from "node:crypto";
+import { Type as t } from "@sinclair/typebox";
+import type { Actor } from "../auth/actor";
+import { AppError } from "../errors";
+import { idField } from "../http/fields";
+
+export type { Actor };
+
+export type Channel = "sms" | "email" | "note";
+export const CHANNELS: readonly Channel[] = ["sms", "email", "note"];
+
+export interface SendInput {
+  /** Null when `lead_id` is missing or not an id: answered like a lead that does not exist. */
+  leadId: number | null;
+  channel: Channel;
+  /** As given (only made well-formed UTF-16, which storage needs anyway). */
+  body: string;
+  subject: string | null;
+  operationId: string;
+}
+
+export const OPERATION_ID = /^[A-Za-z0-9_.:-]{1,96}$/;
+
+/** Text as given; null when absent; a refusal for other types and for NUL, which text columns cannot hold. */
+function textInput(name: string, v: unknown): string | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== "string") throw new AppError("invalid_input", `${name} must be a string`);
+  if (v.includes("\u0000")) throw new AppError("invalid_input", `${name} must not contain NUL characters`);
+  return v.toWellFormed();
+}
+
+/**
+ * The send input from a request's fields. Checked in the order the answers are ranked: the
+ * operation_id (422 bad_operation_id), the channel and the field types (422 invalid_input). The
+ * lead (404) and an empty body (200 empty_body) need the database and come after, in the service.
+ */
+export function parseSendInput(f: Record<string, unknown>): SendInput {
+  const op = f.operation_id;
+  if (typeof op !== "string" || !OPERATION_ID.test(op)) {
+    // operations.md §7 gives the body exactly: {ok: false, error: "bad_operation_id"}.
+    throw new AppError("bad_operation_id");
+  }
+  const channel = f.channel;
+  if (typeof channel !== "string" || !(CHANNELS as readonly string[]).includes(channel)) {
+    throw new AppError("invalid_input", "channel must be one of sms, email, note");
+  }
+  return {
+    leadId: idField(f.lead_id),
+    channel: channel as Channel,
+    body: textInput("body", f.body) ?? "",
+    subject: textInput("subject", f.subject),
+    operationId: op,
+  };
+}
+
+/**
+ * What an operation_id was first used for: lead, channel, body and subject. The same operation_id
+ * with any of them different is a conflict, not a retry.
+ */
+export function requestHash(input: SendInput): string {
+  return createHash("sha256").update(JSON.stringify([input.leadId, input.channel, input.body, input.subject])).digest("base64");
+}
+
+/** The Message result. Field order is fixed: stored results are replayed byte for byte. */
+export interface MessageResult {
+  ok: boolean;
+  message_id: number | null;
+  reason?: string;
+  defer_until?: number;
+}
+
+export function resultText(r: MessageResult): string {
+  const out: MessageResult = { ok: r.ok, message_id: r.message_id };
+  if (r.reason !== undefined) out.reason = r.reason;
+  if (r.defer_until !== undefined) out.defer_until = r.defer_until;
+  return JSON.stringify(out);
+}
+
+/** A send's answer: the HTTP status and the result's exact JSON text. */
+export interface SendAnswer {
+  status: 200 | 402;
+  text: string;
+}
+
+// The contract's shapes, for the API description. The input is checked by parseSendInput, which
+// answers each kind of junk with its own code.
+export const MessageInput = t.Object(
+  {
+    lead_id: t.Integer({ description: "a lead in the key's organization" }),
+    channel: t.Union([t.Literal("sms"), t.Literal("email"), t.Literal("note")]),
+    body: t.String({ description: "non-empty after trimming; an email body is HTML (merge values are escaped into it)" }),
+    subject: t.Optional(t.String({ description: "email only; default `Message from {company}`" })),
+    operation_id: t.String({ pattern: OPERATION_ID.source, minLength: 1, maxLength: 96 }),
+  },
+  { additionalProperties: true },
+);
+
+export const MessageResultSchema = t.Object(
+  {
+    ok: t.Boolean(),
+    message_id: t.Union([t.Integer(), t.Null()]),
+    reason: t.Optional(t.String({ description: "gate or delivery failure; billing reasons come with HTTP 402" })),
+    defer_until: t.Optional(t.Integer({ description: "Unix seconds: queued until the recipient's quiet hours end" })),
+  },
+  { additionalProperties: true },
+);

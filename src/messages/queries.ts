@@ -1,0 +1,467 @@
+// The messaging statements. Tenant confinement is in SQL (leads/scope.ts); idempotency rests on
+// the unique index messages_operation (sql/0001, 0005); credits move only beside a ledger entry.
+import type postgres from "postgres";
+import { inInputOrder } from "../db/batcher";
+import type { Sql } from "../db/client";
+import { inRowTenant, inTenant, NO_ORG } from "../leads/scope";
+import { drawHit } from "../limits/fused";
+import type { BillingState, ConsentState, OrgSettings } from "./gates";
+import type { Actor, Channel } from "./model";
+
+export type Tx = postgres.TransactionSql<{ bigint: number }>;
+type Db = Sql | Tx;
+
+/** The house (platform) idempotency scope, as the index messages_operation spells it: coalesce(op_scope, -1). */
+export const HOUSE = -1;
+export const scopeOf = (actor: Actor) => actor.orgId ?? HOUSE;
+
+export interface LeadRow {
+  id: number;
+  org_id: number | null;
+  phone: string;
+  email: string;
+  state: string;
+  first_name: string;
+  last_name: string;
+  city: string;
+  postal_code: string;
+}
+
+export interface PriorRow {
+  id: number;
+  request_hash: string | null;
+  result: string | null;
+}
+
+export interface SendContext {
+  lead: LeadRow | null;
+  org: OrgSettings | null;
+  consent: ConsentState;
+  prior: PriorRow | null;
+}
+
+type ContextRow = Partial<LeadRow> & {
+  lead_id: number | null;
+  o_id: number | null;
+  o_name: string;
+  o_company: string;
+  o_timezone: string;
+  o_quiet_start: string | null;
+  o_quiet_end: string | null;
+  o_consent: string;
+  o_sms: unknown;
+  o_email: unknown;
+  consent: ConsentState | null;
+  p_id: number | null;
+  p_hash: string | null;
+  p_result: string | null;
+};
+
+/**
+ * The recipient's consent on a channel: across the org's leads sharing the address (a person who
+ * texted STOP is the same person on a newer lead), `out` if any opted out, else `in` if any opted
+ * in, else `none`. Expects the alias `l` for the lead.
+ */
+const consentOf = (sql: Db, channel: Channel) => sql`
+  (select case when bool_or(c.consent = 'out') then 'out' when bool_or(c.consent = 'in') then 'in' else 'none' end
+   from lead_channels c join leads l2 on l2.id = c.lead_id
+   where c.channel = ${channel}
+     and (c.lead_id = l.id or (c.address <> '' and c.address = ${channel === "sms" ? sql`l.phone` : sql`l.email`}))
+     and l2.org_id is not distinct from l.org_id)`;
+
+function toContext(r: ContextRow | undefined): SendContext {
+  if (!r || r.lead_id === null) return { lead: null, org: null, consent: "none", prior: null };
+  const lead: LeadRow = {
+    id: r.lead_id,
+    org_id: r.org_id ?? null,
+    phone: r.phone!,
+    email: r.email!,
+    state: r.state!,
+    first_name: r.first_name!,
+    last_name: r.last_name!,
+    city: r.city!,
+    postal_code: r.postal_code!,
+  };
+  const org: OrgSettings | null =
+    r.o_id === null
+      ? null
+      : {
+          id: r.o_id,
+          name: r.o_name,
+          company: r.o_company,
+          timezone: r.o_timezone,
+          quiet: r.o_quiet_start && r.o_quiet_end ? { start: r.o_quiet_start, end: r.o_quiet_end } : null,
+          consent: r.o_consent === "explicit" ? "explicit" : "implied",
+          sms: r.o_sms,
+          email: r.o_email,
+        };
+  const prior = r.p_id === null ? null : { id: r.p_id, request_hash: r.p_hash, result: r.p_result };
+  return { lead, org, consent: r.consent ?? "none", prior };
+}
+
+const leadColumns = (sql: Db) => sql`
+  l.id as lead_id, l.org_id, l.phone, l.email, l.state, l.first_name, l.last_name, l.city, l.postal_code,
+  o.id as o_id, o.name as o_name, o.company as o_company, o.timezone as o_timezone,
+  o.quiet_start as o_quiet_start, o.quiet_end as o_quiet_end, o.consent as o_consent,
+  o.sms as o_sms, o.email as o_email`;
+
+/**
+ * Everything a send decides on, in one round trip: the lead if it is in the actor's scope, its
+ * org's settings, the recipient's consent, and any message already recorded under the operation_id.
+ */
+export async function sendContext(
+  sql: Sql,
+  actor: Actor,
+  leadId: number | null,
+  channel: Channel,
+  operationId: string,
+): Promise<SendContext> {
+  const [row] = await sql<ContextRow[]>`
+    select ${leadColumns(sql)},
+           ${channel === "note" ? sql`null::text` : consentOf(sql, channel)} as consent,
+           p.id as p_id, p.request_hash as p_hash, p.result as p_result
+    from (values (1)) as one (x)
+    left join leads l on l.id = ${leadId ?? 0} and ${inTenant(sql, actor.orgId)}
+    left join orgs o on o.id = l.org_id
+    left join messages p on coalesce(p.op_scope, -1) = ${scopeOf(actor)} and p.operation_id = ${operationId}`;
+  return toContext(row);
+}
+
+/** The first read of an API send: whether the lead is in the actor's scope, and the operation's prior send. */
+export interface Probe {
+  leadFound: boolean;
+  prior: PriorRow | null;
+}
+
+export interface ProbeRead {
+  orgId: number | null;
+  scope: number;
+  leadId: number;
+  operationId: string;
+}
+
+/**
+ * The first read of many API sends in one statement (src/limits/fused.ts), each drawing its
+ * request's hit: a retry is then answered from this one statement, with no other round trip.
+ */
+export async function countedProbes(sql: Sql, reads: readonly ProbeRead[], seqs: number[]): Promise<{ hit_: number; out: Probe }[]> {
+  const rows = await sql<{ i: number; hit_: number; lead_id: number | null; p_id: number | null; p_hash: string | null; p_result: string | null }[]>`
+    select u.i, ${drawHit(sql)}, l.id as lead_id, p.id as p_id, p.request_hash as p_hash, p.result as p_result
+    from unnest(${seqs}::int8[], ${reads.map((r) => r.orgId ?? NO_ORG)}::int8[], ${reads.map((r) => r.leadId)}::int8[],
+                ${reads.map((r) => r.scope)}::int8[], ${reads.map((r) => r.operationId)}::text[])
+         with ordinality as u(seq, org, id, scope, op, i)
+    left join leads l on l.id = u.id and ${inRowTenant(sql)}
+    left join messages p on coalesce(p.op_scope, -1) = u.scope and p.operation_id = u.op`;
+  return inInputOrder(rows, reads.length).map((r) => ({
+    hit_: r.hit_,
+    out: {
+      leadFound: r.lead_id !== null,
+      prior: r.p_id === null ? null : { id: r.p_id, request_hash: r.p_hash, result: r.p_result },
+    },
+  }));
+}
+
+/** What a `sending` row whose lease has lapsed becomes: its sender died during the provider call. */
+const interrupted = (sql: Db, now: Date) => sql`
+  status = 'unknown', sending_until = null, updated_at = ${now},
+  error = 'outcome_unknown: the sender stopped before recording the provider''s answer',
+  result = coalesce(m.result, '{"ok":false,"message_id":' || m.id || ',"reason":"outcome_unknown"}')`;
+
+/**
+ * A message's stored result, null while its first answer is still being made. A `sending` row
+ * past its lease is settled here as interrupted (`unknown`), so a retry after a crash answers at
+ * once instead of waiting for the sweep.
+ */
+export async function settledResult(sql: Sql, id: number, now: Date): Promise<string | null> {
+  const [row] = await sql<{ result: string | null }[]>`
+    with rec as (
+      update messages m set ${interrupted(sql, now)}
+      where m.id = ${id} and m.status = 'sending' and m.sending_until < ${now}
+      returning m.result
+    )
+    select coalesce((select result from rec), (select result from messages where id = ${id})) as result`;
+  return row?.result ?? null;
+}
+
+/**
+ * A note in one statement: the lead's scope check, the idempotency check and the insert. Null
+ * `id` with a `prior` means the operation_id was used already; neither, with the lead found, means
+ * a concurrent request took it between this statement's snapshot and its insert (read again).
+ */
+export async function insertNote(
+  sql: Sql,
+  actor: Actor,
+  leadId: number,
+  body: string,
+  subject: string,
+  operationId: string,
+  hash: string,
+  now: Date,
+): Promise<{ lead_id: number | null; id: number | null; result: string | null; prior: PriorRow | null }> {
+  const [row] = await sql<
+    { lead_id: number | null; id: number | null; result: string | null; p_id: number | null; p_hash: string | null; p_result: string | null }[]
+  >`
+    with lead as (
+      select l.id, l.org_id from leads l where l.id = ${leadId} and ${inTenant(sql, actor.orgId)}
+    ), prior as (
+      select id, request_hash, result from messages
+      where coalesce(op_scope, -1) = ${scopeOf(actor)} and operation_id = ${operationId}
+    ), nid as (
+      select nextval('messages_id_seq') as id from lead where not exists (select 1 from prior)
+    ), ins as (
+      insert into messages (id, lead_id, org_id, channel, direction, actor_type, actor_id, subject, body, status,
+                            operation_id, op_scope, request_hash, result, created_at, updated_at)
+      select nid.id, lead.id, lead.org_id, 'note', 'out', ${actor.type}, ${actor.id}, ${subject}, ${body}, 'stored',
+             ${operationId}, ${actor.orgId}::bigint, ${hash}, '{"ok":true,"message_id":' || nid.id || '}', ${now}, ${now}
+      from nid, lead
+      on conflict (coalesce(op_scope, -1), operation_id) where operation_id is not null do nothing
+      returning id, result
+    )
+    select (select id from lead) as lead_id, (select id from ins) as id, (select result from ins) as result,
+           prior.id as p_id, prior.request_hash as p_hash, prior.result as p_result
+    from (values (1)) as one (x) left join prior on true`;
+  return {
+    lead_id: row.lead_id,
+    id: row.id,
+    result: row.result,
+    prior: row.p_id === null ? null : { id: row.p_id, request_hash: row.p_hash, result: row.p_result },
+  };
+}
+
+/**
+ * Locks the org's billing row for the rest of the transaction and reads it. The lock wait is
+ * bounded (`lock_timeout`): a row held longer makes the statement fail with 55P03, which the
+ * caller reports as billing_unavailable.
+ */
+export async function lockBilling(tx: Tx, orgId: number, lockMs: number): Promise<BillingState> {
+  const [, rows] = await Promise.all([
+    tx`select set_config('lock_timeout', ${`${Math.max(1, Math.round(lockMs))}ms`}, true)`,
+    tx<{ status: string; subscription: string; credits: number; sms_cost: number; email_cost: number }[]>`
+      select status, subscription, credits::float8 as credits, sms_cost::float8 as sms_cost, email_cost::float8 as email_cost
+      from org_billing where org_id = ${orgId} for update`,
+  ]);
+  return rows[0] ?? null;
+}
+
+export interface NewSend {
+  actor: Actor;
+  lead: LeadRow;
+  orgId: number;
+  channel: "sms" | "email";
+  body: string;
+  subject: string;
+  operationId: string;
+  hash: string;
+  to: string;
+  now: Date;
+}
+
+/**
+ * Records a send that passed every gate and charges for it: the message as `sending` with its
+ * lease, the credits, the ledger entry, in one statement of the caller's transaction (which holds
+ * the billing row). Null when the operation_id is taken.
+ */
+export async function insertCharged(tx: Tx, s: NewSend, cost: number, sendingUntil: Date): Promise<number | null> {
+  const [row] = await tx<{ id: number }[]>`
+    with ins as (
+      insert into messages (lead_id, org_id, channel, direction, actor_type, actor_id, subject, body, status, meta,
+                            operation_id, op_scope, request_hash, cost, sending_until, created_at, updated_at)
+      values (${s.lead.id}, ${s.orgId}, ${s.channel}, 'out', ${s.actor.type}, ${s.actor.id}, ${s.subject}, ${s.body},
+              'sending', ${tx.json({ to: s.to })}, ${s.operationId}, ${s.actor.orgId}::bigint, ${s.hash}, ${cost},
+              ${sendingUntil}, ${s.now}, ${s.now})
+      on conflict (coalesce(op_scope, -1), operation_id) where operation_id is not null do nothing
+      returning id
+    ), charged as (
+      update org_billing set credits = credits - ${cost}::numeric, updated_at = ${s.now}
+      where org_id = ${s.orgId} and ${cost}::numeric > 0 and exists (select 1 from ins)
+      returning credits
+    ), ledger as (
+      insert into credit_ledger (org_id, message_id, kind, amount, balance, created_at)
+      select ${s.orgId}, ins.id, 'charge', -${cost}::numeric, charged.credits, ${s.now} from ins, charged
+    )
+    select id from ins`;
+  return row?.id ?? null;
+}
+
+/**
+ * Records a send deferred by quiet hours: `queued` until `deferUntil`, charged when it goes. The
+ * answer ({ok, message_id, defer_until}) is built here, where the id is known, and stored as the
+ * result that replays return. Null when the operation_id is taken.
+ */
+export async function insertDeferred(tx: Tx, s: NewSend, deferUntil: Date): Promise<{ id: number; result: string } | null> {
+  const epoch = Math.ceil(deferUntil.getTime() / 1000);
+  const [row] = await tx<{ id: number; result: string }[]>`
+    with nid as (select nextval('messages_id_seq') as id)
+    insert into messages (id, lead_id, org_id, channel, direction, actor_type, actor_id, subject, body, status, meta,
+                          operation_id, op_scope, request_hash, defer_until, result, created_at, updated_at)
+    select nid.id, ${s.lead.id}, ${s.orgId}, ${s.channel}, 'out', ${s.actor.type}, ${s.actor.id}, ${s.subject}, ${s.body},
+           'queued', ${tx.json({ to: s.to })}, ${s.operationId}, ${s.actor.orgId}::bigint, ${s.hash}, ${new Date(epoch * 1000)},
+           '{"ok":true,"message_id":' || nid.id || ',"defer_until":' || ${epoch}::bigint || '}', ${s.now}, ${s.now}
+    from nid
+    on conflict (coalesce(op_scope, -1), operation_id) where operation_id is not null do nothing
+    returning id, result`;
+  return row ?? null;
+}
+
+/** A deferred message's own row and its lead, org and consent, locked; null unless still `queued`. */
+export interface DeferredRow {
+  id: number;
+  channel: "sms" | "email";
+  body: string;
+  subject: string;
+  defer_until: Date | null;
+  context: SendContext;
+}
+
+export async function lockDeferred(tx: Tx, id: number): Promise<DeferredRow | null> {
+  // The channel decides the consent statement, so read it first (the row is locked by the second).
+  const [head] = await tx<{ channel: "sms" | "email" }[]>`
+    select channel from messages where id = ${id} and status = 'queued' and channel in ('sms', 'email') for update`;
+  if (!head) return null;
+  const [row] = await tx<(ContextRow & { m_body: string; m_subject: string; m_defer_until: Date | null })[]>`
+    select ${leadColumns(tx)}, ${consentOf(tx, head.channel)} as consent,
+           null::bigint as p_id, null::text as p_hash, null::text as p_result,
+           m.body as m_body, m.subject as m_subject, m.defer_until as m_defer_until
+    from messages m
+    join leads l on l.id = m.lead_id
+    left join orgs o on o.id = l.org_id
+    where m.id = ${id}`;
+  if (!row) return null;
+  return {
+    id,
+    channel: head.channel,
+    body: row.m_body,
+    subject: row.m_subject,
+    defer_until: row.m_defer_until,
+    context: toContext(row),
+  };
+}
+
+/** A deferred message that now goes: charged, `sending`, leased. */
+export async function chargeDeferred(tx: Tx, id: number, orgId: number, cost: number, to: string, now: Date, sendingUntil: Date): Promise<void> {
+  await tx`
+    with m as (
+      update messages set status = 'sending', cost = ${cost}, sending_until = ${sendingUntil}, updated_at = ${now},
+                          meta = coalesce(meta, '{}'::jsonb) || ${tx.json({ to })}
+      where id = ${id} and status = 'queued'
+      returning id
+    ), charged as (
+      update org_billing set credits = credits - ${cost}::numeric, updated_at = ${now}
+      where org_id = ${orgId} and ${cost}::numeric > 0 and exists (select 1 from m)
+      returning credits
+    )
+    insert into credit_ledger (org_id, message_id, kind, amount, balance, created_at)
+    select ${orgId}, m.id, 'charge', -${cost}::numeric, charged.credits, ${now} from m, charged`;
+}
+
+/** Moves a deferred message's time (its recipient's quiet hours moved under it). */
+export async function redefer(tx: Tx, id: number, deferUntil: Date, now: Date): Promise<void> {
+  await tx`update messages set defer_until = ${deferUntil}, updated_at = ${now} where id = ${id} and status = 'queued'`;
+}
+
+/**
+ * The outbox row of a message event (operations.md §6), written by the statement that makes the
+ * change: `m` is that statement's CTE returning the message row. Payload {type, timestamp, data}.
+ */
+export function eventFrom(sql: Db, type: "message.sent" | "message.failed" | "message.received", at: Date, reason: string | null = null) {
+  const data =
+    type === "message.received"
+      ? sql`jsonb_build_object('message_id', m.id, 'lead_id', m.lead_id, 'org_id', m.org_id, 'channel', m.channel,
+              'from', m.meta->>'from', 'to', m.meta->>'to', 'body', m.body, 'provider_id', m.provider_id,
+              'consent', m.meta->'consent')`
+      : sql`jsonb_build_object('message_id', m.id, 'lead_id', m.lead_id, 'org_id', m.org_id, 'channel', m.channel,
+              'to', m.meta->>'to', 'status', m.status, 'provider_id', m.provider_id, 'operation_id', m.operation_id,
+              'actor_type', m.actor_type, 'actor_id', m.actor_id
+              ${type === "message.failed" ? sql`, 'reason', ${reason}::text, 'error', m.error` : sql``})`;
+  return sql`
+    insert into outbox_events (org_id, type, payload)
+    select m.org_id, ${type}::text, jsonb_build_object('type', ${type}::text, 'timestamp', ${at.toISOString()}::text, 'data', ${data})
+    from m`;
+}
+
+/** A deferred message refused by a gate when its time came: `failed`, with the reason as its error. */
+export async function failDeferred(tx: Tx, id: number, reason: string, now: Date): Promise<boolean> {
+  const rows = await tx`
+    with m as (
+      update messages set status = 'failed', error = ${reason}, updated_at = ${now}
+      where id = ${id} and status = 'queued'
+      returning *
+    ), evt as (${eventFrom(tx, "message.failed", now, reason)})
+    select id from m`;
+  return rows.length > 0;
+}
+
+export interface Outcome {
+  ok: boolean;
+  providerId: string | null;
+  /** On failure: the API's reason and the provider's error. */
+  reason: string | null;
+  error: string;
+  /** The result to store where none is stored yet (a deferred message keeps its first answer). */
+  result: string;
+  now: Date;
+}
+
+/**
+ * Records how a provider call ended, on a message still `sending`, with its event. A failure
+ * refunds the charge in the same statement. Returns the stored result (the first answer, for a
+ * deferred message), or null when the message was no longer `sending`.
+ */
+export async function recordOutcome(sql: Sql, id: number, o: Outcome): Promise<{ result: string; org_id: number | null } | null> {
+  if (o.ok) {
+    const [row] = await sql<{ result: string; org_id: number | null }[]>`
+      with m as (
+        update messages set status = 'sent', provider_id = ${o.providerId}, sending_until = null,
+                            result = coalesce(result, ${o.result}), updated_at = ${o.now}
+        where id = ${id} and status = 'sending'
+        returning *
+      ), evt as (${eventFrom(sql, "message.sent", o.now)})
+      select result, org_id from m`;
+    return row ?? null;
+  }
+  const [row] = await sql<{ result: string; org_id: number | null }[]>`
+    with m as (
+      update messages set status = 'failed', error = ${o.error}, sending_until = null,
+                          result = coalesce(result, ${o.result}), updated_at = ${o.now}
+      where id = ${id} and status = 'sending'
+      returning *
+    ), ${refundFrom(sql, o.now)}, evt as (${eventFrom(sql, "message.failed", o.now, o.reason)})
+    select result, org_id from m`;
+  return row ?? null;
+}
+
+/** CTEs `refunded` and `ledger`: give back the cost of the message(s) in CTE `m`. */
+export const refundFrom = (sql: Db, now: Date) => sql`
+  refunded as (
+    update org_billing b set credits = b.credits + m.cost, updated_at = ${now}
+    from m where b.org_id = m.org_id and m.cost > 0
+    returning b.credits, m.id, m.org_id, m.cost
+  ), ledger as (
+    insert into credit_ledger (org_id, message_id, kind, amount, balance, created_at)
+    select org_id, id, 'refund', cost, credits, ${now} from refunded
+  )`;
+
+/** After Twilio's 21610 (the recipient replied STOP to this sender): the org's leads on that phone opt out. */
+export async function optOutPhone(sql: Db, orgId: number, phone: string, source: string, now: Date): Promise<void> {
+  await sql`
+    insert into lead_channels (lead_id, channel, address, consent, consent_at, consent_source, updated_at)
+    select l.id, 'sms', l.phone, 'out', ${now}, ${source}, ${now} from leads l
+    where l.phone = ${phone} and l.org_id = ${orgId}
+    on conflict (lead_id, channel) do update
+      set consent = 'out', consent_at = excluded.consent_at, consent_source = excluded.consent_source, updated_at = excluded.updated_at`;
+}
+
+/**
+ * Sends whose process stopped during the provider call: still `sending` past their lease. They are
+ * never sent again; they become `unknown` (the provider may or may not have the message, so the
+ * charge stands), answering replays with reason outcome_unknown unless a first answer was stored.
+ */
+export async function recoverInterrupted(sql: Sql, now: Date, limit = 100): Promise<number[]> {
+  const rows = await sql<{ id: number }[]>`
+    update messages m set ${interrupted(sql, now)}
+    where m.id in (
+      select id from messages where status = 'sending' and sending_until < ${now}
+      order by sending_until limit ${limit} for update skip locked)
+    returning m.id`;
+  return rows.map((r) => r.id);
+}

@@ -1,0 +1,262 @@
+// The booking page in real headless Chromium: book by clicking, the slot gone for the next visitor,
+// reschedule through the link, the calendar file, a friendly 404; no console errors, no horizontal
+// scroll at 375 px; screenshots at phone and desktop widths (SHOTS_DIR) for a person to look at.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { startApp, type TestApp } from "./harness/app";
+import { ManualClock } from "./harness/clock";
+import { testDatabase, type TestDatabase } from "./harness/db";
+import { seedWorld } from "./harness/factory";
+import { launchBrowser, pageProblems, SHOTS_DIR } from "./harness/booking-browser";
+
+let db: TestDatabase;
+let browser: Browser;
+let app: TestApp;
+let base: string;
+const T0 = Date.parse("2026-11-23T12:00:00Z"); // Monday 06:00 in Chicago
+const clock = new ManualClock(T0);
+
+const PHONE = { width: 375, height: 812 };
+const DESKTOP = { width: 1280, height: 860 };
+
+beforeAll(async () => {
+  mkdirSync(SHOTS_DIR, { recursive: true });
+  db = await testDatabase();
+  await seedWorld(db.sql);
+  const hours = { mon: [["09:00", "17:00"]], tue: [["09:00", "12:00"], ["13:00", "17:00"]], wed: [["09:00", "17:00"]], thu: [["09:00", "17:00"]], fri: [["09:00", "15:00"]] };
+  await db.sql`insert into calendars (id, org_id, name, timezone, slot_minutes, capacity, min_notice_minutes, horizon_days, hours)
+               values (1, 1, 'Free roof estimate', 'America/Chicago', 30, 1, 60, 14, ${db.sql.json(hours)}),
+                      (2, 1, 'Crew visit', 'America/Chicago', 60, 2, 60, 5, ${db.sql.json(hours)})`;
+  await db.sql`insert into calendar_links (slug, calendar_id) values ('acme-estimate', 1), ('acme-crew', 2)`;
+  // BASE_URL as an operator would set it behind a proxy: links in answers use it, the page does not.
+  app = await startApp(db.url, { BASE_URL: "http://placeholder.invalid", COMMS_INBOUND_LIST_ID: "900" }, { clock });
+  base = app.base;
+  browser = await launchBrowser();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.stop();
+  await db?.drop();
+});
+
+async function open(viewport = PHONE, path = "/book/acme-estimate"): Promise<{ ctx: BrowserContext; page: Page; problems: string[] }> {
+  const ctx = await browser.newContext({ viewport, deviceScaleFactor: 1, locale: "en-US", timezoneId: "America/New_York", acceptDownloads: true });
+  const page = await ctx.newPage();
+  const problems = pageProblems(page);
+  await page.goto(base + path);
+  return { ctx, page, problems };
+}
+
+/** Evaluates an expression in the page (as text: the test is not compiled against the DOM's types). */
+const js = <T = unknown>(page: Page, expr: string) => page.evaluate(expr) as Promise<T>;
+
+/** What a person sees first (the viewport), and the whole page beside it. */
+async function shot(page: Page, name: string) {
+  await page.screenshot({ path: join(SHOTS_DIR, `${name}.png`) });
+  await page.screenshot({ path: join(SHOTS_DIR, `full-${name}.png`), fullPage: true });
+}
+
+async function noHorizontalScroll(page: Page) {
+  const { scroll, client } = await js<{ scroll: number; client: number }>(page, "({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })");
+  expect(scroll).toBeLessThanOrEqual(client);
+}
+
+describe("booking page", () => {
+  test("shows the calendar, its zone and open times grouped by day; books a slot by clicking", async () => {
+    const { ctx, page, problems } = await open();
+    await page.locator("button.time").first().waitFor();
+    expect(await page.locator("h1").textContent()).toBe("Free roof estimate");
+    expect(await page.locator("#zone").textContent()).toBe("Times are in Central Time (America/Chicago)");
+    expect(await page.locator("#device").textContent()).toBe("Your device is set to America/New_York.");
+    expect(await page.locator("#length").textContent()).toBe("30 minutes");
+    const days = await page.locator(".day h3").allTextContents();
+    expect(days[0]).toContain("Monday, November 23");
+    expect(days).toHaveLength(10);
+    await noHorizontalScroll(page);
+    await shot(page, "phone-1-times");
+
+    const first = page.locator("button.time").first();
+    const epoch = Number(await first.getAttribute("data-epoch"));
+    expect(await first.textContent()).toBe("9:00 AM");
+    await first.click();
+    await page.getByRole("heading", { name: "Your details" }).waitFor();
+    expect(await page.locator("#chosen-time").textContent()).toBe("Monday, November 23, 2026 at 9:00 AM CST");
+    // Focus moved to the form's heading; the fields have labels and the right keyboards.
+    expect(await js(page, "document.activeElement?.id")).toBe("form-title");
+    expect(await page.getByLabel("Full name").getAttribute("autocomplete")).toBe("name");
+    expect(await page.getByLabel("Mobile phone").getAttribute("inputmode")).toBe("tel");
+    expect(await page.getByLabel("Email (optional)").getAttribute("type")).toBe("email");
+
+    // Client-side checks first: nothing is sent without a name and a 10-digit phone.
+    await page.getByRole("button", { name: "Confirm booking" }).click();
+    expect(await page.locator("#e-name").textContent()).toBe("Please enter your name.");
+    expect(await js(page, "document.activeElement?.id")).toBe("f-name");
+    await noHorizontalScroll(page);
+    await shot(page, "phone-2-form-errors");
+
+    await page.getByLabel("Full name").fill("Jane Public");
+    await page.getByLabel("Mobile phone").fill("(512) 555-0142");
+    await page.getByLabel("Email (optional)").fill("jane@example.com");
+    await page.getByRole("button", { name: "Confirm booking" }).click();
+    await page.getByRole("heading", { name: "You're booked" }).waitFor();
+    expect(await page.locator("#done-time").textContent()).toBe("Monday, November 23, 2026 at 9:00 AM CST");
+    await noHorizontalScroll(page);
+    await shot(page, "phone-3-confirmed");
+
+    const [row] = await db.sql`select id, slot_epoch, name, phone, email from appointments order by id desc limit 1`;
+    expect(row).toMatchObject({ slot_epoch: epoch, name: "Jane Public", phone: "5125550142", email: "jane@example.com" });
+
+    // The calendar file: a download with the time in UTC and the reschedule link.
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Add to calendar" }).click()]);
+    expect(download.suggestedFilename()).toBe("appointment.ics");
+    const ics = readFileSync((await download.path())!, "utf8");
+    expect(ics).toContain("BEGIN:VCALENDAR\r\n");
+    expect(ics).toContain("DTSTART:20261123T150000Z\r\n");
+    expect(ics).toContain("DTEND:20261123T153000Z\r\n");
+    expect(ics).toContain("SUMMARY:Free roof estimate\r\n");
+    expect(ics.replace(/\r\n /g, "")).toMatch(/URL:http:\/\/placeholder\.invalid\/book\/acme-estimate\?r=[A-Za-z0-9_-]{43}/);
+
+    const link = await page.locator("#resched-url").inputValue();
+    expect(link).toMatch(/^http:\/\/placeholder\.invalid\/book\/acme-estimate\?r=[A-Za-z0-9_-]{43}$/);
+    expect(problems).toEqual([]);
+
+    // The next visitor does not see the slot.
+    const next = await open();
+    await next.page.locator("button.time").first().waitFor();
+    expect(await next.page.locator(`button.time[data-epoch="${epoch}"]`).count()).toBe(0);
+    expect(await next.page.locator("button.time").first().textContent()).toBe("9:30 AM");
+    expect(next.problems).toEqual([]);
+    await next.ctx.close();
+
+    // Reschedule through the link on the confirmation.
+    await page.getByRole("link", { name: "Change the time now" }).click();
+    await page.getByRole("heading", { name: "Pick a new time" }).waitFor();
+    expect(await page.locator("#current-time").textContent()).toBe("Monday, November 23, 2026 at 9:00 AM CST");
+    await noHorizontalScroll(page);
+    await shot(page, "phone-4-reschedule");
+    const target = page.locator("button.time", { hasText: "11:30 AM" }).first();
+    const targetEpoch = Number(await target.getAttribute("data-epoch"));
+    await target.click();
+    expect(await page.locator("#move-from").textContent()).toBe("Monday, November 23, 2026 at 9:00 AM CST");
+    expect(await page.locator("#move-to").textContent()).toBe("Monday, November 23, 2026 at 11:30 AM CST");
+    await shot(page, "phone-5-move");
+    await page.getByRole("button", { name: "Confirm new time" }).click();
+    await page.getByRole("heading", { name: "Your appointment has been moved" }).waitFor();
+    expect(await page.locator("#done-time").textContent()).toBe("Monday, November 23, 2026 at 11:30 AM CST");
+    await shot(page, "phone-6-moved");
+    const [moved] = await db.sql`select slot_epoch from appointments where id = ${row.id}`;
+    expect(moved.slot_epoch).toBe(targetEpoch);
+    expect(problems).toEqual([]);
+    await ctx.close();
+  }, 60_000);
+
+  test("a slot taken while the form is open: a clear message and fresh times", async () => {
+    const { ctx, page, problems } = await open(PHONE, "/book/acme-crew");
+    const button = page.locator("button.time").nth(2);
+    await button.waitFor();
+    const epoch = Number(await button.getAttribute("data-epoch"));
+    await button.click();
+    // Two seats: both go to others meanwhile.
+    for (const phone of ["5125550201", "5125550202"]) {
+      const r = await fetch(`${base}/book/api.php?action=book`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ slug: "acme-crew", epoch, name: "Other", phone }),
+      }).then((x) => x.json() as Promise<{ ok: boolean }>);
+      expect(r.ok).toBe(true);
+    }
+    await page.getByLabel("Full name").fill("Late Comer");
+    await page.getByLabel("Mobile phone").fill("512 555 0203");
+    await page.getByRole("button", { name: "Confirm booking" }).click();
+    await page.locator("#notice", { hasText: "just taken" }).waitFor();
+    await page.getByRole("heading", { name: "Pick a time" }).waitFor();
+    expect(await page.locator(`button.time[data-epoch="${epoch}"]`).count()).toBe(0);
+    await shot(page, "phone-7-taken");
+    expect(problems).toEqual([]);
+    await ctx.close();
+  }, 30_000);
+
+  test("a reschedule link that is not valid says so and offers a new booking", async () => {
+    const { ctx, page, problems } = await open(PHONE, `/book/acme-estimate?r=${"A".repeat(43)}`);
+    await page.getByRole("heading", { name: "This link can't be used to change an appointment" }).waitFor();
+    await page.getByRole("button", { name: "Book a new time" }).click();
+    await page.getByRole("heading", { name: "Pick a time" }).waitFor();
+    expect(problems).toEqual([]);
+    await ctx.close();
+  }, 30_000);
+
+  test("an unknown link gets a friendly 404 page", async () => {
+    const { ctx, page } = await open(PHONE, "/book/no-such-link");
+    const res = await page.request.get(base + "/book/no-such-link");
+    expect(res.status()).toBe(404);
+    expect(await page.locator("h1").textContent()).toBe("We couldn't find that booking page");
+    await noHorizontalScroll(page);
+    await shot(page, "phone-8-not-found");
+    await ctx.close();
+  }, 30_000);
+
+  test("keyboard only: times are real buttons in order, Enter picks one", async () => {
+    const { ctx, page, problems } = await open();
+    await page.locator("button.time").first().waitFor();
+    await page.keyboard.press("Tab"); // skip link
+    expect(await js(page, "document.activeElement?.textContent")).toBe("Skip to content");
+    await page.keyboard.press("Tab");
+    const firstFocused = await js<{ tag: string }>(page, "({ tag: document.activeElement?.tagName })");
+    expect(firstFocused.tag).toBe("BUTTON");
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { name: "Your details" }).waitFor();
+    await page.keyboard.press("Tab");
+    expect(await js(page, "document.activeElement?.id")).toBe("f-name");
+    expect(problems).toEqual([]);
+    await ctx.close();
+  }, 30_000);
+
+  test("text meets WCAG AA contrast on its background (4.5:1; 3:1 for large text)", async () => {
+    const { ctx, page } = await open();
+    await page.locator("button.time").first().waitFor();
+    await page.locator("button.time").first().click();
+    await page.getByRole("button", { name: "Confirm booking" }).click(); // shows the error texts
+    const ratios = await js<{ sel: string; ratio: number; large: boolean }[]>(page, `(() => {
+      const rgb = (c) => (c.match(/[0-9.]+/g) || ["0", "0", "0", "0"]).slice(0, 4).map(Number);
+      const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+        .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+      const bgOf = (el) => { for (; el; el = el.parentElement) { const c = rgb(getComputedStyle(el).backgroundColor); if (c.length < 4 || c[3] > 0) return c; } return [255, 255, 255]; };
+      const out = [];
+      for (const sel of [".eyebrow", "h1", ".facts li", ".device", ".time", ".chosen-label", ".field label", ".optional", ".help", ".error", ".primary", ".back", ".foot"]) {
+        for (const el of document.querySelectorAll(sel)) {
+          if (!el.offsetParent && sel !== ".foot") continue;
+          const s = getComputedStyle(el);
+          const [a, b] = [lum(rgb(s.color)), lum(bgOf(el))];
+          const large = parseFloat(s.fontSize) >= 24 || (parseFloat(s.fontSize) >= 18.66 && Number(s.fontWeight) >= 700);
+          out.push({ sel, ratio: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05), large });
+          break;
+        }
+      }
+      return out;
+    })()`);
+    expect(ratios.length).toBeGreaterThanOrEqual(10);
+    for (const r of ratios) expect([r.sel, r.ratio >= (r.large ? 3 : 4.5)]).toEqual([r.sel, true]);
+    await ctx.close();
+  }, 30_000);
+
+  test("desktop screenshots", async () => {
+    const { ctx, page, problems } = await open(DESKTOP);
+    await page.locator("button.time").first().waitFor();
+    await shot(page, "desktop-1-times");
+    await page.locator("button.time").nth(3).click();
+    await shot(page, "desktop-2-form");
+    await page.getByLabel("Full name").fill("Sam Desk");
+    await page.getByLabel("Mobile phone").fill("5125550300");
+    await page.getByRole("button", { name: "Confirm booking" }).click();
+    await page.getByRole("heading", { name: "You're booked" }).waitFor();
+    await shot(page, "desktop-3-confirmed");
+    const nf = await ctx.newPage();
+    await nf.goto(base + "/book/nope");
+    await shot(nf, "desktop-4-not-found");
+    expect(problems).toEqual([]);
+    await ctx.close();
+  }, 30_000);
+});

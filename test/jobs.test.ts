@@ -1,0 +1,215 @@
+// The job queue and worker lifecycle (src/jobs), on a real database with an injected clock.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { enqueue, JobRunner, type Job, type JobHandler, type Outcome } from "../src/jobs/queue";
+import { every, Workers } from "../src/jobs/worker";
+import { setLogLevel } from "../src/log";
+import { ManualClock } from "./harness/clock";
+import { testDatabase, type TestDatabase } from "./harness/db";
+
+setLogLevel("error");
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await testDatabase();
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+/** Waits (polling) until `cond` holds; the runners poll every few ms in these tests. */
+async function until(cond: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await Bun.sleep(5);
+  }
+}
+
+const remaining = async (kind: string) => (await db.sql<{ n: number }[]>`select count(*)::int as n from jobs where kind = ${kind}`)[0].n;
+
+function handler(kind: string, run: (job: Job) => Promise<Outcome>, extra: Partial<JobHandler> = {}): JobHandler {
+  return { kind, run, ...extra };
+}
+
+describe("job queue", () => {
+  test("a due job runs once and is deleted; a job due later waits for the clock", async () => {
+    const clock = new ManualClock();
+    const ran: number[] = [];
+    const runner = new JobRunner(db.sql, clock, [handler("t.basic", async (j) => (ran.push(j.ref!), { done: true }))], { pollMs: 5 });
+    await enqueue(db.sql, { kind: "t.basic", ref: 1, runAt: clock.now() });
+    await enqueue(db.sql, { kind: "t.basic", ref: 2, runAt: clock.now() + 60_000 });
+    runner.start();
+    try {
+      await until(() => ran.length === 1);
+      expect(ran).toEqual([1]);
+      await Bun.sleep(50);
+      expect(ran).toEqual([1]);
+      clock.advance(60_000);
+      await until(() => ran.length === 2);
+      expect(ran).toEqual([1, 2]);
+      await until(async () => (await remaining("t.basic")) === 0);
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  test("a job with a ref is queued once per (kind, ref)", async () => {
+    await enqueue(db.sql, { kind: "t.dedupe", ref: 7 });
+    await enqueue(db.sql, { kind: "t.dedupe", ref: 7 });
+    await enqueue(db.sql, { kind: "t.dedupe" });
+    await enqueue(db.sql, { kind: "t.dedupe" });
+    expect(await remaining("t.dedupe")).toBe(3);
+  });
+
+  test("a retry is rescheduled to its time, with its attempt counted and its error kept", async () => {
+    const clock = new ManualClock();
+    const seen: number[] = [];
+    const runner = new JobRunner(
+      db.sql,
+      clock,
+      [handler("t.retry", async (j) => (seen.push(j.attempts), j.attempts < 3 ? { retryAt: clock.now() + 5_000, error: `try ${j.attempts}` } : { done: true }))],
+      { pollMs: 5 },
+    );
+    await enqueue(db.sql, { kind: "t.retry", ref: 1, runAt: clock.now() });
+    runner.start();
+    try {
+      await until(() => seen.length === 1);
+      await until(async () => (await db.sql`select last_error from jobs where kind = 't.retry'`)[0]?.last_error === "try 1");
+      await Bun.sleep(30);
+      expect(seen).toEqual([1]);
+      clock.advance(5_000);
+      await until(() => seen.length === 2);
+      clock.advance(5_000);
+      await until(() => seen.length === 3);
+      expect(seen).toEqual([1, 2, 3]);
+      await until(async () => (await remaining("t.retry")) === 0);
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  test("a thrown error is retried later, not lost", async () => {
+    const clock = new ManualClock();
+    let calls = 0;
+    const runner = new JobRunner(db.sql, clock, [handler("t.throws", async () => {
+      calls++;
+      if (calls === 1) throw new Error("boom");
+      return { done: true };
+    })], { pollMs: 5 });
+    await enqueue(db.sql, { kind: "t.throws", ref: 1, runAt: clock.now() });
+    runner.start();
+    try {
+      await until(() => calls === 1);
+      await until(async () => (await db.sql`select last_error from jobs where kind = 't.throws'`)[0]?.last_error?.includes("boom"));
+      clock.advance(3_600_000);
+      await until(async () => (await remaining("t.throws")) === 0);
+      expect(calls).toBe(2);
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  test("three runners racing over 300 jobs run each exactly once", async () => {
+    const clock = new ManualClock();
+    const seen = new Map<number, number>();
+    const run = async (j: Job) => {
+      seen.set(j.ref!, (seen.get(j.ref!) ?? 0) + 1);
+      await Bun.sleep(1);
+      return { done: true } as const;
+    };
+    for (let i = 0; i < 300; i++) await enqueue(db.sql, { kind: "t.race", ref: i, runAt: clock.now() });
+    const runners = [0, 1, 2].map(() => new JobRunner(db.sql, clock, [handler("t.race", run, { concurrency: 8 })], { pollMs: 2 }));
+    runners.forEach((r) => r.start());
+    try {
+      await until(async () => (await remaining("t.race")) === 0, 20_000);
+      expect(seen.size).toBe(300);
+      expect([...seen.values()].every((n) => n === 1)).toBe(true);
+    } finally {
+      await Promise.all(runners.map((r) => r.stop()));
+    }
+  });
+
+  test("a job whose worker died runs again when its lease ends", async () => {
+    const clock = new ManualClock();
+    let hung = 0;
+    const dead = new JobRunner(db.sql, clock, [handler("t.lease", () => (hung++, new Promise<Outcome>(() => {})), { leaseMs: 30_000 })], { pollMs: 5, drainMs: 10 });
+    await enqueue(db.sql, { kind: "t.lease", ref: 1, runAt: clock.now() });
+    dead.start();
+    await until(() => hung === 1);
+    await dead.stop();
+    let ran = 0;
+    const alive = new JobRunner(db.sql, clock, [handler("t.lease", async () => (ran++, { done: true }))], { pollMs: 5 });
+    alive.start();
+    try {
+      await Bun.sleep(50);
+      expect(ran).toBe(0);
+      clock.advance(30_000);
+      await until(() => ran === 1);
+      expect((await db.sql`select count(*)::int as n from jobs where kind = 't.lease'`)[0].n).toBe(0);
+    } finally {
+      await alive.stop();
+    }
+  });
+
+  test("a group at its concurrency is skipped, so other groups never wait behind it", async () => {
+    const clock = new ManualClock();
+    const running = new Map<string, number>();
+    let maxSlow = 0;
+    const fastDone: number[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((ok) => (release = ok));
+    const run = async (j: Job) => {
+      running.set(j.grp!, (running.get(j.grp!) ?? 0) + 1);
+      maxSlow = Math.max(maxSlow, running.get("slow") ?? 0);
+      if (j.grp === "slow") await gate;
+      else fastDone.push(j.ref!);
+      running.set(j.grp!, running.get(j.grp!)! - 1);
+      return { done: true } as const;
+    };
+    for (let i = 0; i < 20; i++) await enqueue(db.sql, { kind: "t.group", ref: i, grp: "slow", runAt: clock.now() - 1000 });
+    for (let i = 100; i < 105; i++) await enqueue(db.sql, { kind: "t.group", ref: i, grp: "fast", runAt: clock.now() });
+    const runner = new JobRunner(db.sql, clock, [handler("t.group", run, { concurrency: 8, groupConcurrency: 2 })], { pollMs: 5 });
+    runner.start();
+    try {
+      await until(() => fastDone.length === 5);
+      expect(maxSlow).toBe(2);
+      release();
+      await until(async () => (await remaining("t.group")) === 0);
+      expect(maxSlow).toBe(2);
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  test("stop lets the job under way finish before it resolves", async () => {
+    const clock = new ManualClock();
+    let finished = false;
+    const runner = new JobRunner(db.sql, clock, [handler("t.drain", async () => {
+      await Bun.sleep(100);
+      finished = true;
+      return { done: true };
+    })], { pollMs: 5 });
+    await enqueue(db.sql, { kind: "t.drain", ref: 1, runAt: clock.now() });
+    runner.start();
+    await until(async () => (await db.sql`select attempts from jobs where kind = 't.drain'`)[0]?.attempts === 1);
+    await runner.stop();
+    expect(finished).toBe(true);
+    expect(await remaining("t.drain")).toBe(0);
+  });
+});
+
+describe("workers", () => {
+  test("stopped in reverse order of start; a periodic task's last run and final flush complete first", async () => {
+    const events: string[] = [];
+    const w = (name: string) => every(name, 5, async () => void events.push(`${name} tick`), async () => void events.push(`${name} final`));
+    const workers = new Workers([w("a"), w("b")]);
+    workers.start();
+    await until(() => events.includes("a tick") && events.includes("b tick"));
+    await workers.stop();
+    const finals = events.filter((e) => e.endsWith("final"));
+    expect(finals).toEqual(["b final", "a final"]);
+    const n = events.length;
+    await Bun.sleep(30);
+    expect(events.length).toBe(n);
+  });
+});

@@ -1,0 +1,129 @@
+// The one limiter (src/limits): each strategy's exactness, its hour rollover under an injected
+// clock, and what refusals cost. Key limits are also covered through HTTP in rate-limit.test.ts.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Limits } from "../src/limits/limits";
+import { call, startApp, type TestApp } from "./harness/app";
+import { ManualClock } from "./harness/clock";
+import { testDatabase, type TestDatabase } from "./harness/db";
+import { ALL_SCOPES, makeKey, seedWorld } from "./harness/factory";
+
+let db: TestDatabase;
+const HOUR = 3_600_000;
+// The middle of an hour, so that a test never straddles one by accident.
+const start = Math.floor(Date.now() / HOUR) * HOUR + HOUR / 2;
+
+beforeAll(async () => {
+  db = await testDatabase();
+  await seedWorld(db.sql);
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+const counted = async (scope: string, bucket: string) =>
+  (await db.sql<{ n: number }[]>`select coalesce(sum(n), 0)::int as n from rate_counters where scope = ${scope} and bucket = ${bucket}`)[0].n;
+
+describe("key limits through HTTP, with the hour set by the clock", () => {
+  let app: TestApp;
+  const clock = new ManualClock(start);
+  beforeAll(async () => {
+    app = await startApp(db.url, {}, { clock });
+  });
+  afterAll(() => app?.stop());
+
+  test("300 api_v1 requests an hour; the next hour opens a fresh window without waiting", async () => {
+    const { key } = await makeKey(db.sql, { scopes: ALL_SCOPES, org: 1 });
+    const get = () => call(app.base, "/hooks/api_v1.php?r=leads/1", { key });
+    const first = await Promise.all(Array.from({ length: 305 }, get));
+    expect(first.filter((r) => r.status === 404).length).toBe(300);
+    expect(first.filter((r) => r.status === 429).length).toBe(5);
+    // Still this hour: refused (from memory).
+    expect((await get()).status).toBe(429);
+    clock.advance(HOUR);
+    const next = await Promise.all(Array.from({ length: 10 }, get));
+    expect(next.map((r) => r.status)).toEqual(Array(10).fill(404));
+    // The intake family (120) sees the new hour's count too: 10 so far.
+    const intake = await call(app.base, "/hooks/lead_intake.php", { method: "POST", key, json: { phone: "5125550000", list_id: 101 } });
+    expect(intake.status).toBe(200);
+  });
+});
+
+describe("address buckets: write-behind, decided from memory", () => {
+  test("exact within one instance: the 3,601st hit is refused, another address is not", () => {
+    const limits = new Limits(db.sql, new ManualClock(start));
+    const a = Array.from({ length: 3601 }, () => limits.take("dni", "addr-a"));
+    expect(a.slice(0, 3600).every((ok) => ok === true)).toBe(true);
+    expect(a[3600]).toBe(false);
+    expect(limits.overFromMemory("dni", "addr-a")).toBe(true);
+    expect(limits.take("dni", "addr-b")).toBe(true);
+  });
+
+  test("refusals write nothing; admitted hits reach PostgreSQL on flush, once", async () => {
+    const limits = new Limits(db.sql, new ManualClock(start));
+    for (let i = 0; i < 3600; i++) limits.take("dni", "addr-c");
+    await limits.flush();
+    expect(await counted("dni", "addr-c")).toBe(3600);
+    for (let i = 0; i < 500; i++) expect(limits.take("dni", "addr-c")).toBe(false);
+    await limits.flush();
+    expect(await counted("dni", "addr-c")).toBe(3600);
+  });
+
+  test("instances learn each other's counts when they flush", async () => {
+    const clock = new ManualClock(start);
+    const [a, b] = [new Limits(db.sql, clock), new Limits(db.sql, clock)];
+    for (let i = 0; i < 3000; i++) b.take("dni", "addr-d");
+    await b.flush();
+    expect(a.take("dni", "addr-d")).toBe(true);
+    await a.flush();
+    // a now knows of b's 3000 and its own 1: 599 more, then refused.
+    let admitted = 0;
+    while (a.take("dni", "addr-d")) admitted++;
+    expect(admitted).toBe(599);
+    await a.flush();
+    expect(await counted("dni", "addr-d")).toBe(3600);
+  });
+
+  test("the next hour starts from zero", () => {
+    const clock = new ManualClock(start);
+    const limits = new Limits(db.sql, clock);
+    for (let i = 0; i < 3600; i++) limits.take("dni", "addr-e");
+    expect(limits.take("dni", "addr-e")).toBe(false);
+    clock.advance(HOUR);
+    expect(limits.take("dni", "addr-e")).toBe(true);
+  });
+
+  test("a flush that fails keeps its counts for the next one", async () => {
+    const limits = new Limits(db.sql, new ManualClock(start));
+    for (let i = 0; i < 7; i++) limits.take("dni", "addr-f");
+    await db.sql`alter table rate_counters rename to rate_counters_away`;
+    try {
+      await expect(limits.flush()).rejects.toThrow();
+    } finally {
+      await db.sql`alter table rate_counters_away rename to rate_counters`;
+    }
+    limits.take("dni", "addr-f");
+    await limits.flush();
+    expect(await counted("dni", "addr-f")).toBe(8);
+  });
+});
+
+describe("small exact limits: one upsert a hit", () => {
+  test("10 booking writes an hour per address, exact across two instances racing", async () => {
+    const clock = new ManualClock(start);
+    const [a, b] = [new Limits(db.sql, clock), new Limits(db.sql, clock)];
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).take("booking_write", "203.0.113.9")));
+    expect(results.filter((ok) => ok).length).toBe(10);
+    expect(await b.take("booking_write", "203.0.113.10")).toBe(true);
+    clock.advance(HOUR);
+    expect(await a.take("booking_write", "203.0.113.9")).toBe(true);
+  });
+
+  test("a bucket known to be over is refused without a write", async () => {
+    const limits = new Limits(db.sql, new ManualClock(start));
+    for (let i = 0; i < 10; i++) expect(await limits.take("booking_write", "198.51.100.1")).toBe(true);
+    expect(await limits.take("booking_write", "198.51.100.1")).toBe(false);
+    const before = await counted("booking_write", "198.51.100.1");
+    for (let i = 0; i < 20; i++) expect(await limits.take("booking_write", "198.51.100.1")).toBe(false);
+    expect(await counted("booking_write", "198.51.100.1")).toBe(before);
+  });
+});
