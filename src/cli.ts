@@ -27,12 +27,14 @@ commands:
   webhooks replay DELIVERY_ID [--json]
                              send a delivery again now, as a new attempt of the same event id
   webhooks enable ID         enable an endpoint disabled by a 410 response
+  dni report [--pool KEY] [--since YYYY-MM-DD] [--json]
+                             visitors, page views, form events and calls per pool and UTM source/medium/campaign
   version                    print the version
   --help                     this text
 
 scopes: leads:read leads:write conversations:read messages:write cti metrics:write calls:write
 environment: DATABASE_URL DATA_DIR PORT HOST BASE_URL COMMS_INBOUND_LIST_ID NPK_IP_SALT
-             TRUST_PROXY LOG_LEVEL WEBHOOK_ALLOW_PRIVATE DB_POOL_MAX (see README.md)
+             TRUST_PROXY LOG_LEVEL WEBHOOK_ALLOW_PRIVATE DB_POOL_MAX DNI_CACHE_SIZE (see README.md)
 `;
 
 async function withDb<T>(config: Config, fn: (db: Database) => Promise<T>): Promise<T> {
@@ -79,6 +81,10 @@ export async function runCli(argv: string[]): Promise<number> {
       case "webhooks": {
         const { webhooksCommand } = await import("./events/command");
         return await withDb(config, (db) => webhooksCommand(db.sql, rest, { allowPrivate: config.webhookAllowPrivate }));
+      }
+      case "dni": {
+        const { dniCommand } = await import("./dni/command");
+        return await withDb(config, (db) => dniCommand(db.sql, rest));
       }
       default:
         throw new UsageError(`unknown command ${JSON.stringify(cmd)}; see leadline --help`);

@@ -18,6 +18,8 @@ export interface Config {
   logLevel: LogLevel;
   webhookAllowPrivate: boolean;
   poolMax: number | null;
+  /** Visitors each instance keeps in its DNI lease cache (src/dni/engine.ts). */
+  dniCacheSize: number;
 }
 
 export class ConfigError extends Error {}
@@ -59,5 +61,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: oneOf("LOG_LEVEL", env.LOG_LEVEL, ["debug", "info", "warn", "error"] as const, "info"),
     webhookAllowPrivate: oneOf("WEBHOOK_ALLOW_PRIVATE", env.WEBHOOK_ALLOW_PRIVATE, ["true", "false"] as const, "false") === "true",
     poolMax: intIn("DB_POOL_MAX", env.DB_POOL_MAX, 1, 200),
+    dniCacheSize: intIn("DNI_CACHE_SIZE", env.DNI_CACHE_SIZE, 1, 10_000_000) ?? 100_000,
   };
 }

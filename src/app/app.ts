@@ -5,6 +5,7 @@ import { bookingRoutes } from "../booking/routes";
 import { callRoutes } from "../calls/routes";
 import { conversationOperations } from "../conversations/routes";
 import { ctiOperations, ctiRoutes } from "../cti/routes";
+import { dniRoutes } from "../dni/routes";
 import { AppError } from "../errors";
 import type { Deps } from "../http/deps";
 import { errorResponse } from "../http/respond";
@@ -29,5 +30,6 @@ export function buildApp(deps: Deps) {
     .use(callRoutes(deps))
     .use(ctiRoutes(deps))
     .use(bookingRoutes(deps))
-    .use(messageRoutes(deps));
+    .use(messageRoutes(deps))
+    .use(dniRoutes(deps));
 }

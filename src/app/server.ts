@@ -7,6 +7,7 @@ import type { Config } from "../config";
 import { migrate } from "../db/migrate";
 import { openDatabase, type Database } from "../db/open";
 import { automationHandler, automationWorkers } from "../automations/jobs";
+import { dniWorkers } from "../dni/instance";
 import { eventWorkers, webhookDeliveryHandler } from "../events/jobs";
 import type { Deps } from "../http/deps";
 import { JobRunner, type JobHandler } from "../jobs/queue";
@@ -60,6 +61,7 @@ export async function start(given: Config, db: Database, options: StartOptions =
     keys.lastUseWorker(),
     ...limits.workers(),
     ...messageWorkers(deps),
+    ...dniWorkers(deps),
     runner,
     ...eventWorkers(deps, () => runner.wake()),
     ...automationWorkers(deps, () => runner.wake()),

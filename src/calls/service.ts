@@ -1,5 +1,6 @@
 import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
+import { attributeCall } from "../dni/attribution";
 import { AppError } from "../errors";
 import { newestLeadByPhone } from "../leads/match";
 import { leadInScope } from "../leads/scope";
@@ -29,5 +30,7 @@ export async function reportCall(
     leadId = (await newestLeadByPhone(sql, actor.orgId, report.phone.slice(-10)))?.id ?? null;
   }
   const callId = await insertCall(sql, actor, leadId, report);
+  // A call to a DNI pool number belongs to the visitor who held that number at the call's time.
+  if (report.toNumber !== "") await attributeCall(sql, callId, actor.orgId);
   return { ok: true, call_id: callId, lead_id: leadId };
 }

@@ -8,6 +8,7 @@ import m0004 from "../../sql/0004_booking.sql" with { type: "text" };
 import m0005 from "../../sql/0005_messaging.sql" with { type: "text" };
 import m0006 from "../../sql/0006_granted_credits.sql" with { type: "text" };
 import m0007 from "../../sql/0007_events.sql" with { type: "text" };
+import m0008 from "../../sql/0008_dni.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -17,4 +18,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 5, name: "0005_messaging", sql: m0005 },
   { version: 6, name: "0006_granted_credits", sql: m0006 },
   { version: 7, name: "0007_events", sql: m0007 },
+  { version: 8, name: "0008_dni", sql: m0008 },
 ];

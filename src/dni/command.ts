@@ -1,0 +1,83 @@
+// `leadline dni report [--pool KEY] [--since YYYY-MM-DD] [--json]`: argument parsing and output
+// only; the query lives in report.ts.
+import type { Sql } from "../db/client";
+import { UsageError } from "../errors";
+import { dniReport, type ReportRow } from "./report";
+
+const USAGE = "usage: leadline dni report [--pool KEY] [--since YYYY-MM-DD] [--json]";
+
+interface ReportArgs {
+  pool: string | null;
+  since: Date | null;
+  json: boolean;
+}
+
+/** A calendar date as UTC midnight; the shape and the date itself are both checked. */
+function parseDay(raw: string): Date {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(raw);
+  const day = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))) : null;
+  if (!day || day.toISOString().slice(0, 10) !== raw) {
+    throw new UsageError(`dni report: --since must be a date YYYY-MM-DD, got ${JSON.stringify(raw)}`);
+  }
+  return day;
+}
+
+function parseReportArgs(args: string[]): ReportArgs {
+  const out: ReportArgs = { pool: null, since: null, json: false };
+  const seen = new Set<string>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    const eq = arg.indexOf("=");
+    const name = arg.startsWith("--") && eq !== -1 ? arg.slice(0, eq) : arg;
+    if (seen.has(name)) throw new UsageError(`dni report: ${name} given twice`);
+    seen.add(name);
+    if (name === "--json" && eq === -1) {
+      out.json = true;
+      continue;
+    }
+    if (name !== "--pool" && name !== "--since") {
+      throw new UsageError(arg.startsWith("-") ? `dni report: unknown option ${name}` : `dni report: unexpected argument ${JSON.stringify(arg)}`);
+    }
+    const value = eq === -1 ? args[++i] : arg.slice(eq + 1);
+    if (value === undefined || value === "") throw new UsageError(`dni report: ${name} needs a value`);
+    if (name === "--pool") out.pool = value;
+    else out.since = parseDay(value);
+  }
+  return out;
+}
+
+function printTable(rows: ReportRow[]): void {
+  const shown = (s: string) => (s === "" ? "-" : /\s/.test(s) ? JSON.stringify(s) : s);
+  const total = (k: "visitors" | "pageviews" | "forms" | "calls") => String(rows.reduce((n, r) => n + r[k], 0));
+  const table = [
+    ["POOL", "SOURCE", "MEDIUM", "CAMPAIGN", "VISITORS", "PAGEVIEWS", "FORMS", "CALLS"],
+    ...rows.map((r) => [
+      r.pool, shown(r.utm_source), shown(r.utm_medium), shown(r.utm_campaign),
+      String(r.visitors), String(r.pageviews), String(r.forms), String(r.calls),
+    ]),
+    ["total", "", "", "", total("visitors"), total("pageviews"), total("forms"), total("calls")],
+  ];
+  const widths = table[0].map((_, c) => Math.max(...table.map((r) => r[c].length)));
+  const numeric = (c: number) => c >= 4;
+  for (const r of table) {
+    const line = r.map((v, c) => (numeric(c) ? v.padStart(widths[c]) : v.padEnd(widths[c]))).join("  ");
+    process.stdout.write(line.trimEnd() + "\n");
+  }
+}
+
+export async function dniCommand(sql: Sql, args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub !== "report") {
+    throw new UsageError(sub === undefined ? USAGE : `dni: unknown subcommand ${JSON.stringify(sub)}; ${USAGE}`);
+  }
+  const opts = parseReportArgs(rest);
+  const rows = await dniReport(sql, { pool: opts.pool, since: opts.since });
+  if (opts.json) {
+    process.stdout.write(JSON.stringify(rows) + "\n");
+  } else if (rows.length === 0) {
+    process.stderr.write("no visitors, page views, form events or calls" + (opts.pool ? ` for pool ${opts.pool}` : "") + "\n");
+  } else {
+    printTable(rows);
+  }
+  return 0;
+}

@@ -1,0 +1,366 @@
+// The lease engine: which visitor holds which pool number, answered from memory where that is
+// provably safe, from PostgreSQL otherwise. No HTTP here; routes validate input and call in.
+//
+// ── The cache and why it is correct ──────────────────────────────────────────────────────────
+// Each instance keeps a bounded LRU (DNI_CACHE_SIZE entries, default 100,000; least recently
+// used visitors fall out, so memory stays flat however many distinct visitors come) from
+// (pool, visitor) to the visitor's hold: number, hold id, and `confirmedUntil`, the hold's expiry
+// as this instance knows it to be written in the database (from the statement that allocated or
+// renewed it, or from a write-behind batch it sent).
+//
+// What an instance may answer from memory, and until when: a returning visitor's lease or
+// heartbeat is answered from the entry only while `now < confirmedUntil - margin` (margin: 30 s,
+// or a quarter of the ttl for pools with holds under two minutes). The renewal is queued and
+// written behind: the worker writes, about once a second, every renewal that has waited its write
+// delay (30 s, or a tenth of the ttl for holds under five minutes), in one batch; renewals of one
+// visitor in the meantime coalesce into one write, and a clean shutdown writes them all. When a
+// batch lands, `confirmedUntil` moves up to the new expiry. An active visitor's written expiry
+// stays at least ttl − delay − 1 s ahead of now, far outside the margin; at or past the margin,
+// or on a miss, the instance goes to the database instead.
+//
+// Why no instance can hand out a number another holds:
+//  1. Numbers are handed to new holders only by `allocate`, in a transaction holding the pool's
+//     advisory lock, and only when the number's hold row says `expires_at <= now`, re-checked on
+//     the locked row.
+//  2. A hold's expires_at in the database never decreases while the hold lasts: renewals write
+//     greatest(old, new), and only for the same hold_id (a number taken by someone else has a new
+//     hold_id, so a late renewal of the old hold changes nothing and tells its instance to evict).
+//  3. So while `now < confirmedUntil` (by every instance's clock, which the margin allows to
+//     disagree by up to the margin less the request time), the hold row in the database still
+//     belongs to this visitor and no allocator can take it. Answering from memory inside that
+//     window hands out nothing new: the number is the visitor's in the database at that moment.
+//  4. Past the window the answer comes from the database: a visitor whose hold expired there and
+//     whose number went to someone else meanwhile gets a fresh allocation (or the fallback), never
+//     the number now held by the other visitor, even though its old entry is still in this LRU.
+// What other instances see: only the database. A renewal answered here reaches them within its
+// write delay; until then they see the previous expiry, which is still in the future (point 3),
+// so they neither allocate the number nor disagree about who holds it. If this instance dies
+// with renewals unwritten, the hold ends at the last written expiry, at most the write delay
+// early, and the visitor's next heartbeat is answered `not_leased`; the script leases again and
+// the visitor gets the same number back if nobody took it (their own last number comes first).
+// A number removed from its pool stops being renewed by the next batch (which evicts the entry),
+// is never allocated again, and its holder gets a new number on their next lease.
+import { LRUCache } from "lru-cache";
+import type { Clock } from "../clock";
+import { Batcher, hotReads } from "../db/batcher";
+import type { Sql } from "../db/client";
+import { errorFields, log } from "../log";
+import { leasedAnswer, PoolCache, type LeaseAnswer, type Pool } from "./pools";
+import {
+  allocate, insertEvents, POOL_LOCK_NS, renewByVisitor, renewHolds, touchVisitors, visitAndRenew,
+  type Allocation, type EventRow, type Held, type Renewal, type Visit, type VisitRequest, type VisitResult, type VisitTouch,
+} from "./queries";
+import { userAgentOf, type Attribution, type BrowserEvent } from "./rules";
+
+export const DEFAULT_CACHE_SIZE = 100_000;
+
+export interface EngineOptions {
+  /** Visitors kept in the LRU (DNI_CACHE_SIZE). */
+  cacheSize?: number;
+  /** Events are sent at once when this many wait (else with the periodic flush). */
+  batchSize?: number;
+  /**
+   * Renewals and events waiting at most: beyond it, renewals take the database path and events
+   * wait for the flush, so a stalled database cannot grow memory without bound.
+   * Default: the cache size and then some (a renewal waits for a cached visitor).
+   */
+  maxPending?: number;
+}
+
+interface Entry {
+  visitorId: number;
+  number: string;
+  holdId: number;
+  /** The hold's expiry as written in the database, as far as this instance knows (epoch ms). */
+  confirmedUntil: number;
+  /** The lease answer, kept with the pool it was built for (a re-read pool rebuilds it). */
+  answer: LeaseAnswer | null;
+  answerPool: Pool | null;
+}
+
+interface PendingRenewal extends Renewal {
+  key: string;
+  touch: VisitTouch | null;
+  /** When the worker writes it (engine clock, ms): its write delay after it was first queued. */
+  dueAt: number;
+}
+
+export type HeartbeatAnswer = { ok: true; ttl: number } | { ok: false; error: "not_leased" };
+const NOT_LEASED: HeartbeatAnswer = Object.freeze({ ok: false, error: "not_leased" });
+
+const cacheKey = (pool: string, visitor: string) => `${pool}\n${visitor}`;
+
+/**
+ * A lease's client details. The attribution is a function, read only for a visitor's first
+ * touch, and the user agent is raw (cleaned when written): a warm lease parses neither.
+ */
+export interface VisitSource {
+  userAgent: string | null;
+  ipHash: string;
+  attribution(): Attribution;
+}
+
+interface AllocationRequest {
+  visitorId: number;
+  nowMs: number;
+  untilMs: number;
+}
+
+export class DniEngine {
+  readonly pools: PoolCache;
+  private readonly cache: LRUCache<string, Entry>;
+  private pending = new Map<string, PendingRenewal>();
+  private events: EventRow[] = [];
+  private writing: Promise<void> = Promise.resolve();
+  /** Per pool, the clock time before which allocation is known to find nothing free. */
+  private exhaustedUntil = new Map<string, number>();
+  private readonly allocators = new Map<string, Batcher<AllocationRequest, Allocation>>();
+  /**
+   * Leases that miss the cache, batched like the other hot reads (src/db/batcher.ts): the
+   * statement's fixed cost is paid once for all the visitors that arrive together.
+   */
+  private readonly visits = hotReads((requests: VisitRequest[]) => this.visitBatch(requests));
+  private readonly batchSize: number;
+  private readonly maxPending: number;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly clock: Clock,
+    opts: EngineOptions = {},
+  ) {
+    const cacheSize = opts.cacheSize ?? DEFAULT_CACHE_SIZE;
+    this.cache = new LRUCache({ max: cacheSize });
+    this.pools = new PoolCache(sql);
+    this.batchSize = opts.batchSize ?? 1000;
+    this.maxPending = opts.maxPending ?? cacheSize + 10_000;
+  }
+
+  /**
+   * A number for the visitor: their own hold renewed (from memory when safe), else a free number,
+   * else the pool's fallback. The visit's attribution is read only for a visitor the database
+   * does not know yet (first touch); for a returning one only the user agent and address hash
+   * are kept, with the visit time.
+   */
+  lease(pool: Pool, visitor: string, visit: VisitSource): LeaseAnswer | Promise<LeaseAnswer> {
+    const now = this.clock.now();
+    const key = cacheKey(pool.key, visitor);
+    const entry = this.cache.get(key);
+    if (entry && this.fromMemory(pool, entry, now)) {
+      this.queue(pool, key, entry, now, {
+        visitor_id: entry.visitorId, at_ms: now, user_agent: visit.userAgent, ip_hash: visit.ipHash,
+      });
+      return this.answerOf(pool, entry);
+    }
+    return this.leaseFromDb(pool, visitor, visit, key, now);
+  }
+
+  /** Keeps the visitor's hold alive: `{ok: true, ttl}`, or not_leased without an active hold. */
+  heartbeat(pool: Pool, visitor: string): HeartbeatAnswer | Promise<HeartbeatAnswer> {
+    const now = this.clock.now();
+    const key = cacheKey(pool.key, visitor);
+    const entry = this.cache.get(key);
+    if (entry && this.fromMemory(pool, entry, now)) {
+      this.queue(pool, key, entry, now, null);
+      return pool.beatAnswer;
+    }
+    return this.heartbeatFromDb(pool, visitor, key, now);
+  }
+
+  /** Records a browser event; written behind with the next batch. */
+  event(pool: Pool, visitor: string, event: BrowserEvent): void | Promise<void> {
+    this.events.push({ ...event, pool_key: pool.key, visitor, at_ms: this.clock.now() });
+    if (this.events.length >= this.batchSize) {
+      const flushed = this.flushDue();
+      // Past the bound, the request waits for the batch instead of piling up more.
+      if (this.events.length + this.batchSize > this.maxPending) return flushed;
+    }
+  }
+
+  private fromMemory(pool: Pool, entry: Entry, now: number): boolean {
+    return now < entry.confirmedUntil - pool.marginMs && this.pending.size < this.maxPending;
+  }
+
+  private queue(pool: Pool, key: string, entry: Entry, now: number, touch: VisitTouch | null): void {
+    const untilMs = now + pool.ttlMs;
+    const waiting = this.pending.get(key);
+    if (waiting && waiting.hold_id === entry.holdId) {
+      waiting.until_ms = Math.max(waiting.until_ms, untilMs);
+      if (touch) waiting.touch = touch;
+    } else {
+      this.pending.set(key, {
+        key, pool_key: pool.key, hold_id: entry.holdId, number: entry.number, until_ms: untilMs, touch,
+        dueAt: now + pool.writeDelayMs,
+      });
+    }
+  }
+
+  private remember(key: string, visitorId: number, held: Held): Entry {
+    const entry: Entry = {
+      visitorId,
+      number: held.number,
+      holdId: held.hold_id,
+      confirmedUntil: held.expires_at.getTime(),
+      answer: null,
+      answerPool: null,
+    };
+    this.cache.set(key, entry);
+    return entry;
+  }
+
+  /** The same answer object for every lease of a hold (routes keep its JSON text). */
+  private answerOf(pool: Pool, entry: Entry): LeaseAnswer {
+    if (entry.answerPool !== pool || !entry.answer) {
+      entry.answer = leasedAnswer(pool, entry.number);
+      entry.answerPool = pool;
+    }
+    return entry.answer;
+  }
+
+  private async leaseFromDb(pool: Pool, visitor: string, source: VisitSource, key: string, now: number): Promise<LeaseAnswer> {
+    const visit: Visit = { ...source.attribution(), user_agent: userAgentOf(source.userAgent), ip_hash: source.ipHash };
+    // This visit is written now; a queued touch of the same visitor would only be older.
+    const waiting = this.pending.get(key);
+    if (waiting) waiting.touch = null;
+    const { visitor_id, held } = await this.visits.load({ pool: pool.key, visitor, visit, nowMs: now, untilMs: now + pool.ttlMs });
+    if (held) return this.answerOf(pool, this.remember(key, visitor_id, held));
+    this.cache.delete(key);
+    if ((this.exhaustedUntil.get(pool.key) ?? 0) > now) return pool.fallbackAnswer;
+    const got = await this.allocatorOf(pool.key).load({ visitorId: visitor_id, nowMs: now, untilMs: now + pool.ttlMs });
+    if (got.kind === "held") return this.answerOf(pool, this.remember(key, visitor_id, got.held));
+    if (got.kind === "exhausted") {
+      // Nothing frees a number before some hold expires, except provisioning new numbers; a
+      // second of remembering spares the lock a stampede of fallback visitors.
+      this.exhaustedUntil.set(pool.key, now + 1000);
+    } else {
+      log.warn("dni allocation kept racing renewals; answering the fallback", { pool: pool.key });
+    }
+    return pool.fallbackAnswer;
+  }
+
+  /** One statement per batch, each pool and visitor once (a repeat shares the first's result). */
+  private async visitBatch(requests: VisitRequest[]): Promise<VisitResult[]> {
+    const first = new Map<string, number>();
+    const distinct: VisitRequest[] = [];
+    for (const r of requests) {
+      const k = cacheKey(r.pool, r.visitor);
+      if (!first.has(k)) {
+        first.set(k, distinct.length);
+        distinct.push(r);
+      }
+    }
+    const results = await visitAndRenew(this.sql, distinct);
+    return requests.map((r) => results[first.get(cacheKey(r.pool, r.visitor))!]);
+  }
+
+  /**
+   * New visitors of a pool are allocated in batches: one transaction of this instance at a time
+   * per pool, taking the pool's advisory lock once for every visitor waiting when it starts.
+   * The lock serializes allocators across instances anyway, and each transaction holds it for a
+   * commit (a WAL flush); batching spreads that over all the visitors who arrived meanwhile
+   * instead of queueing them one commit apart.
+   */
+  private allocatorOf(pool: string): Batcher<AllocationRequest, Allocation> {
+    let batcher = this.allocators.get(pool);
+    if (!batcher) {
+      batcher = new Batcher((requests) => this.allocateBatch(pool, requests), { slots: 1, max: 500 });
+      this.allocators.set(pool, batcher);
+    }
+    return batcher;
+  }
+
+  private async allocateBatch(pool: string, requests: AllocationRequest[]): Promise<Allocation[]> {
+    const now = new Date(Math.max(...requests.map((r) => r.nowMs)));
+    const until = new Date(Math.max(...requests.map((r) => r.untilMs)));
+    const results = new Map<number, Allocation>();
+    await this.sql.begin(async (tx) => {
+      // The lock is awaited before the allocation is sent. Pipelined behind it, the allocation
+      // was seen to pick numbers another instance had just allocated (its snapshot predated the
+      // lock's grant; the row re-check then refused the update and every pick had to be retried).
+      await tx`select pg_advisory_xact_lock(${POOL_LOCK_NS}, hashtext(${pool}))`;
+      // A visitor whose pick raced a renewal (a write-behind batch, which takes no lock) picks
+      // again in a fresh statement, which sees that renewal. Bounded, though each retry is itself
+      // a sign of progress elsewhere.
+      let todo = [...new Set(requests.map((r) => r.visitorId))];
+      for (let attempt = 0; attempt < 5 && todo.length > 0; attempt++) {
+        const raced: number[] = [];
+        for (const row of await allocate(tx, pool, todo, now, until)) {
+          if (row.picked === null) results.set(row.visitor_id, { kind: "exhausted" });
+          else if (row.number === null) raced.push(row.visitor_id);
+          else results.set(row.visitor_id, { kind: "held", held: { number: row.number, hold_id: row.hold_id!, expires_at: row.expires_at! } });
+        }
+        todo = raced;
+      }
+    });
+    return requests.map((r) => results.get(r.visitorId) ?? { kind: "raced" });
+  }
+
+  private async heartbeatFromDb(pool: Pool, visitor: string, key: string, now: number): Promise<HeartbeatAnswer> {
+    const held = await renewByVisitor(this.sql, pool.key, visitor, new Date(now), new Date(now + pool.ttlMs));
+    if (!held) {
+      this.cache.delete(key);
+      return NOT_LEASED;
+    }
+    this.remember(key, held.visitor_id, held);
+    return pool.beatAnswer;
+  }
+
+  /** The worker's tick: the events, and the renewals (with their visits) whose write delay is up. */
+  flushDue(): Promise<void> {
+    return this.write(false);
+  }
+
+  /** Writes everything waiting, renewals not yet due included (shutdown, tests). */
+  flush(): Promise<void> {
+    return this.write(true);
+  }
+
+  /** One batch at a time: a call while one is out runs after it. */
+  private write(all: boolean): Promise<void> {
+    const next = this.writing.then(() => this.writeBatch(all));
+    this.writing = next.catch(() => {});
+    return next;
+  }
+
+  private async writeBatch(all: boolean): Promise<void> {
+    const now = this.clock.now();
+    const renewals: PendingRenewal[] = [];
+    for (const [key, r] of this.pending) {
+      if (!all && r.dueAt > now) continue;
+      renewals.push(r);
+      this.pending.delete(key);
+    }
+    const events = this.events;
+    this.events = [];
+    if (renewals.length === 0 && events.length === 0) return;
+    const touches = renewals.flatMap((r) => (r.touch ? [{ ...r.touch, user_agent: userAgentOf(r.touch.user_agent) }] : []));
+    const [holds, visits, written] = await Promise.allSettled([
+      renewHolds(this.sql, renewals),
+      touchVisitors(this.sql, touches),
+      insertEvents(this.sql, events),
+    ]);
+    if (holds.status === "fulfilled") {
+      const extended = new Map(holds.value.map((h) => [h.hold_id, h.expires_at.getTime()]));
+      for (const r of renewals) {
+        const entry = this.cache.peek(r.key);
+        if (!entry || entry.holdId !== r.hold_id) continue;
+        const until = extended.get(r.hold_id);
+        if (until === undefined) this.cache.delete(r.key);
+        else entry.confirmedUntil = Math.max(entry.confirmedUntil, until);
+      }
+    } else {
+      // Put back what no newer renewal replaced; entries age out of the memory window meanwhile.
+      log.warn("dni renewal batch failed", errorFields(holds.reason));
+      for (const r of renewals) if (!this.pending.has(r.key)) this.pending.set(r.key, { ...r, touch: null, dueAt: now + 1000 });
+    }
+    if (visits.status === "rejected") log.warn("dni visit batch failed", errorFields(visits.reason));
+    if (written.status === "rejected") {
+      log.warn("dni event batch failed", errorFields(written.reason));
+      if (this.events.length + events.length <= this.maxPending) this.events.unshift(...events);
+    }
+  }
+
+  /** Entries in the LRU (for the benchmark and tests of the bound). */
+  get cachedVisitors(): number {
+    return this.cache.size;
+  }
+}

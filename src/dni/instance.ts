@@ -1,0 +1,26 @@
+// One lease engine per running service (per Deps), shared by the routes that answer from it and
+// the worker that writes its batches behind.
+import type { Deps } from "../http/deps";
+import { every, type Worker } from "../jobs/worker";
+import { DniEngine } from "./engine";
+
+const engines = new WeakMap<Deps, DniEngine>();
+
+export function dniEngine(deps: Deps): DniEngine {
+  let engine = engines.get(deps);
+  if (!engine) {
+    engine = new DniEngine(deps.sql, deps.clock, { cacheSize: deps.config.dniCacheSize });
+    engines.set(deps, engine);
+  }
+  return engine;
+}
+
+/**
+ * Every second: events, and renewals (with visits) whose write delay is up; at shutdown, after the
+ * last request, everything. The engine's consistency argument counts on a renewal reaching the
+ * database within its write delay and a second.
+ */
+export const dniWorkers = (deps: Deps): Worker[] => {
+  const engine = dniEngine(deps);
+  return [every("dni.flush", 1000, () => engine.flushDue(), () => engine.flush())];
+};

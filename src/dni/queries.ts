@@ -1,0 +1,285 @@
+// The statements of the lease engine. Times are the engine clock's, passed in (epoch ms or Date),
+// never the database's now(): expiry is a rule of the engine and tests set its clock.
+//
+// Lock order, to keep concurrent statements from deadlocking (instances flush overlapping batches
+// when visitors alternate between them): a statement locks visitor rows before hold rows, several
+// of either kind in key order, and a history row only while holding its hold row (a history row is
+// written only by whoever has just written its hold).
+import type postgres from "postgres";
+import { inInputOrder } from "../db/batcher";
+import type { Sql } from "../db/client";
+import type { Attribution, BrowserEvent } from "./rules";
+
+export interface PoolRow {
+  key: string;
+  org_id: number | null;
+  fallback: string;
+  placeholder: string;
+  ttl_seconds: number;
+}
+
+export async function findPool(sql: Sql, key: string): Promise<PoolRow | null> {
+  const [row] = await sql<PoolRow[]>`
+    select key, org_id, fallback, placeholder, ttl_seconds from dni_pools where key = ${key}`;
+  return row ?? null;
+}
+
+export interface Held {
+  number: string;
+  hold_id: number;
+  expires_at: Date;
+}
+
+export interface Visit extends Attribution {
+  user_agent: string;
+  ip_hash: string;
+}
+
+export interface VisitRequest {
+  pool: string;
+  visitor: string;
+  visit: Visit;
+  nowMs: number;
+  untilMs: number;
+}
+
+export interface VisitResult {
+  visitor_id: number;
+  held: Held | null;
+}
+
+/**
+ * Leases that missed the cache, several visitors in one statement (distinct pool and visitor
+ * pairs): records each visit (first touch on insert; visit time, user agent and address hash on
+ * update) and renews the visitor's active hold, if any. The renewal re-checks the hold on the row
+ * it locks, so it cannot extend a hold that another visitor took a moment ago. (Renewals write
+ * only dni_holds: the history has a hold's live expiry from there while the hold is current.)
+ * Visitor rows are written in key order, holds one per visitor: concurrent batches lock alike.
+ */
+export async function visitAndRenew(sql: Sql, requests: VisitRequest[]): Promise<VisitResult[]> {
+  const col = <K extends keyof Visit>(k: K) => requests.map((r) => r.visit[k]);
+  const rows = await sql<{ i: number; visitor_id: number; number: string | null; hold_id: number | null; expires_at: Date | null }[]>`
+    with req as (
+      select * from unnest(
+        ${requests.map((r) => r.pool)}::text[], ${requests.map((r) => r.visitor)}::text[],
+        ${col("utm_source")}::text[], ${col("utm_medium")}::text[], ${col("utm_campaign")}::text[],
+        ${col("utm_term")}::text[], ${col("utm_content")}::text[], ${col("gclid")}::text[],
+        ${col("landing")}::text[], ${col("referrer")}::text[], ${col("user_agent")}::text[], ${col("ip_hash")}::text[],
+        ${requests.map((r) => r.nowMs)}::float8[], ${requests.map((r) => r.untilMs)}::float8[]
+      ) with ordinality as r(pool_key, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content,
+                             gclid, landing, referrer, user_agent, ip_hash, now_ms, until_ms, i)
+    ), v as (
+      insert into dni_visitors (pool_key, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content,
+                                gclid, landing, referrer, user_agent, ip_hash, first_visit_at, last_visit_at)
+      select pool_key, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content, gclid, landing,
+             referrer, user_agent, ip_hash, to_timestamp(now_ms / 1000), to_timestamp(now_ms / 1000)
+      from req order by pool_key, visitor
+      on conflict (pool_key, visitor) do update set
+        last_visit_at = greatest(dni_visitors.last_visit_at, excluded.last_visit_at),
+        user_agent = excluded.user_agent, ip_hash = excluded.ip_hash
+      returning id, pool_key, visitor
+    ), cur as (
+      select r.i, v.id as visitor_id, h.number, h.hold_id, r.now_ms, r.until_ms
+      from req r join v on v.pool_key = r.pool_key and v.visitor = r.visitor
+      left join lateral (
+        select number, hold_id from dni_holds h
+        where h.visitor_id = v.id and h.pool_key = r.pool_key and h.active and h.expires_at > to_timestamp(r.now_ms / 1000)
+        order by h.expires_at desc limit 1
+      ) h on true
+    ), renewed as (
+      update dni_holds h set expires_at = greatest(h.expires_at, to_timestamp(c.until_ms / 1000))
+      from cur c
+      where h.number = c.number and h.hold_id = c.hold_id and h.active and h.expires_at > to_timestamp(c.now_ms / 1000)
+      returning h.number, h.hold_id, h.expires_at
+    )
+    select c.i::int as i, c.visitor_id, r.number, r.hold_id, r.expires_at
+    from cur c left join renewed r on r.number = c.number and r.hold_id = c.hold_id`;
+  return inInputOrder(rows, requests.length).map((row) => ({
+    visitor_id: row.visitor_id,
+    held: row.number === null ? null : { number: row.number, hold_id: row.hold_id!, expires_at: row.expires_at! },
+  }));
+}
+
+/** A heartbeat that missed the cache: renews the visitor's active hold on an active number. */
+export async function renewByVisitor(
+  sql: Sql,
+  pool: string,
+  visitor: string,
+  now: Date,
+  until: Date,
+): Promise<(Held & { visitor_id: number }) | null> {
+  const [row] = await sql<(Held & { visitor_id: number })[]>`
+    with cur as (
+      select h.number, h.hold_id, v.id as visitor_id
+      from dni_visitors v cross join lateral (
+        select number, hold_id from dni_holds h
+        where h.visitor_id = v.id and h.pool_key = v.pool_key and h.active and h.expires_at > ${now}
+        order by h.expires_at desc limit 1
+      ) h
+      where v.pool_key = ${pool} and v.visitor = ${visitor}
+    ), r as (
+      update dni_holds h set expires_at = greatest(h.expires_at, ${until})
+      from cur where h.number = cur.number and h.hold_id = cur.hold_id and h.active and h.expires_at > ${now}
+      returning h.number, h.hold_id, h.expires_at
+    )
+    select r.number, r.hold_id, r.expires_at, cur.visitor_id from r join cur on true`;
+  return row ?? null;
+}
+
+/** Distinct advisory-lock namespace (first key of the two-key form) for pool allocation. */
+export const POOL_LOCK_NS = 727_005;
+
+export type Allocation = { kind: "held"; held: Held } | { kind: "exhausted" } | { kind: "raced" };
+
+export interface AllocationRow {
+  visitor_id: number;
+  /** The number picked for the visitor (null: none free). */
+  picked: string | null;
+  /** The hold made (null: the picked row changed under the pick; pick again). */
+  number: string | null;
+  hold_id: number | null;
+  expires_at: Date | null;
+}
+
+/**
+ * Gives each of `visitorIds` (distinct) a number, inside a transaction that holds the pool's
+ * advisory lock, so that allocators of one pool never pick the same free number. Each visitor
+ * gets their own last number when nobody has taken it since (their hold, and its span in the
+ * history, simply go on), else one of the pool's least recently released free numbers (never-held
+ * numbers first), taken in order from the head of the pool's free-number index whatever the
+ * pool's size. A number is free when its hold expired by `now`, as re-checked on the locked row: a
+ * renewal that landed meanwhile (a write-behind batch, which takes no lock) leaves that visitor's
+ * row with `picked` but no `number`, and the caller picks again.
+ */
+export async function allocate(
+  tx: postgres.TransactionSql<{ bigint: number }>,
+  pool: string,
+  visitorIds: number[],
+  now: Date,
+  until: Date,
+): Promise<AllocationRow[]> {
+  return tx<AllocationRow[]>`
+    with req as (
+      select * from unnest(${visitorIds}::bigint[]) with ordinality as r(visitor_id, i)
+    ), mine as (
+      select r.visitor_id, h.number, h.hold_id
+      from req r cross join lateral (
+        select number, hold_id from dni_holds h
+        where h.visitor_id = r.visitor_id and h.pool_key = ${pool} and h.active
+        order by h.expires_at desc limit 1
+      ) h
+    ), need as (
+      select r.visitor_id, row_number() over (order by r.i) as k
+      from req r where not exists (select 1 from mine m where m.visitor_id = r.visitor_id)
+    ), free as (
+      select f.number, f.hold_id, f.expires_at, row_number() over (order by f.expires_at, f.number) as k
+      from (
+        select number, hold_id, expires_at from dni_holds
+        where pool_key = ${pool} and active and expires_at <= ${now} and number not in (select number from mine)
+        order by expires_at, number
+        limit (select count(*) from need)
+      ) f
+    ), pick as (
+      select visitor_id, number, hold_id as old_hold, null::timestamptz as old_expires, true as mine from mine
+      union all
+      select n.visitor_id, f.number, f.hold_id, f.expires_at, false from need n join free f using (k)
+    ), up as (
+      update dni_holds h set
+        hold_id = case when pick.mine then pick.old_hold else nextval('dni_hold_ids') end,
+        visitor_id = pick.visitor_id,
+        expires_at = greatest(${until}, case when pick.mine then h.expires_at end)
+      from pick
+      where h.number = pick.number and h.pool_key = ${pool} and h.active
+        and (h.expires_at <= ${now} or (pick.mine and h.hold_id = pick.old_hold and h.visitor_id = pick.visitor_id))
+      returning h.visitor_id, h.number, h.hold_id, h.expires_at
+    ), hist as (
+      insert into dni_hold_history (id, pool_key, number, visitor_id, started_at, expires_at)
+      select hold_id, ${pool}, number, visitor_id, ${now}, expires_at from up
+      on conflict (id) do update set expires_at = excluded.expires_at
+    ), closed as (
+      -- The hold a number was taken from ends for good: its history keeps the final expiry.
+      update dni_hold_history x set expires_at = p.old_expires
+      from pick p join up on up.number = p.number
+      where x.id = p.old_hold and not p.mine
+    )
+    select r.visitor_id, pick.number as picked, up.number, up.hold_id, up.expires_at
+    from req r left join pick on pick.visitor_id = r.visitor_id left join up on up.visitor_id = r.visitor_id`;
+}
+
+export interface Renewal {
+  pool_key: string;
+  hold_id: number;
+  number: string;
+  until_ms: number;
+}
+
+/**
+ * A write-behind batch of renewals (dni_holds only): each extends its hold only while the hold is still the one
+ * renewed (same hold_id: nobody took the number since) and its number is still active in the
+ * hold's pool. Returns the holds extended, with the expiry now in the database; a hold missing from the
+ * answer was lost (taken over after expiring, or its number removed from the pool).
+ */
+export async function renewHolds(sql: Sql, renewals: Renewal[]): Promise<{ hold_id: number; expires_at: Date }[]> {
+  if (renewals.length === 0) return [];
+  const sorted = [...renewals].sort((a, b) => (a.number < b.number ? -1 : a.number > b.number ? 1 : 0));
+  return sql<{ hold_id: number; expires_at: Date }[]>`
+    with u as (
+      select * from unnest(${sorted.map((r) => r.hold_id)}::bigint[], ${sorted.map((r) => r.number)}::text[],
+                           ${sorted.map((r) => r.pool_key)}::text[], ${sorted.map((r) => r.until_ms)}::float8[])
+        as u(hold_id, number, pool_key, until_ms)
+    ), locked as (
+      -- Rows locked in number order (the sort sits below the lock), whatever the join's plan.
+      select h.number, u.hold_id, u.pool_key, u.until_ms
+      from u join dni_holds h on h.number = u.number
+      order by h.number for update of h
+    ), r as (
+      update dni_holds h set expires_at = greatest(h.expires_at, to_timestamp(l.until_ms / 1000))
+      from locked l
+      where h.number = l.number and h.hold_id = l.hold_id and h.pool_key = l.pool_key and h.active
+      returning h.hold_id, h.expires_at
+    )
+    select hold_id, expires_at from r`;
+}
+
+export interface VisitTouch {
+  visitor_id: number;
+  at_ms: number;
+  user_agent: string | null;
+  ip_hash: string;
+}
+
+/** A write-behind batch of returning visits: visit time, user agent and address hash. */
+export async function touchVisitors(sql: Sql, touches: VisitTouch[]): Promise<void> {
+  if (touches.length === 0) return;
+  const sorted = [...touches].sort((a, b) => a.visitor_id - b.visitor_id);
+  await sql`
+    with w as (
+      select * from unnest(${sorted.map((t) => t.visitor_id)}::bigint[], ${sorted.map((t) => t.at_ms)}::float8[],
+                           ${sorted.map((t) => t.user_agent)}::text[], ${sorted.map((t) => t.ip_hash)}::text[])
+        as w(id, at_ms, ua, ip)
+    ), locked as (
+      select x.id, w.at_ms, w.ua, w.ip from w join dni_visitors x on x.id = w.id order by x.id for update of x
+    )
+    update dni_visitors x set last_visit_at = greatest(x.last_visit_at, to_timestamp(l.at_ms / 1000)),
+                              user_agent = l.ua, ip_hash = l.ip
+    from locked l
+    where x.id = l.id`;
+}
+
+export interface EventRow extends BrowserEvent {
+  pool_key: string;
+  visitor: string;
+  at_ms: number;
+}
+
+export async function insertEvents(sql: Sql, rows: EventRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await sql`
+    insert into dni_events (pool_key, visitor, kind, name, value, meta, created_at)
+    select pool_key, visitor, kind, name, value, meta::jsonb, to_timestamp(at_ms / 1000)
+    from unnest(${rows.map((r) => r.pool_key)}::text[], ${rows.map((r) => r.visitor)}::text[],
+                ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.name)}::text[],
+                ${rows.map((r) => r.value)}::float8[], ${rows.map((r) => r.meta)}::text[],
+                ${rows.map((r) => r.at_ms)}::float8[])
+      as e(pool_key, visitor, kind, name, value, meta, at_ms)`;
+}

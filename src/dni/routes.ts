@@ -1,0 +1,117 @@
+// The public number-insertion API (api-v1.md "DNI endpoint") and the browser script:
+//   POST    /hooks/dni.php?action=lease|heartbeat|event
+//   OPTIONS /hooks/dni.php   CORS preflight
+//   GET     /dni.js          operations.md §5
+// Every answer of dni.php carries `Access-Control-Allow-Origin: *` (never credentials): errors and
+// 429s too, or a browser could not read them. The CORS plugin is not used: its defaults reflect any
+// origin with credentials allowed.
+import { Elysia } from "elysia";
+import { bodyFields, readBody } from "../http/body";
+import { clientAddress, hashAddress, type PeerSource } from "../http/client";
+import type { Deps } from "../http/deps";
+import { errorOf, errorResponse, json, jsonHeaders, rawJson } from "../http/respond";
+import type { DniEngine } from "./engine";
+import { dniEngine } from "./instance";
+import { attributionOf, BODY_MAX_BYTES, eventOf, poolKeyOf, visitorOf } from "./rules";
+import { dniScript } from "./script";
+
+const CORS = { "access-control-allow-origin": "*" };
+const PREFLIGHT = {
+  ...CORS,
+  "access-control-allow-methods": "POST",
+  "access-control-allow-headers": "content-type",
+  // A day (browsers cap it lower: Chromium at two hours); the answer never changes.
+  "access-control-max-age": "86400",
+};
+const POST_ONLY = { ...CORS, allow: "POST, OPTIONS" };
+const JSON_CORS = jsonHeaders(CORS);
+
+type Action = "lease" | "heartbeat" | "event";
+const isAction = (a: unknown): a is Action => a === "lease" || a === "heartbeat" || a === "event";
+
+/** `action` from the query string, without building the whole query object. */
+function actionOf(url: string): string | null {
+  const m = /[?&]action=([^&#]*)/.exec(url);
+  if (!m) return null;
+  try {
+    return decodeURIComponent(m[1].replace(/\+/g, " "));
+  } catch {
+    return null;
+  }
+}
+
+// The engine answers a returning visitor with the same object every time (per hold, per pool):
+// its JSON text is kept here, so a warm lease or heartbeat serializes nothing.
+const serialized = new WeakMap<object, string>();
+function answer(body: object): Response {
+  let text = serialized.get(body);
+  if (text === undefined) {
+    text = JSON.stringify(body);
+    serialized.set(body, text);
+  }
+  return rawJson(text, 200, JSON_CORS);
+}
+
+async function dniAnswer(deps: Deps, engine: DniEngine, request: Request, server: PeerSource | null): Promise<Response> {
+  try {
+    const ipHash = hashAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy));
+    // Every action counts, whatever comes of it. Decided from memory (limits/address-counter.ts):
+    // an address already over its limit costs no database write at all.
+    const within = deps.limits.take("dni", ipHash);
+    if (!(within instanceof Promise ? await within : within)) return errorOf("rate_limited", "dni", CORS);
+    const action = actionOf(request.url);
+    if (!isAction(action)) return errorOf("unknown_action", "dni", CORS);
+    // At most 64 KiB is ever read; an oversized, empty or non-JSON body has no fields, so it
+    // fails field validation like any body without a pool (api-v1.md), never with a bare 413.
+    const fields = bodyFields(await readBody(request, BODY_MAX_BYTES)) ?? {};
+    const key = poolKeyOf(fields.pool);
+    const pool = key === null ? null : await engine.pools.get(key);
+    if (!pool) return errorOf("pool_not_found", "dni", CORS);
+    const visitor = visitorOf(fields.visitor);
+    if (visitor === null) return errorOf("visitor_required", "dni", CORS);
+    switch (action) {
+      case "lease": {
+        const visit = { userAgent: request.headers.get("user-agent"), ipHash, attribution: () => attributionOf(fields) };
+        return answer(await engine.lease(pool, visitor, visit));
+      }
+      case "heartbeat":
+        return answer(await engine.heartbeat(pool, visitor));
+      case "event":
+        await engine.event(pool, visitor, eventOf(fields));
+        return json({ ok: true }, 200, CORS);
+    }
+  } catch (err) {
+    return errorResponse(err, "dni", CORS);
+  }
+}
+
+function etagMatches(header: string | null, etag: string): boolean {
+  if (!header) return false;
+  return header.split(",").some((t) => {
+    const tag = t.trim();
+    return tag === "*" || tag === etag || tag === `W/${etag}`;
+  });
+}
+
+/** The script: cacheable for an hour by anyone, then revalidated by its ETag. */
+async function scriptAnswer(request: Request): Promise<Response> {
+  const script = await dniScript();
+  const headers = {
+    etag: script.etag,
+    "cache-control": "public, max-age=3600",
+    "access-control-allow-origin": "*",
+  };
+  if (etagMatches(request.headers.get("if-none-match"), script.etag)) return new Response(null, { status: 304, headers });
+  return new Response(script.body, {
+    headers: { ...headers, "content-type": "text/javascript; charset=utf-8", "x-content-type-options": "nosniff" },
+  });
+}
+
+export const dniRoutes = (deps: Deps) => {
+  const engine = dniEngine(deps);
+  return new Elysia({ name: "dni" })
+    .post("/hooks/dni.php", ({ request, server }) => dniAnswer(deps, engine, request, server), { parse: "none" })
+    .options("/hooks/dni.php", () => new Response(null, { status: 204, headers: PREFLIGHT }))
+    .all("/hooks/dni.php", () => errorOf("method_not_allowed", "dni", POST_ONLY), { parse: "none" })
+    .get("/dni.js", ({ request }) => scriptAnswer(request));
+};

@@ -1,0 +1,51 @@
+// Real headless Chromium for browser tests: Debian's /usr/bin/chromium driven by playwright-core
+// (never a downloaded browser), and a tiny static site on its own origin to load scripts into.
+import { chromium, type Browser, type Page } from "playwright-core";
+
+export const CHROMIUM_PATH = "/usr/bin/chromium";
+export const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
+
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
+}
+
+export interface Site {
+  /** e.g. http://127.0.0.1:PORT — a different origin from any app under test. */
+  base: string;
+  /** Sets or replaces a page (path → HTML). */
+  put(path: string, html: string): void;
+  stop(): void;
+}
+
+/** Static HTML pages on a free port of 127.0.0.1; unknown paths are 404. */
+export function serveSite(pages: Record<string, string> = {}): Site {
+  const map = new Map(Object.entries(pages));
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(req) {
+      const html = map.get(new URL(req.url).pathname);
+      if (html === undefined) return new Response("not found", { status: 404 });
+      return new Response(html, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
+    },
+  });
+  return {
+    base: `http://127.0.0.1:${server.port}`,
+    put: (path, html) => void map.set(path, html),
+    stop: () => void server.stop(true),
+  };
+}
+
+/** Collects uncaught page errors (exceptions and unhandled rejections) for a test to assert on. */
+export function pageErrors(page: Page): Error[] {
+  const errors: Error[] = [];
+  page.on("pageerror", (err) => errors.push(err));
+  return errors;
+}
