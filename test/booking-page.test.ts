@@ -9,7 +9,7 @@ import { startApp, type TestApp } from "./harness/app";
 import { ManualClock } from "./harness/clock";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
-import { launchBrowser, pageProblems, SHOTS_DIR } from "./harness/booking-browser";
+import { launchBrowser, pageProblems, SHOTS_DIR } from "./harness/browser";
 
 let db: TestDatabase;
 let browser: Browser;

