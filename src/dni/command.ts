@@ -1,6 +1,7 @@
 // `leadline dni report [--pool KEY] [--since YYYY-MM-DD] [--json]`: argument parsing and output
 // only; the query lives in report.ts.
 import type { Sql } from "../db/client";
+import { noPositional, parseArgs } from "../args";
 import { UsageError } from "../errors";
 import { dniReport, type ReportRow } from "./report";
 
@@ -23,27 +24,15 @@ function parseDay(raw: string): Date {
 }
 
 function parseReportArgs(args: string[]): ReportArgs {
-  const out: ReportArgs = { pool: null, since: null, json: false };
-  const seen = new Set<string>();
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    const eq = arg.indexOf("=");
-    const name = arg.startsWith("--") && eq !== -1 ? arg.slice(0, eq) : arg;
-    if (seen.has(name)) throw new UsageError(`dni report: ${name} given twice`);
-    seen.add(name);
-    if (name === "--json" && eq === -1) {
-      out.json = true;
-      continue;
-    }
-    if (name !== "--pool" && name !== "--since") {
-      throw new UsageError(arg.startsWith("-") ? `dni report: unknown option ${name}` : `dni report: unexpected argument ${JSON.stringify(arg)}`);
-    }
-    const value = eq === -1 ? args[++i] : arg.slice(eq + 1);
-    if (value === undefined || value === "") throw new UsageError(`dni report: ${name} needs a value`);
-    if (name === "--pool") out.pool = value;
-    else out.since = parseDay(value);
-  }
-  return out;
+  const { flags, positional } = parseArgs("dni report", args, ["--pool", "--since"], ["--json"]);
+  noPositional("dni report", positional);
+  const pool = flags.get("--pool");
+  const since = flags.get("--since");
+  return {
+    pool: typeof pool === "string" ? pool : null,
+    since: typeof since === "string" ? parseDay(since) : null,
+    json: flags.has("--json"),
+  };
 }
 
 function printTable(rows: ReportRow[]): void {
