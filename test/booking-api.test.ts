@@ -93,6 +93,23 @@ describe("action=slots", () => {
     }
   });
 
+  test("gzip for clients that take it, the same JSON; plain text for the others", async () => {
+    const url = `${a.base}/book/api.php?action=slots&s=acme-estimate`;
+    const plain = await fetch(url, { headers: { "accept-encoding": "identity" }, decompress: false } as RequestInit);
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    expect(plain.headers.get("vary")).toBe("accept-encoding");
+    const text = await plain.text();
+    for (const accept of ["gzip", "gzip, deflate, br", "br;q=1, gzip;q=0.5"]) {
+      const zipped = await fetch(url, { headers: { "accept-encoding": accept }, decompress: false } as RequestInit);
+      expect(zipped.headers.get("content-encoding")).toBe("gzip");
+      const bytes = new Uint8Array(await zipped.arrayBuffer());
+      expect(bytes.byteLength).toBeLessThan(text.length / 4);
+      expect(JSON.parse(new TextDecoder().decode(Bun.gunzipSync(bytes)))).toEqual(JSON.parse(text));
+    }
+    const refused = await fetch(url, { headers: { "accept-encoding": "gzip;q=0" }, decompress: false } as RequestInit);
+    expect(refused.headers.get("content-encoding")).toBeNull();
+  });
+
   test("reads are never limited as writes", async () => {
     const ip = newAddress();
     for (let i = 0; i < 10; i++) expect((await api(a, "?action=book", { json: {}, ip })).body).toEqual({ ok: false, error: "unknown_link" });

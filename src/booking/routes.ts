@@ -7,7 +7,7 @@ import { clientAddress, hashAddress, type PeerSource } from "../http/client";
 import type { Deps } from "../http/deps";
 import { textField } from "../http/fields";
 import { errorFields, log } from "../log";
-import { errorOf, errorResponse, json } from "../http/respond";
+import { errorOf, errorResponse, json, jsonAnswer } from "../http/respond";
 import { assetResponse, pageResponse, unavailablePage } from "./page";
 import { bookingService, type BookingService } from "./service";
 
@@ -17,7 +17,6 @@ export const BODY_LIMIT = 16 * 1024;
 // Anonymous and without an origin allowlist (api-v1.md): any site may call the API, without
 // credentials. Answers are never cached: slots change with every booking.
 const HEADERS = { "cache-control": "no-store", "access-control-allow-origin": "*" };
-const JSON_HEADERS = { "content-type": "application/json; charset=utf-8", ...HEADERS };
 const PREFLIGHT = {
   "access-control-allow-origin": "*",
   "access-control-allow-methods": "GET, POST, OPTIONS",
@@ -66,7 +65,7 @@ export async function bookingApi(deps: Deps, svc: BookingService, request: Reque
           body = bodyFields(read);
         }
         const fields = fieldsOf(url, body);
-        if (action === "slots") return new Response(await svc.slotsJson(fields), { headers: JSON_HEADERS });
+        if (action === "slots") return jsonAnswer(request, await svc.slotsJson(fields), HEADERS);
         return json(action === "book" ? await svc.book(fields) : await svc.reschedule(fields), 200, HEADERS);
       })(),
     );
