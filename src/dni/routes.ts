@@ -65,17 +65,22 @@ async function dniAnswer(deps: Deps, engine: DniEngine, request: Request, server
     // fails field validation like any body without a pool (api-v1.md), never with a bare 413.
     const fields = bodyFields(await readBody(request, BODY_MAX_BYTES)) ?? {};
     const key = poolKeyOf(fields.pool);
-    const pool = key === null ? null : await engine.pools.get(key);
+    // Values that are at hand are not awaited: every await is a turn of the microtask queue.
+    const found = key === null ? null : engine.pools.get(key);
+    const pool = found instanceof Promise ? await found : found;
     if (!pool) return errorOf("pool_not_found", "dni", CORS);
     const visitor = visitorOf(fields.visitor);
     if (visitor === null) return errorOf("visitor_required", "dni", CORS);
     switch (action) {
       case "lease": {
         const visit = { userAgent: request.headers.get("user-agent"), ipHash, attribution: () => attributionOf(fields) };
-        return answer(await engine.lease(pool, visitor, visit));
+        const leased = engine.lease(pool, visitor, visit);
+        return answer(leased instanceof Promise ? await leased : leased);
       }
-      case "heartbeat":
-        return answer(await engine.heartbeat(pool, visitor));
+      case "heartbeat": {
+        const beat = engine.heartbeat(pool, visitor);
+        return answer(beat instanceof Promise ? await beat : beat);
+      }
       case "event":
         await engine.event(pool, visitor, eventOf(fields));
         return json({ ok: true }, 200, CORS);
