@@ -7,6 +7,7 @@ import { bookingService, type BookingService } from "../src/booking/service";
 import { conversationJson } from "../src/conversations/queries";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { makeLead, seedWorld } from "./harness/factory";
+import { expectEventsMatchModels } from "./harness/events";
 
 let db: TestDatabase;
 // Monday Nov 23 2026, 06:00 in Chicago.
@@ -420,3 +421,5 @@ describe("reschedule", () => {
     expect((await svc.slots({ s: "acme-estimate", token: "junk" })).ok && (await svc.slots({ s: "acme-estimate", token: "junk" }) as { appointment: unknown }).appointment).toBeNull();
   });
 });
+
+test("every event written matches its model (src/events/model.ts)", () => expectEventsMatchModels(db.sql, ["appointment.booked", "appointment.rescheduled", "lead.created"]));

@@ -1,6 +1,8 @@
 // POST /hooks/dni.php and GET /dni.js over HTTP against the real service: the contract's statuses,
 // codes and exact fields, CORS on every answer, bad input of every kind, the per-address limit,
 // the client address per TRUST_PROXY, the write-behind worker, and call attribution via calls.php.
+import { Value } from "@sinclair/typebox/value";
+import { LeaseResult } from "../src/dni/model";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { dniEngine } from "../src/dni/instance";
 import { call, startApp, type TestApp } from "./harness/app";
@@ -174,6 +176,8 @@ describe("actions", () => {
     expect(first.headers.get("content-type")).toStartWith("application/json");
     expect((await dni("lease", { pool: "tiny", visitor: "t1" })).body.number).toBe("7375550101");
     const other = await dni("lease", { pool: "tiny", visitor: "t2" });
+    // The model of the answer (src/dni/model.ts) is closed: both answers have exactly its fields.
+    for (const r of [first, other]) expect(Value.Check(LeaseResult, r.body)).toBe(true);
     expect(other.body).toEqual({
       ok: true, number: "7375550100", formatted: "(737) 555-0100", ttl: 0, fallback: true, placeholder: "7375550199", placeholder_formatted: "(737) 555-0199",
     });

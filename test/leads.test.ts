@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { call, startApp, type TestApp } from "./harness/app";
 import { makeKey, makeLead, seedWorld } from "./harness/factory";
+import { expectEventsMatchModels } from "./harness/events";
 
 let db: TestDatabase;
 let app: TestApp;
@@ -261,3 +262,5 @@ describe("get lead", () => {
     expect(g.body.lead.campaign).toBe("BOLT");
   });
 });
+
+test("every event written matches its model (src/events/model.ts)", () => expectEventsMatchModels(db.sql, ["lead.created"]));

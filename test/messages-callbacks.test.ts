@@ -6,6 +6,7 @@ import { sendDeferred, sendMessage, type SendEnv } from "../src/messages/service
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { signCallback, startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
+import { expectEventsMatchModels } from "./harness/events";
 
 let db: TestDatabase;
 let twilio: FakeTwilio;
@@ -213,3 +214,5 @@ describe("inbound SMS", () => {
     expect(await inbound("5125559876", "hello?")).toBe("ok"); // nobody we know
   });
 });
+
+test("every event written matches its model (src/events/model.ts)", () => expectEventsMatchModels(db.sql, ["message.received"]));

@@ -9,6 +9,7 @@ import { testDatabase, type TestDatabase } from "./harness/db";
 import { makeKey, seedWorld } from "./harness/factory";
 import { signCallback, startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
 import { startFakeSmtp, type FakeSmtp } from "./harness/fake-smtp";
+import { expectEventsMatchModels } from "./harness/events";
 
 const PUBLIC = "https://leadline.example";
 const TOKEN = "acme-token";
@@ -735,3 +736,5 @@ async function listeningPort(child: Subprocess<"ignore", "pipe", "inherit">): Pr
   }
   throw new Error(`the child server did not start: ${buffered}`);
 }
+
+test("every event written matches its model (src/events/model.ts)", () => expectEventsMatchModels(db.sql, ["message.sent", "message.failed"]));

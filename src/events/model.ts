@@ -1,0 +1,69 @@
+// The bodies of outbound events (operations.md §6, §7): `{type, timestamp, data}`, one schema of
+// `data` per type. Written by the features that cause them (in their transactions), delivered
+// signed by src/events. Times are ISO-8601 UTC with milliseconds.
+import { Type as t, type TSchema } from "@sinclair/typebox";
+import type { EventType } from "./types";
+
+const id = t.Integer();
+const nid = t.Union([t.Integer(), t.Null()]);
+const str = t.String();
+const nstr = t.Union([t.String(), t.Null()]);
+const time = t.String({ description: "ISO-8601 UTC" });
+const closed = { additionalProperties: false } as const;
+
+const message = {
+  message_id: id,
+  lead_id: id,
+  org_id: nid,
+  channel: str,
+  to: str,
+  status: str,
+  provider_id: nstr,
+  operation_id: nstr,
+  actor_type: str,
+  actor_id: str,
+};
+
+const appointment = {
+  appt_id: id,
+  calendar_id: id,
+  calendar: str,
+  link: str,
+  org_id: nid,
+  lead_id: nid,
+  epoch: id,
+  label: str,
+  starts_at: time,
+  name: str,
+  phone: str,
+  email: str,
+  status: str,
+};
+
+export const EVENT_DATA: Record<EventType, TSchema> = {
+  "lead.created": t.Object(
+    { lead_id: id, list_id: id, campaign: str, org_id: nid, phone: str, source: str, created_at: time },
+    closed,
+  ),
+  "call.completed": t.Object(
+    {
+      call_id: id, lead_id: nid, org_id: nid, dial_id: nid, phone: str, to_number: str, status: str, secs: id,
+      agent: str, recording_id: nid, ai_summary: nstr, occurred_at: time,
+    },
+    closed,
+  ),
+  "message.sent": t.Object(message, closed),
+  "message.failed": t.Object({ ...message, reason: str, error: str }, closed),
+  "message.received": t.Object(
+    { message_id: id, lead_id: id, org_id: nid, channel: str, from: str, to: str, body: str, provider_id: nstr, consent: nstr },
+    closed,
+  ),
+  "appointment.booked": t.Object({ ...appointment, created_at: time }, closed),
+  "appointment.rescheduled": t.Object(
+    { ...appointment, previous_epoch: id, previous_label: str, previous_starts_at: time, updated_at: time },
+    closed,
+  ),
+};
+
+/** The body of any event: its type, when it happened, and its data (per EVENT_DATA). */
+export const EventBody = t.Object({ type: t.String(), timestamp: time, data: t.Record(t.String(), t.Unknown()) }, closed);
