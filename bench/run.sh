@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench`: load-tests dist/leadline against a throwaway PostgreSQL with wrk and prints a table
-# (also written to bench/results/latest.md). See bench/README.md. bench/bench.ts does the work and
+# (also written to bench/results/latest.md). See bench/README.md. bench/core.ts does the work and
 # removes its processes and cluster on exit, failure, SIGINT and SIGTERM.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -17,4 +17,4 @@ fi
 [ -x dist/leadline ] || { echo "bench: dist/leadline is missing: run make build (or make bench)" >&2; exit 1; }
 [ -x node_modules/.bin/bun ] || { echo "bench: node_modules/.bin/bun is missing: run make install" >&2; exit 1; }
 
-exec node_modules/.bin/bun bench/bench.ts "$@"
+exec node_modules/.bin/bun bench/core.ts "$@"
