@@ -613,7 +613,7 @@ export class Suite {
       `## ${this.title} (${this.name}), ${this.startedAt.toISOString()}`,
       "",
       `${CORES} CPUs (${cpus()[0]?.model ?? "?"}), shared by the load generator, the servers and PostgreSQL; commit ${rev || "?"}` +
-        `${dirty ? " + uncommitted changes in src/sql" : ""}; ${this.cluster?.label.replace(/, throwaway cluster.*$/, "") ?? "no PostgreSQL"}; service ${service}. ${context}`,
+        `${dirty ? " + uncommitted changes in src/sql" : ""}; ${this.cluster?.label.replace(/, throwaway cluster.*$/, ")") ?? "no PostgreSQL"}; service ${service}. ${context}`,
       "",
       "| # | Scenario | req/s | p50 ms | p99 ms | vs baseline | target | result | CPU µs/req app / pg / wrk | DB stmts/req (exec µs/req) | CPU busy (other) | checks |",
       "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---|",
