@@ -1,8 +1,10 @@
-// Baselines for bench/run.sh, run with node_modules/.bin/bun on its own port:
+// The baseline server of the benchmark suites (bench/lib.ts starts it), on node_modules/.bin/bun:
 //   GET /plain      (a) a bare Elysia handler returning a small JSON object
 //   GET /lead?id=N  (b) a bare Elysia handler doing one indexed SELECT through postgres.js,
-//                       prepared statements and a pool of POOL_MAX connections (bench.ts passes
-//                       the size the service's pool has).
+//                       prepared statements and a pool of POOL_MAX connections (bench/lib.ts
+//                       passes the size the service's pool has)
+//   POST /hooks/dni.php  the DNI suite's baseline: parses the JSON body and answers a lease-shaped
+//                       JSON object with the CORS header, touching no database
 // env: DATABASE_URL, PORT, HOST (default 127.0.0.1), POOL_MAX (default 8).
 import { Elysia } from "elysia";
 import postgres from "postgres";
@@ -18,6 +20,8 @@ const sql = postgres(url, {
   connection: { application_name: "leadline-bench-baseline", TimeZone: "UTC" },
 });
 
+const dniHeaders = { "content-type": "application/json; charset=utf-8", "access-control-allow-origin": "*" };
+
 const app = new Elysia()
   .get("/plain", () => ({ ok: true, lead: { lead_id: 42, first_name: "Ada", status: "NEW" } }))
   .get("/lead", async ({ query }) => {
@@ -28,6 +32,18 @@ const app = new Elysia()
     if (!row) return new Response(JSON.stringify({ ok: false, error: "not_found" }), { status: 404 });
     return { ok: true, lead: row };
   })
+  .post(
+    "/hooks/dni.php",
+    async ({ request }) => {
+      const body = JSON.parse(await request.text());
+      return new Response(
+        JSON.stringify({ ok: true, number: "5125550101", formatted: "(512) 555-0101", ttl: 1800, fallback: false,
+          placeholder: "5125550199", placeholder_formatted: "(512) 555-0199", v: body.visitor ? 1 : 0 }),
+        { headers: dniHeaders },
+      );
+    },
+    { parse: "none" },
+  )
   .listen({ port: Number(process.env.PORT ?? 0), hostname: process.env.HOST ?? "127.0.0.1" });
 
 console.log(JSON.stringify({ msg: "baseline listening", port: app.server?.port }));

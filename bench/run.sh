@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# `make bench`: load-tests dist/leadline against a throwaway PostgreSQL with wrk and prints a table
-# (also written to bench/results/latest.md). See bench/README.md. bench/bench.ts does the work and
-# removes its processes and cluster on exit, failure, SIGINT and SIGTERM.
-set -euo pipefail
+# `make bench`: the benchmark suites in sequence against dist/leadline (see bench/README.md), each
+# writing its table to bench/results/<suite>.md and stdout, then all of them to
+# bench/results/latest.md. BENCH_SUITES selects suites (default: all, in this order). Each suite
+# removes its processes and cluster on exit, failure, SIGINT and SIGTERM. The exit status is 1
+# when a suite failed or measured an invalid scenario; a missed target alone does not fail.
+set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+ALL="core messages booking events dni"
+IFS=', ' read -r -a suites <<<"${BENCH_SUITES:-$ALL}"
+for s in "${suites[@]}"; do
+  [[ " $ALL " == *" $s "* ]] || { echo "bench: unknown suite '$s' in BENCH_SUITES (one of: $ALL)" >&2; exit 2; }
+done
 
 if ! command -v wrk >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -14,7 +22,34 @@ if ! command -v wrk >/dev/null 2>&1; then
     exit 1
   fi
 fi
-[ -x dist/leadline ] || { echo "bench: dist/leadline is missing: run make build (or make bench)" >&2; exit 1; }
+[ -n "${BENCH_EXE:-}" ] || [ -x dist/leadline ] || { echo "bench: dist/leadline is missing: run make build (or make bench)" >&2; exit 1; }
 [ -x node_modules/.bin/bun ] || { echo "bench: node_modules/.bin/bun is missing: run make install" >&2; exit 1; }
 
-exec node_modules/.bin/bun bench/bench.ts "$@"
+mkdir -p bench/results
+latest=bench/results/latest.md
+{
+  echo "# Leadline benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo
+  echo "Suites: ${suites[*]}."
+} >"$latest.tmp"
+failed=()
+for s in "${suites[@]}"; do
+  # A suite that BENCH_ONLY skips writes no table; no stale one may stand in for it.
+  rm -f "bench/results/$s.md"
+  node_modules/.bin/bun "bench/$s.ts"
+  rc=$?
+  # Interrupted (SIGINT, SIGTERM): stop here.
+  if [ "$rc" -ge 128 ]; then rm -f "$latest.tmp"; exit "$rc"; fi
+  if [ -f "bench/results/$s.md" ]; then
+    { echo; cat "bench/results/$s.md"; } >>"$latest.tmp"
+  elif [ "$rc" -ne 0 ]; then
+    { echo; echo "## $s: failed (exit $rc), no table; its log is above"; } >>"$latest.tmp"
+  fi
+  [ "$rc" -eq 0 ] || failed+=("$s")
+done
+mv "$latest.tmp" "$latest"
+echo "bench: written to $latest" >&2
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "bench: failed or invalid: ${failed[*]}" >&2
+  exit 1
+fi

@@ -1,93 +1,186 @@
--- wrk script for bench/run.sh. Arguments after `--` are key=value pairs:
---   mode=plain|base_lead|lead|cti|conv|intake|kpi|overlimit
+-- The wrk script of every benchmark suite; bench/lib.ts runs it. Arguments after `--` are
+-- key=value pairs; bench/lib.ts always adds run=N (the wrk run's number within the suite, from 1)
+-- and threads=T (wrk's -t).
+--   mode=M      the request to make: one of the functions in `modes` below
 --   keys=FILE   API keys, one a line, used round-robin (each thread from its own offset)
---   leads=N     lead ids 1..N are picked at random (plain, base_lead, lead)
+--   key=K       a single X-Api-Key value; the baseline modes send the header only when given
+--               keys or a key (the core suite sends `none`, so its baselines parse a key header)
+--   leads=N     lead ids 1..N picked at random (base_lead, lead, notes, sms)
 --   phones=N    seeded phones 5550000001..555000000N (cti)
---   id=N        the one lead of conv and overlimit
---   run=D       one digit, keeps intake phones / KPI dim keys distinct between runs
+--   id=N        the one lead of conv, overlimit and replays
 --   points=N    points per KPI batch (default 500)
--- Every mode defines request(), so every scenario pays wrk the same per-request Lua cost.
--- done() prints one line `BENCH {json}` that bench/bench.ts parses.
+--   slug=S      booking: the link; base=E the first slot's epoch, step=S seconds between slots,
+--               offset=K the slot index to start from (keeps warm-up and measurement apart)
+--   pool=P      dni: the pool key; visitors=N warm visitors w1..wN; addresses=N client addresses
+-- A mode is chosen once in init(), so every scenario pays wrk the same per-request Lua cost.
+-- No response(): defining it makes wrk hand every body to Lua. done() prints one line
+-- `BENCH {json}` that bench/lib.ts parses.
 
 local counter = 0
-local threads = {}
 
 function setup(thread)
   counter = counter + 1
   thread:set("tid", counter)
-  table.insert(threads, thread)
 end
 
-local mode, keys, nkeys, leads, phones, lead_id, run, points
-local i = 0
-
-function init(args)
-  local opt = {}
-  for _, a in ipairs(args) do
-    local k, v = a:match("^([%w_]+)=(.*)$")
-    if k then opt[k] = v end
-  end
-  mode = opt.mode
-  leads = tonumber(opt.leads or "1")
-  phones = tonumber(opt.phones or "1")
-  lead_id = opt.id or "1"
-  run = opt.run or "0"
-  points = tonumber(opt.points or "500")
-  keys = {}
-  if opt.keys then
-    for line in io.lines(opt.keys) do
-      if #line > 0 then keys[#keys + 1] = line end
-    end
-  end
-  nkeys = #keys
-  if nkeys == 0 then keys[1] = "none"; nkeys = 1 end
-  -- Threads start at different offsets in the key list, then step through it.
-  i = math.floor((tid - 1) * nkeys / 2)
-  math.randomseed(tid * 7919 + os.time())
-end
+-- Options, read once per thread by init().
+local opt = {}
+local keys, nkeys, send_key
+local leads, phones, lead_id, run, nthreads, points
+local slug, base, step, offset
+local pool, visitors, addresses
+local i, seq = 0, 0
 
 local function next_key()
   i = i + 1
   return keys[i % nkeys + 1]
 end
 
-local seq = 0
+local function keyed()
+  return { ["X-Api-Key"] = next_key() }
+end
 
-function request()
-  local key = next_key()
-  if mode == "plain" then
-    return wrk.format("GET", "/plain", { ["X-Api-Key"] = key })
-  elseif mode == "base_lead" then
-    return wrk.format("GET", "/lead?id=" .. math.random(1, leads), { ["X-Api-Key"] = key })
-  elseif mode == "lead" then
-    return wrk.format("GET", "/hooks/api_v1.php?r=leads/" .. math.random(1, leads), { ["X-Api-Key"] = key })
-  elseif mode == "cti" then
+local function keyed_json()
+  return { ["X-Api-Key"] = next_key(), ["Content-Type"] = "application/json" }
+end
+
+-- "10.a.b.c" for the k-th client address.
+local function address(k)
+  return string.format("10.%d.%d.%d", math.floor(k / 65536) % 256, math.floor(k / 256) % 256, k % 256)
+end
+
+local function dni(action, body)
+  local headers = { ["Content-Type"] = "text/plain;charset=UTF-8", ["X-Forwarded-For"] = address(math.random(0, addresses - 1)), ["User-Agent"] = "wrk" }
+  return wrk.format("POST", "/hooks/dni.php?action=" .. action, headers, body)
+end
+
+local modes = {
+  -- Baselines (bench/baseline.ts).
+  plain = function()
+    return wrk.format("GET", "/plain", send_key and keyed() or nil)
+  end,
+  base_lead = function()
+    return wrk.format("GET", "/lead?id=" .. math.random(1, leads), send_key and keyed() or nil)
+  end,
+
+  -- Core API.
+  lead = function()
+    return wrk.format("GET", "/hooks/api_v1.php?r=leads/" .. math.random(1, leads), keyed())
+  end,
+  cti = function()
     local phone = string.format("555%07d", math.random(1, phones))
-    return wrk.format("GET", "/hooks/api_v1.php?r=cti/lookup&phone=" .. phone, { ["X-Api-Key"] = key })
-  elseif mode == "conv" then
-    return wrk.format("GET", "/hooks/api_v1.php?r=conversations/" .. lead_id, { ["X-Api-Key"] = key })
-  elseif mode == "overlimit" then
-    return wrk.format("GET", "/hooks/api_v1.php?r=leads/" .. lead_id, { ["X-Api-Key"] = key })
-  elseif mode == "intake" then
+    return wrk.format("GET", "/hooks/api_v1.php?r=cti/lookup&phone=" .. phone, keyed())
+  end,
+  conv = function()
+    return wrk.format("GET", "/hooks/api_v1.php?r=conversations/" .. lead_id, keyed())
+  end,
+  overlimit = function()
+    return wrk.format("GET", "/hooks/api_v1.php?r=leads/" .. lead_id, keyed())
+  end,
+  intake = function()
     seq = seq + 1
-    -- 8, run digit, thread digit, 7-digit counter: never a seeded 555 number, never repeated.
-    local phone = string.format("8%s%d%07d", run, tid % 10, seq)
+    -- 8, run digit, thread digit, 7-digit counter: never a seeded 555 number, never one of the
+    -- previous run's.
+    local phone = string.format("8%d%d%07d", run % 10, tid % 10, seq)
     local body = string.format('{"phone":"%s","list_id":101,"first_name":"Bench %d"}', phone, seq)
-    return wrk.format("POST", "/hooks/lead_intake.php",
-      { ["X-Api-Key"] = key, ["Content-Type"] = "application/json" }, body)
-  elseif mode == "kpi" then
+    return wrk.format("POST", "/hooks/lead_intake.php", keyed_json(), body)
+  end,
+  kpi = function()
     seq = seq + 1
-    local prefix = string.format("r%st%dn%d", run, tid, seq)
+    local prefix = string.format("r%dt%dn%d", run % 10, tid, seq)
     local parts = {}
     for j = 1, points do
       parts[j] = string.format('{"metric_key":"bench_m%d","value":%d,"day":"2026-11-22","dim_key":"%s-%d"}',
         j % 10, j, prefix, j)
     end
     local body = '{"points":[' .. table.concat(parts, ",") .. "]}"
-    return wrk.format("POST", "/hooks/kpi_ingest.php",
-      { ["X-Api-Key"] = key, ["Content-Type"] = "application/json" }, body)
+    return wrk.format("POST", "/hooks/kpi_ingest.php", keyed_json(), body)
+  end,
+
+  -- Messaging: a new operation_id each (notes, sms), or the one recorded before the run (replays).
+  notes = function()
+    seq = seq + 1
+    return wrk.format("POST", "/hooks/api_v1.php?r=messages", keyed_json(),
+      string.format('{"lead_id":%d,"channel":"note","body":"Called, left a voicemail.","operation_id":"n%dt%d-%d"}',
+        math.random(1, leads), run % 10, tid, seq))
+  end,
+  replays = function()
+    return wrk.format("POST", "/hooks/api_v1.php?r=messages", keyed_json(),
+      string.format('{"lead_id":%s,"channel":"note","body":"replayed","operation_id":"bench-replay"}', lead_id))
+  end,
+  sms = function()
+    seq = seq + 1
+    return wrk.format("POST", "/hooks/api_v1.php?r=messages", keyed_json(),
+      string.format('{"lead_id":%d,"channel":"sms","body":"Hi {first_name}, thanks!","operation_id":"s%dt%d-%d"}',
+        math.random(1, leads), run % 10, tid, seq))
+  end,
+
+  -- Booking.
+  slots = function()
+    return wrk.format("GET", "/book/api.php?action=slots&s=" .. slug)
+  end,
+  -- Books go into distinct slots (thread t takes slots t, t+T, t+2T, …) from distinct client
+  -- addresses, so that neither the slot lock nor the write limit (10 an hour per address) is
+  -- what is measured.
+  book = function()
+    seq = seq + 1
+    local k = offset + (seq - 1) * nthreads + (tid - 1)
+    local body = string.format('{"slug":"%s","epoch":%d,"name":"Bench Person","phone":"555%07d","email":"b%d@example.com"}',
+      slug, base + k * step, k % 10000000, k)
+    return wrk.format("POST", "/book/api.php?action=book", { ["Content-Type"] = "application/json", ["X-Forwarded-For"] = address(k) }, body)
+  end,
+
+  -- Number insertion, each request from a random one of `addresses` client addresses (the
+  -- per-address limit is counted as in production; TRUST_PROXY=loopback trusts wrk's header).
+  dni_lease = function()
+    return dni("lease", string.format('{"pool":"%s","visitor":"w%d","landing":"https://acme.example/"}', pool, math.random(1, visitors)))
+  end,
+  dni_beat = function()
+    return dni("heartbeat", string.format('{"pool":"%s","visitor":"w%d"}', pool, math.random(1, visitors)))
+  end,
+  dni_new = function()
+    seq = seq + 1
+    return dni("lease", string.format('{"pool":"%s","visitor":"n%d_%d_%d","utm":{"source":"bench"},"landing":"https://acme.example/"}',
+      pool, run, tid, seq))
+  end,
+}
+
+function init(args)
+  for _, a in ipairs(args) do
+    local k, v = a:match("^([%w_]+)=(.*)$")
+    if k then opt[k] = v end
   end
-  error("unknown mode " .. tostring(mode))
+  leads = tonumber(opt.leads or "1")
+  phones = tonumber(opt.phones or "1")
+  lead_id = opt.id or "1"
+  run = tonumber(opt.run or "0")
+  nthreads = tonumber(opt.threads or "2")
+  points = tonumber(opt.points or "500")
+  slug = opt.slug or "bench-slots"
+  base = tonumber(opt.base or "0")
+  step = tonumber(opt.step or "300")
+  offset = tonumber(opt.offset or "0")
+  pool = opt.pool
+  visitors = tonumber(opt.visitors or "1")
+  addresses = tonumber(opt.addresses or "65536")
+  keys = {}
+  if opt.keys then
+    for line in io.lines(opt.keys) do
+      if #line > 0 then keys[#keys + 1] = line end
+    end
+  end
+  send_key = opt.keys ~= nil or opt.key ~= nil
+  nkeys = #keys
+  if nkeys == 0 then keys[1] = opt.key or "none"; nkeys = 1 end
+  -- Threads start at different offsets in the key list, then step through it.
+  i = math.floor((tid - 1) * nkeys / 2)
+  math.randomseed(tid * 7919 + os.time())
+  request = modes[opt.mode] or error("unknown mode " .. tostring(opt.mode))
+end
+
+-- Replaced by init(); defined here so that wrk knows the requests are made by the script.
+function request()
+  error("init() did not run")
 end
 
 function done(summary, latency, requests)
