@@ -7,7 +7,7 @@
 // Suite option: BENCH_ONLY=slots or book (the baselines always run).
 import { answerChecks, options, type Load, type Result, type Sql, Suite } from "./lib";
 
-const suite = new Suite("booking", "Booking", ["slots", "book"]);
+const suite = new Suite("booking", "Booking", ["slots", "slots_plain", "book"]);
 const { duration: DURATION, warmup: WARMUP, conns: CONNS, threads: THREADS } = options;
 const LEADS = 10_000;
 const BOOK_STEP = 300; // the book calendar's 5-minute slots
@@ -60,6 +60,14 @@ await suite.run(async () => {
       vs: { ratio, of: "b" },
       target: { text: "≥ 50% of b", pass: ratio >= 0.5 },
       checks: answerChecks(s),
+    });
+    const plain = await run({ to: svc, args: { mode: "slots_plain", slug: "bench-slots" } });
+    suite.add({
+      id: "slots_plain",
+      name: "slots read, no Accept-Encoding (reference: Bun writes large uncompressed answers slowly)",
+      r: plain,
+      vs: { ratio: plain.rps / b.rps, of: "b" },
+      checks: answerChecks(plain),
     });
   }
 

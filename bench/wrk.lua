@@ -116,7 +116,12 @@ local modes = {
   end,
 
   -- Booking.
+  -- As the booking page and every browser ask: compressed when the answer is large.
   slots = function()
+    return wrk.format("GET", "/book/api.php?action=slots&s=" .. slug, { ["Accept-Encoding"] = "gzip, deflate, br" })
+  end,
+  -- A client that takes no compression (curl without --compressed): for reference.
+  slots_plain = function()
     return wrk.format("GET", "/book/api.php?action=slots&s=" .. slug)
   end,
   -- Books go into distinct slots (thread t takes slots t, t+T, t+2T, …) from distinct client
