@@ -2,6 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { attributionOf, eventOf, formatNumber, poolKeyOf, visitorOf } from "../src/dni/rules";
+import { textField } from "../src/http/fields";
 
 describe("identifiers", () => {
   test("visitor: letters, digits, _ and - kept, cut to 48; nothing left is no visitor", () => {
@@ -22,6 +23,26 @@ describe("identifiers", () => {
         if (v !== null) expect(v).toMatch(/^[A-Za-z0-9_-]{1,48}$/);
         else expect(s.replace(/[^A-Za-z0-9_-]/g, "")).toBe("");
       }),
+    );
+  });
+
+  test("the fast paths for plain identifiers answer as the cleaning rules do", () => {
+    const pool = (v: unknown) => {
+      const s = textField(v);
+      return s === null || s === "" || s.length > 48 ? null : s;
+    };
+    const visitor = (v: unknown) => {
+      const s = textField(v);
+      const kept = s === null ? "" : s.replace(/[^A-Za-z0-9_-]+/g, "").slice(0, 48);
+      return kept === "" ? null : kept;
+    };
+    const ids = fc.oneof(fc.string({ maxLength: 60 }), fc.stringMatching(/^[ -~]{0,50}$/), fc.stringMatching(/^[\w-]{0,50}$/));
+    fc.assert(
+      fc.property(ids, (s) => {
+        expect(poolKeyOf(s)).toBe(pool(s));
+        expect(visitorOf(s)).toBe(visitor(s));
+      }),
+      { numRuns: 2000 },
     );
   });
 

@@ -25,12 +25,21 @@ const PREFLIGHT = {
 };
 const POST_ONLY = { ...CORS, allow: "POST, OPTIONS" };
 const JSON_CORS = jsonHeaders(CORS);
+// One init for every 200 answer: Response copies it, and a fresh object per answer showed.
+const OK_CORS = { status: 200, headers: JSON_CORS };
 
 type Action = "lease" | "heartbeat" | "event";
+const ACTIONS: readonly Action[] = ["lease", "heartbeat", "event"];
 const isAction = (a: unknown): a is Action => a === "lease" || a === "heartbeat" || a === "event";
 
 /** `action` from the query string, without building the whole query object. */
 function actionOf(url: string): string | null {
+  // The script's own requests (`?action=lease`) are answered without a regular expression.
+  const q = url.indexOf("?action=");
+  if (q >= 0) {
+    const end = url.length;
+    for (const action of ACTIONS) if (url.startsWith(action, q + 8) && end === q + 8 + action.length) return action;
+  }
   const m = /[?&]action=([^&#]*)/.exec(url);
   if (!m) return null;
   try {
@@ -49,7 +58,7 @@ function answer(body: object): Response {
     text = JSON.stringify(body);
     serialized.set(body, text);
   }
-  return rawJson(text, 200, JSON_CORS);
+  return new Response(text, OK_CORS);
 }
 
 async function dniAnswer(deps: Deps, engine: DniEngine, request: Request, server: PeerSource | null): Promise<Response> {

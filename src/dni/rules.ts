@@ -9,8 +9,13 @@ export const META_MAX_BYTES = 4000;
 /** Request bodies larger than this are never read whole (and then fail field validation). */
 export const BODY_MAX_BYTES = 65_536;
 
+const PLAIN_POOL = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+const PLAIN_VISITOR = /^[A-Za-z0-9_-]{1,48}$/;
+
 /** A pool key as sent, or null when it cannot name a pool (absent, empty, over 48 characters). */
 export function poolKeyOf(v: unknown): string | null {
+  // Printable ASCII with no space at either end is what cleaning would leave as it is.
+  if (typeof v === "string" && v.length <= POOL_MAX && PLAIN_POOL.test(v)) return v;
   const s = textField(v);
   if (s === null || s === "" || s.length > POOL_MAX) return null;
   return s;
@@ -18,6 +23,7 @@ export function poolKeyOf(v: unknown): string | null {
 
 /** Letters, digits, `_` and `-` kept, cut to 48; null when nothing is left (visitor_required). */
 export function visitorOf(v: unknown): string | null {
+  if (typeof v === "string" && PLAIN_VISITOR.test(v)) return v;
   const s = textField(v);
   if (s === null) return null;
   const kept = s.replace(/[^A-Za-z0-9_-]+/g, "").slice(0, VISITOR_MAX);

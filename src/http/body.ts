@@ -8,13 +8,11 @@ export type Body =
   | { kind: "malformed"; code: "malformed_json" | "malformed_body" }
   | { kind: "too_large" };
 
+/** The body as bytes, streamed (no declared length, or multipart): null past `limit`. */
 async function readLimited(request: Request, limit: number): Promise<Uint8Array | null> {
-  const declared = Number(request.headers.get("content-length"));
-  if (Number.isFinite(declared) && declared > limit) return null;
   if (!request.body) return new Uint8Array(0);
-  // A declared length within the limit is read in one go: HTTP framing holds the body to it, and
-  // the stream reader below costs promises per chunk (a tenth of a DNI request's CPU, profiled).
-  if (request.headers.has("content-length") && Number.isFinite(declared)) return new Uint8Array(await request.arrayBuffer());
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (Number.isFinite(declared)) return new Uint8Array(await request.arrayBuffer());
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -41,6 +39,23 @@ function formToRecord(params: Iterable<[string, unknown]>): Record<string, strin
 
 /** Reads and decodes a body of at most `limit` bytes. Never throws for bad input. */
 export async function readBody(request: Request, limit: number, opts: { jsonOnly?: boolean } = {}): Promise<Body> {
+  const declaredType = request.headers.get("content-type") ?? "";
+  const type = declaredType.toLowerCase();
+  const multipart = type.startsWith("multipart/form-data");
+  const length = request.headers.get("content-length");
+  const declared = length === null ? NaN : Number(length);
+  if (Number.isFinite(declared) && declared > limit) return { kind: "too_large" };
+  // A declared length within the limit is read in one go, decoded natively: HTTP framing holds
+  // the body to it, and the byte path below costs a copy and a decoder pass more (profiled on DNI).
+  if (Number.isFinite(declared) && !multipart) {
+    let text: string;
+    try {
+      text = await request.text();
+    } catch {
+      return { kind: "malformed", code: "malformed_body" };
+    }
+    return text.length === 0 ? { kind: "empty" } : decodeText(text, type, opts);
+  }
   let bytes: Uint8Array | null;
   try {
     bytes = await readLimited(request, limit);
@@ -49,9 +64,7 @@ export async function readBody(request: Request, limit: number, opts: { jsonOnly
   }
   if (bytes === null) return { kind: "too_large" };
   if (bytes.byteLength === 0) return { kind: "empty" };
-  const declaredType = request.headers.get("content-type") ?? "";
-  const type = declaredType.toLowerCase();
-  if (type.startsWith("multipart/form-data")) {
+  if (multipart) {
     try {
       // The boundary is case-sensitive: pass the header as sent.
       const form = await new Response(bytes, { headers: { "content-type": declaredType } }).formData();
@@ -60,7 +73,10 @@ export async function readBody(request: Request, limit: number, opts: { jsonOnly
       return { kind: "malformed", code: "malformed_body" };
     }
   }
-  const text = decoder.decode(bytes);
+  return decodeText(decoder.decode(bytes), type, opts);
+}
+
+function decodeText(text: string, type: string, opts: { jsonOnly?: boolean }): Body {
   // A JSON object or array declared as a form (curl -d '{…}' does that) is read as the JSON it is.
   if (!opts.jsonOnly && type.startsWith("application/x-www-form-urlencoded") && !/^\s*[[{]/.test(text)) {
     return { kind: "form", value: formToRecord(new URLSearchParams(text)) };

@@ -13,8 +13,11 @@ export function clientAddress(request: Request, peer: PeerSource | null | undefi
   const direct = peer?.requestIP(request)?.address ?? "";
   if (trust === "none" || (trust === "loopback" && !isLoopback(direct))) return normalize(direct);
   const forwarded = request.headers.get("x-forwarded-for");
-  const first = forwarded?.split(",")[0]?.trim();
-  if (first) return normalize(first);
+  if (forwarded) {
+    const comma = forwarded.indexOf(",");
+    const first = (comma < 0 ? forwarded : forwarded.slice(0, comma)).trim();
+    if (first) return normalize(first);
+  }
   const real = request.headers.get("x-real-ip")?.trim();
   return normalize(real || direct);
 }
