@@ -52,7 +52,7 @@ function send(d: DeliveryRow, now: number, opts: DeliveryOptions): Promise<Attem
 export async function deliverWebhook(
   sql: Sql,
   clock: Clock,
-  job: Pick<Job, "ref" | "attempts">,
+  job: Pick<Job, "ref" | "attempts"> & { id?: number },
   opts: DeliveryOptions,
 ): Promise<Outcome> {
   const now = clock.now();
@@ -80,8 +80,11 @@ export async function deliverWebhook(
     failStatus: next === null ? "failed" : "pending",
     nextAttemptAt: next === null ? null : new Date(next),
     gone,
+    // The last automatic attempt removes its job in the statement that records it.
+    finishedJob: next === null && job.id !== undefined ? job.id : null,
   });
-  return next === null ? { done: true } : { retryAt: next, error: outcome.error ?? undefined };
+  if (next !== null) return { retryAt: next, error: outcome.error ?? undefined };
+  return job.id === undefined ? { done: true } : { done: true, removed: true };
 }
 
 export class ReplayRefused extends Error {}
@@ -122,6 +125,7 @@ export async function replayDelivery(sql: Sql, clock: Clock, deliveryId: number,
     failStatus: gone ? "failed" : null,
     nextAttemptAt: null,
     gone,
+    finishedJob: null,
   });
   return { delivery_id: d.id, event_id: eventId(d.event_id), attempt_id: attemptId, outcome };
 }

@@ -111,6 +111,8 @@ export interface Finish {
   nextAttemptAt: Date | null;
   /** 410 Gone: disable the endpoint and fail its other pending deliveries. */
   gone: boolean;
+  /** The delivery job to delete with this record (its last automatic attempt), if any. */
+  finishedJob: number | null;
 }
 
 /**
@@ -158,6 +160,8 @@ export async function finishAttempt(sql: Sql, f: Finish): Promise<number> {
                                  else next_attempt_at end,
           updated_at = ${f.now}
       where id = ${d.id}
+    ), job as (
+      delete from jobs where id = ${f.finishedJob ?? 0} and ${f.finishedJob !== null}
     )
     select id as attempt_id from a`;
   return row.attempt_id;

@@ -31,7 +31,11 @@ export interface Job<P = Record<string, unknown>> {
   attempts: number;
 }
 
-export type Outcome = { done: true } | { retryAt: number; error?: string };
+/**
+ * `removed`: the handler deleted the job row itself, in the statement that recorded the work
+ * (one commit fewer per job, and the record and the removal cannot part).
+ */
+export type Outcome = { done: true; removed?: boolean } | { retryAt: number; error?: string };
 
 export interface JobHandler {
   kind: string;
@@ -101,6 +105,7 @@ export class JobRunner implements Worker {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private polling: Promise<void> | null = null;
   private stopped = true;
+  private rewake = false;
   private inflight = new Set<Promise<void>>();
   private readonly pollMs: number;
   private readonly drainMs: number;
@@ -124,14 +129,18 @@ export class JobRunner implements Worker {
 
   /** Looks for due jobs now (after queueing one that should not wait for the next poll). */
   wake(): void {
-    if (this.stopped || this.polling) return;
-    this.schedule(0);
+    if (this.stopped) return;
+    // A wake during a poll (a job finished, room freed) may come after that poll's claim: it
+    // polls again at once when this one ends, instead of leaving the room idle until the next tick.
+    if (this.polling) this.rewake = true;
+    else this.schedule(0);
   }
 
   private schedule(ms: number): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
+      this.rewake = false;
       this.polling = this.poll()
         .catch((err) => {
           log.warn("claiming jobs failed", errorFields(err));
@@ -139,7 +148,7 @@ export class JobRunner implements Worker {
         })
         .then((more) => {
           this.polling = null;
-          if (!this.stopped) this.schedule(more ? 0 : this.pollMs);
+          if (!this.stopped) this.schedule(more || this.rewake ? 0 : this.pollMs);
         });
     }, ms);
   }
@@ -214,7 +223,9 @@ export class JobRunner implements Worker {
       outcome = { retryAt: this.clock.now() + Math.min(3_600_000, 5_000 * 2 ** Math.min(job.attempts, 10)), error: String(err) };
     }
     try {
-      if ("done" in outcome) await unprepared(this.sql`delete from jobs where id = ${job.id}`);
+      if ("done" in outcome) {
+        if (!outcome.removed) await unprepared(this.sql`delete from jobs where id = ${job.id}`);
+      }
       else {
         await unprepared(this.sql`
           update jobs set run_at = ${new Date(outcome.retryAt)}, last_error = ${outcome.error ?? null}
