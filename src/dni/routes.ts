@@ -9,7 +9,7 @@ import { Elysia } from "elysia";
 import { bodyFields, readBody } from "../http/body";
 import { clientAddress, hashAddress, type PeerSource } from "../http/client";
 import type { Deps } from "../http/deps";
-import { errorOf, errorResponse, json, jsonHeaders, rawJson } from "../http/respond";
+import { errorOf, errorResponse, json, jsonHeaders } from "../http/respond";
 import type { DniEngine } from "./engine";
 import { dniEngine } from "./instance";
 import { attributionOf, BODY_MAX_BYTES, eventOf, poolKeyOf, visitorOf } from "./rules";
@@ -30,7 +30,7 @@ const OK_CORS = { status: 200, headers: JSON_CORS };
 
 type Action = "lease" | "heartbeat" | "event";
 const ACTIONS: readonly Action[] = ["lease", "heartbeat", "event"];
-const isAction = (a: unknown): a is Action => a === "lease" || a === "heartbeat" || a === "event";
+const isAction = (a: unknown): a is Action => (ACTIONS as readonly unknown[]).includes(a);
 
 /** `action` from the query string, without building the whole query object. */
 function actionOf(url: string): string | null {

@@ -161,7 +161,7 @@ export async function finishAttempt(sql: Sql, f: Finish): Promise<number> {
           updated_at = ${f.now}
       where id = ${d.id}
     ), job as (
-      delete from jobs where id = ${f.finishedJob ?? 0} and ${f.finishedJob !== null}
+      delete from jobs where id = ${f.finishedJob}
     )
     select id as attempt_id from a`;
   return row.attempt_id;

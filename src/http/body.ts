@@ -8,10 +8,12 @@ export type Body =
   | { kind: "malformed"; code: "malformed_json" | "malformed_body" }
   | { kind: "too_large" };
 
-/** The body as bytes, streamed (no declared length, or multipart): null past `limit`. */
-async function readLimited(request: Request, limit: number): Promise<Uint8Array | null> {
+/**
+ * The body as bytes (multipart, or no declared length): in one go when its length is declared
+ * (and already checked against `limit`), else streamed and null past `limit`.
+ */
+async function readLimited(request: Request, limit: number, declared: number): Promise<Uint8Array | null> {
   if (!request.body) return new Uint8Array(0);
-  const declared = Number(request.headers.get("content-length") ?? NaN);
   if (Number.isFinite(declared)) return new Uint8Array(await request.arrayBuffer());
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -58,7 +60,7 @@ export async function readBody(request: Request, limit: number, opts: { jsonOnly
   }
   let bytes: Uint8Array | null;
   try {
-    bytes = await readLimited(request, limit);
+    bytes = await readLimited(request, limit, declared);
   } catch {
     return { kind: "malformed", code: "malformed_body" };
   }

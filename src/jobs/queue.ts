@@ -225,8 +225,7 @@ export class JobRunner implements Worker {
     try {
       if ("done" in outcome) {
         if (!outcome.removed) await unprepared(this.sql`delete from jobs where id = ${job.id}`);
-      }
-      else {
+      } else {
         await unprepared(this.sql`
           update jobs set run_at = ${new Date(outcome.retryAt)}, last_error = ${outcome.error ?? null}
           where id = ${job.id}`);
