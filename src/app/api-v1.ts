@@ -2,9 +2,11 @@
 // GET accepts only leads/{id}, conversations/{id} and cti/lookup, POST only messages and cti/dial
 // (api-v1.md); anything else, and the other method, is 404.
 import { Elysia } from "elysia";
+import { parseQueryFromURL } from "elysia/parse-query";
 import { AppError } from "../errors";
 import type { Deps } from "../http/deps";
 import { runKeyed } from "../http/keyed";
+import { guarded, type NativeRoutes } from "../http/native";
 import type { ApiV1Operation } from "../http/operation";
 
 const ID = /^[0-9]{1,15}$/;
@@ -42,17 +44,23 @@ function route(tables: Record<"GET" | "POST", Table>, method: string, r: string 
 
 export function apiV1Routes(deps: Deps, operations: ApiV1Operation[]) {
   const tables = tableOf(operations);
-  const dispatch = ({ request, query }: { request: Request; query: Record<string, string | undefined> }) => {
+  // Elysia's own query parser, on the URL as Elysia would give it: the query an operation sees is
+  // the same as on an Elysia route. Parsed before the key is looked at: `r` picks the operation.
+  const dispatch = guarded((request) => {
+    const url = request.url;
+    const q = url.indexOf("?");
+    const query: Record<string, string | undefined> = q < 0 ? Object.create(null) : parseQueryFromURL(url, q + 1);
     const found = route(tables, request.method, query.r);
     if (!found) throw new AppError("not_found");
     const { op, id } = found;
     return runKeyed(deps, request, op.spec, (grant, body) => op.run({ grant, id, query, body }));
-  };
-  // GET and POST registered by name take the router's fast path; `all` answers the other methods.
-  return new Elysia({ name: "api_v1" })
-    .get("/hooks/api_v1.php", dispatch, { parse: "none" })
-    .post("/hooks/api_v1.php", dispatch, { parse: "none" })
-    .all("/hooks/api_v1.php", () => {
+  });
+  // GET and POST are served natively (src/http/native.ts); every other method reaches `rest`.
+  const native: NativeRoutes = { "/hooks/api_v1.php": { GET: dispatch, POST: dispatch } };
+  return {
+    native,
+    rest: new Elysia({ name: "api_v1" }).all("/hooks/api_v1.php", () => {
       throw new AppError("not_found");
-    });
+    }),
+  };
 }

@@ -8,6 +8,7 @@ import { ctiOperations, ctiRoutes } from "../cti/routes";
 import { dniRoutes } from "../dni/routes";
 import { AppError } from "../errors";
 import type { Deps } from "../http/deps";
+import { nativeRoutes } from "../http/native";
 import { errorResponse } from "../http/respond";
 import { kpiRoutes } from "../kpi/routes";
 import { leadOperations, leadRoutes } from "../leads/routes";
@@ -17,7 +18,11 @@ import { healthRoutes } from "./health";
 
 export function buildApp(deps: Deps) {
   const operations = [...leadOperations(deps), ...conversationOperations(deps), ...ctiOperations(deps), ...messageOperations(deps)];
-  return new Elysia()
+  const apiV1 = apiV1Routes(deps, operations);
+  const dni = dniRoutes(deps);
+  // The hottest paths, served by Bun before Elysia (src/http/native.ts); their other methods fall through.
+  const routes = nativeRoutes(apiV1.native, dni.native);
+  return new Elysia({ serve: { routes } })
     .onError(({ code, error }) => {
       if (code === "NOT_FOUND") return errorResponse(new AppError("not_found"));
       if (code === "PARSE" || code === "VALIDATION") return errorResponse(new AppError("malformed_body"));
@@ -25,11 +30,11 @@ export function buildApp(deps: Deps) {
     })
     .use(healthRoutes(deps.sql))
     .use(leadRoutes(deps))
-    .use(apiV1Routes(deps, operations))
+    .use(apiV1.rest)
     .use(kpiRoutes(deps))
     .use(callRoutes(deps))
     .use(ctiRoutes(deps))
     .use(bookingRoutes(deps))
     .use(messageRoutes(deps))
-    .use(dniRoutes(deps));
+    .use(dni.rest);
 }

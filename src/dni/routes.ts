@@ -9,6 +9,7 @@ import { Elysia } from "elysia";
 import { bodyFields, readBody } from "../http/body";
 import { clientAddress, hashAddress, type PeerSource } from "../http/client";
 import type { Deps } from "../http/deps";
+import type { NativeRoutes } from "../http/native";
 import { errorOf, errorResponse, json, jsonHeaders } from "../http/respond";
 import type { DniEngine } from "./engine";
 import { dniEngine } from "./instance";
@@ -121,11 +122,15 @@ async function scriptAnswer(request: Request): Promise<Response> {
   });
 }
 
-export const dniRoutes = (deps: Deps) => {
+export function dniRoutes(deps: Deps) {
   const engine = dniEngine(deps);
-  return new Elysia({ name: "dni" })
-    .post("/hooks/dni.php", ({ request, server }) => dniAnswer(deps, engine, request, server), { parse: "none" })
-    .options("/hooks/dni.php", () => new Response(null, { status: 204, headers: PREFLIGHT }))
-    .all("/hooks/dni.php", () => errorOf("method_not_allowed", "dni", POST_ONLY), { parse: "none" })
-    .get("/dni.js", ({ request }) => scriptAnswer(request));
-};
+  // The hottest path of all, served natively (src/http/native.ts); dniAnswer renders its own errors.
+  const native: NativeRoutes = { "/hooks/dni.php": { POST: (request, server) => dniAnswer(deps, engine, request, server) } };
+  return {
+    native,
+    rest: new Elysia({ name: "dni" })
+      .options("/hooks/dni.php", () => new Response(null, { status: 204, headers: PREFLIGHT }))
+      .all("/hooks/dni.php", () => errorOf("method_not_allowed", "dni", POST_ONLY), { parse: "none" })
+      .get("/dni.js", ({ request }) => scriptAnswer(request)),
+  };
+}
