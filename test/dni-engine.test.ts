@@ -141,6 +141,25 @@ describe("leases", () => {
     expect((await engine.lease(pool, "z", visit())).number).toBe("5125550101");
   });
 
+  test("numbers added to the pool are handed out: at once when nothing past the last pick is free, first within seconds otherwise", async () => {
+    const { engine } = engineOn(db.url, clock);
+    const pool = await poolOf(engine);
+    for (const v of ["a", "b", "c"]) expect((await engine.lease(pool, v, visit())).fallback).toBe(false);
+    // 0098 sorts before every number picked so far; the scan past the last pick finds nothing.
+    await provisionPools(db.sql, [{ numbers: ["5125550098", ...poolNumbers(3)] }]);
+    expect((await engine.lease(pool, "d", visit())).number).toBe("5125550098");
+    // Two more, while the position is fresh: the one past it comes first, the other is not lost.
+    await provisionPools(db.sql, [{ numbers: ["5125550097", "5125550098", ...poolNumbers(3), "5125550120"] }]);
+    expect((await engine.lease(pool, "e", visit())).number).toBe("5125550120");
+    expect((await engine.lease(pool, "f", visit())).number).toBe("5125550097");
+    // Later, a number never held comes first whatever the last pick was.
+    await provisionPools(db.sql, [{ numbers: ["5125550097", "5125550098", ...poolNumbers(3), "5125550120", "5125550121", "5125550090"] }]);
+    clock.advance(5_000);
+    expect((await engine.lease(pool, "g", visit())).number).toBe("5125550090");
+    expect((await engine.lease(pool, "h", visit())).number).toBe("5125550121");
+    expect((await engine.lease(pool, "i", visit())).fallback).toBe(true);
+  });
+
   test("a visitor whose hold lapsed gets their own number back when nobody took it", async () => {
     const { engine } = engineOn(db.url, clock);
     const pool = await poolOf(engine);

@@ -47,12 +47,17 @@ import type { Sql } from "../db/client";
 import { errorFields, log } from "../log";
 import { leasedAnswer, PoolCache, type LeaseAnswer, type Pool } from "./pools";
 import {
-  allocate, insertEvents, POOL_LOCK_NS, renewByVisitor, renewHolds, touchVisitors, visitAndRenew,
+  allocate, insertEvents, POOL_LOCK_NS, type AllocationRow, type FreePosition, renewByVisitor, renewHolds, touchVisitors, visitAndRenew,
   type Allocation, type EventRow, type Held, type Renewal, type Visit, type VisitRequest, type VisitResult, type VisitTouch,
 } from "./queries";
 import { userAgentOf, type Attribution, type BrowserEvent } from "./rules";
 
 export const DEFAULT_CACHE_SIZE = 100_000;
+/**
+ * How long an allocation position is trusted: past it, the next allocation scans the free index
+ * from its head, so numbers added to a pool (whose entries sort first) are handed out within this.
+ */
+const FREE_POSITION_MS = 5_000;
 
 export interface EngineOptions {
   /** Visitors kept in the LRU (DNI_CACHE_SIZE). */
@@ -115,6 +120,11 @@ export class DniEngine {
   /** Per pool, the clock time before which allocation is known to find nothing free. */
   private exhaustedUntil = new Map<string, number>();
   private readonly allocators = new Map<string, Batcher<AllocationRequest, Allocation>>();
+  /**
+   * Per pool, where this instance's last allocation stopped in the free-number index, and when
+   * the scans that led there last started from the head.
+   */
+  private readonly freeFrom = new Map<string, { at: FreePosition; headAt: number }>();
   /**
    * Leases that miss the cache, batched like the other hot reads (src/db/batcher.ts): the
    * statement's fixed cost is paid once for all the visitors that arrive together.
@@ -269,29 +279,62 @@ export class DniEngine {
   }
 
   private async allocateBatch(pool: string, requests: AllocationRequest[]): Promise<Allocation[]> {
-    const now = new Date(Math.max(...requests.map((r) => r.nowMs)));
+    const nowMs = Math.max(...requests.map((r) => r.nowMs));
+    const now = new Date(nowMs);
     const until = new Date(Math.max(...requests.map((r) => r.untilMs)));
     const results = new Map<number, Allocation>();
-    await this.sql.begin(async (tx) => {
-      // The lock is awaited before the allocation is sent. Pipelined behind it, the allocation
-      // was seen to pick numbers another instance had just allocated (its snapshot predated the
-      // lock's grant; the row re-check then refused the update and every pick had to be retried).
-      await tx`select pg_advisory_xact_lock(${POOL_LOCK_NS}, hashtext(${pool}))`;
-      // A visitor whose pick raced a renewal (a write-behind batch, which takes no lock) picks
-      // again in a fresh statement, which sees that renewal. Bounded, though each retry is itself
-      // a sign of progress elsewhere.
-      let todo = [...new Set(requests.map((r) => r.visitorId))];
-      for (let attempt = 0; attempt < 5 && todo.length > 0; attempt++) {
-        const raced: number[] = [];
-        for (const row of await allocate(tx, pool, todo, now, until)) {
-          if (row.picked === null) results.set(row.visitor_id, { kind: "exhausted" });
-          else if (row.number === null) raced.push(row.visitor_id);
-          else results.set(row.visitor_id, { kind: "held", held: { number: row.number, hold_id: row.hold_id!, expires_at: row.expires_at! } });
-        }
-        todo = raced;
+    // The position holds from one scan from the head to FREE_POSITION_MS later.
+    const known = this.freeFrom.get(pool);
+    const fresh = known !== undefined && nowMs - known.headAt < FREE_POSITION_MS;
+    let from = fresh ? known.at : null;
+    let headAt = fresh ? known.headAt : nowMs;
+    // A visitor whose pick raced a renewal (a write-behind batch, which takes no lock) picks again
+    // in a fresh transaction, which sees that renewal; one left short by a scan that started past
+    // the last position picks again from the head. Bounded, though each retry is itself a sign of
+    // progress elsewhere.
+    let todo = [...new Set(requests.map((r) => r.visitorId))];
+    for (let attempt = 0; attempt < 5 && todo.length > 0; attempt++) {
+      const again: number[] = [];
+      const past = from;
+      let short = false;
+      for (const row of await this.allocateOnce(pool, todo, now, until, past)) {
+        // Rows come in request order, and free numbers are handed out in index order: the last
+        // one picked is where the next scan starts.
+        if (row.picked_expires !== null) from = { expiresAt: row.picked_expires, number: row.picked! };
+        if (row.picked === null && past !== null) {
+          short = true;
+          again.push(row.visitor_id);
+        } else if (row.picked === null) results.set(row.visitor_id, { kind: "exhausted" });
+        else if (row.number === null) again.push(row.visitor_id);
+        else results.set(row.visitor_id, { kind: "held", held: { number: row.number, hold_id: row.hold_id!, expires_at: row.expires_at! } });
       }
-    });
+      if (short) {
+        from = null;
+        headAt = nowMs;
+      }
+      todo = again;
+    }
+    if (from) this.freeFrom.set(pool, { at: from, headAt });
     return requests.map((r) => results.get(r.visitorId) ?? { kind: "raced" });
+  }
+
+  /**
+   * One allocation in a transaction of its own. The lock, the allocation and the commit are sent
+   * together: PostgreSQL runs them in order, so the allocation's snapshot is taken once the lock is
+   * granted, and the lock is held for the statement and the commit only, not for round trips to
+   * this process. (A query is sent when executed: the lock's must go out first.) A failed
+   * allocation aborts the transaction, which the commit then rolls back; its error is thrown here.
+   */
+  private async allocateOnce(pool: string, ids: number[], now: Date, until: Date, past: FreePosition | null): Promise<AllocationRow[]> {
+    let picking: Promise<AllocationRow[]> | null = null;
+    await this.sql.begin((tx) => {
+      tx`select pg_advisory_xact_lock(${POOL_LOCK_NS}, hashtext(${pool}))`.execute();
+      picking = allocate(tx, pool, ids, now, until, past).execute();
+      // Awaited below, after the commit.
+      picking.catch(() => {});
+      return null;
+    });
+    return picking!;
   }
 
   private async heartbeatFromDb(pool: Pool, visitor: string, key: string, now: number): Promise<HeartbeatAnswer> {

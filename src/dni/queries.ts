@@ -129,12 +129,24 @@ export async function renewByVisitor(
 /** Distinct advisory-lock namespace (first key of the two-key form) for pool allocation. */
 export const POOL_LOCK_NS = 727_005;
 
+/** A place in a pool's free-number index: expiry (PostgreSQL's text of it), then number. */
+export interface FreePosition {
+  expiresAt: string;
+  number: string;
+}
+
 export type Allocation = { kind: "held"; held: Held } | { kind: "exhausted" } | { kind: "raced" };
 
 export interface AllocationRow {
   visitor_id: number;
   /** The number picked for the visitor (null: none free). */
   picked: string | null;
+  /**
+   * For a number picked from the free ones: its expiry when picked, as PostgreSQL's text (never
+   * held numbers expire at -infinity, which no Date holds); with the number, its place in the
+   * free index.
+   */
+  picked_expires: string | null;
   /** The hold made (null: the picked row changed under the pick; pick again). */
   number: string | null;
   hold_id: number | null;
@@ -150,14 +162,23 @@ export interface AllocationRow {
  * pool's size. A number is free when its hold expired by `now`, as re-checked on the locked row: a
  * renewal that landed meanwhile (a write-behind batch, which takes no lock) leaves that visitor's
  * row with `picked` but no `number`, and the caller picks again.
+ *
+ * `after` is where the previous allocation of the pool stopped in the free-number index: the scan
+ * starts past it. Every number taken leaves a dead entry at the head of that index until vacuum,
+ * and a scan from the head steps over all of them (measured: 7 ms a batch after 40,000 leases).
+ * Past the position nothing free is missed but a number added to the pool since (its entry sorts
+ * first) or one re-activated: the caller scans from the head when this finds too few, and now
+ * and then anyway.
  */
-export async function allocate(
+export function allocate(
   tx: postgres.TransactionSql<{ bigint: number }>,
   pool: string,
   visitorIds: number[],
   now: Date,
   until: Date,
-): Promise<AllocationRow[]> {
+  after: FreePosition | null,
+): postgres.PendingQuery<AllocationRow[]> {
+  const past = after ? tx`and (expires_at, number) > (${after.expiresAt}::text::timestamptz, ${after.number})` : tx``;
   return tx<AllocationRow[]>`
     with req as (
       select * from unnest(${visitorIds}::bigint[]) with ordinality as r(visitor_id, i)
@@ -175,7 +196,8 @@ export async function allocate(
       select f.number, f.hold_id, f.expires_at, row_number() over (order by f.expires_at, f.number) as k
       from (
         select number, hold_id, expires_at from dni_holds
-        where pool_key = ${pool} and active and expires_at <= ${now} and number not in (select number from mine)
+        where pool_key = ${pool} and active and expires_at <= ${now} ${past}
+          and number not in (select number from mine)
         order by expires_at, number
         limit (select count(*) from need)
       ) f
@@ -202,8 +224,9 @@ export async function allocate(
       from pick p join up on up.number = p.number
       where x.id = p.old_hold and not p.mine
     )
-    select r.visitor_id, pick.number as picked, up.number, up.hold_id, up.expires_at
-    from req r left join pick on pick.visitor_id = r.visitor_id left join up on up.visitor_id = r.visitor_id`;
+    select r.visitor_id, pick.number as picked, pick.old_expires::text as picked_expires, up.number, up.hold_id, up.expires_at
+    from req r left join pick on pick.visitor_id = r.visitor_id left join up on up.visitor_id = r.visitor_id
+    order by r.i`;
 }
 
 export interface Renewal {
