@@ -92,6 +92,22 @@ describe("address buckets: write-behind, decided from memory", () => {
     expect(limits.take("dni", "addr-e")).toBe(true);
   });
 
+  test("one flush carries a bucket's hits of two hours, and of an entry dropped from memory that came back", async () => {
+    const clock = new ManualClock(start);
+    const limits = new Limits(db.sql, clock, { maxAddressBuckets: 2 });
+    limits.take("dni", "addr-g");
+    limits.take("dni", "addr-h");
+    limits.take("dni", "addr-i"); // addr-g falls out of memory, its hit not yet written
+    limits.take("dni", "addr-g");
+    clock.advance(HOUR);
+    limits.take("dni", "addr-g");
+    await limits.flush();
+    const rows = await db.sql<{ hour: number; n: number }[]>`
+      select hour::int, n::int from rate_counters where scope = 'dni' and bucket = 'addr-g' order by hour`;
+    expect(rows.map((r) => r.n)).toEqual([2, 1]);
+    expect(rows[1].hour - rows[0].hour).toBe(1);
+  });
+
   test("a flush that fails keeps its counts for the next one", async () => {
     const limits = new Limits(db.sql, new ManualClock(start));
     for (let i = 0; i < 7; i++) limits.take("dni", "addr-f");

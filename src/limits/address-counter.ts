@@ -64,14 +64,26 @@ export class AddressCounter {
     const e = this.entryOf(id, hour);
     if (e.own + e.others >= limit) return false;
     e.own++;
-    const p = this.pending.get(id);
-    if (p && p.entry === e) p.delta++;
-    else {
-      // A bucket's delta of an earlier hour (or of a dropped entry) goes under its own name.
-      if (p) this.pending.set(`${id}\u0000${p.hour}\u0000${Math.random()}`, p);
-      this.pending.set(id, { scope, bucket, hour, delta: 1, entry: e });
-    }
+    this.keep(id, { scope, bucket, hour, delta: 1, entry: e });
     return true;
+  }
+
+  /**
+   * Adds hits to be written. One pending row per bucket and hour (a flush may not name a row
+   * twice): an entry dropped from memory that came back within the hour carries the unwritten
+   * hits of the old one; a bucket's hits of an earlier hour go under a name of their own.
+   */
+  private keep(id: string, p: Pending): void {
+    const q = this.pending.get(id);
+    if (q === undefined) this.pending.set(id, p);
+    else if (q.hour === p.hour) {
+      q.delta += p.delta;
+      if (this.entries.peek(id) === p.entry) q.entry = p.entry;
+    } else {
+      const older = q.hour < p.hour ? q : p;
+      this.pending.set(id, older === q ? p : q);
+      this.keep(`${id}\u0000${older.hour}`, older);
+    }
   }
 
   /** Writes the hits admitted since the last flush and learns the buckets' totals. */
@@ -80,31 +92,29 @@ export class AddressCounter {
     const batch = [...this.pending.values()];
     this.pending = new Map();
     try {
+      // Only buckets another instance also counted come back: where the total is this instance's
+      // own, there is nothing to learn (and on one instance nothing comes back at all).
       const rows = await this.sql<{ i: number; n: number }[]>`
         with u as (
           select * from unnest(${batch.map((p) => p.scope)}::text[], ${batch.map((p) => p.bucket)}::text[],
-                               ${batch.map((p) => p.hour)}::bigint[], ${batch.map((p) => p.delta)}::bigint[])
-                   with ordinality as u(scope, bucket, hour, delta, i)
+                               ${batch.map((p) => p.hour)}::bigint[], ${batch.map((p) => p.delta)}::bigint[],
+                               ${batch.map((p) => p.entry.flushed + p.delta)}::bigint[])
+                   with ordinality as u(scope, bucket, hour, delta, mine, i)
         ), up as (
           insert into rate_counters (scope, bucket, hour, n)
           select scope, bucket, hour, delta from u order by scope, bucket, hour
           on conflict (scope, bucket, hour) do update set n = rate_counters.n + excluded.n
           returning scope, bucket, hour, n
         )
-        select u.i::int as i, up.n from u join up using (scope, bucket, hour)`;
+        select u.i::int as i, up.n from u join up using (scope, bucket, hour) where up.n <> u.mine`;
+      for (const p of batch) p.entry.flushed += p.delta;
       for (const r of rows) {
         const p = batch[r.i - 1];
-        p.entry.flushed += p.delta;
         p.entry.others = Math.max(0, r.n - p.entry.flushed);
       }
     } catch (err) {
       // Kept for the next flush: a database away for a while must not lose the counts.
-      for (const p of batch) {
-        const id = `${p.scope}\u0000${p.bucket}`;
-        const q = this.pending.get(id);
-        if (q && q.entry === p.entry) q.delta += p.delta;
-        else this.pending.set(q ? `${id}\u0000${p.hour}\u0000${Math.random()}` : id, p);
-      }
+      for (const p of batch) this.keep(`${p.scope}\u0000${p.bucket}`, p);
       throw err;
     }
   }
