@@ -9,7 +9,7 @@ import m0005 from "../../sql/0005_messaging.sql" with { type: "text" };
 import m0006 from "../../sql/0006_granted_credits.sql" with { type: "text" };
 import m0007 from "../../sql/0007_events.sql" with { type: "text" };
 import m0008 from "../../sql/0008_dni.sql" with { type: "text" };
-import m0009 from "../../sql/0009_rate_counters_hot.sql" with { type: "text" };
+import m0009 from "../../sql/0009_hot_updates.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -20,5 +20,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 6, name: "0006_granted_credits", sql: m0006 },
   { version: 7, name: "0007_events", sql: m0007 },
   { version: 8, name: "0008_dni", sql: m0008 },
-  { version: 9, name: "0009_rate_counters_hot", sql: m0009 },
+  { version: 9, name: "0009_hot_updates", sql: m0009 },
 ];
