@@ -102,7 +102,7 @@ await suite.run(async () => {
     const [s] = await sql`
       select n_tup_ins::int as ins, n_tup_upd::int as upd, n_tup_hot_upd::int as hot
       from pg_stat_user_tables where relname = 'rate_windows'`;
-    // Every hit, accepted or refused, draws one value of the key's sequence.
+    // Hits drawn from the key's sequence.
     const [c] = await sql`select last_value::int as n from ${sql(`rate_seq_${overKeyId}`)}`;
     return { ins: Number(s.ins), upd: Number(s.upd), hot: Number(s.hot), n: Number(c.n) };
   };
@@ -232,9 +232,9 @@ await suite.run(async () => {
         const upd = after.upd - before.upd;
         const counted = after.n - before.n;
         const out = [`${upd + after.ins - before.ins} rate_windows writes for ${r.requests} requests`];
-        // Every rejected hit is still counted, in batches; wrk does not count requests cut off at its end.
-        // Each wrk run (one per slice) may leave up to its connections' requests unanswered and uncounted.
-        if (counted < r.requests || counted > r.requests + 2 * CONNS * ROUNDS) out.push(`FAIL: counter grew by ${counted}, expected ≈ ${r.requests}`);
+        // The key is far past every family's threshold (600): its refusals change no answer this hour
+        // and are not drawn at all (below that they would be, in batches).
+        if (counted > 10) out.push(`FAIL: counter grew by ${counted} for refusals past every threshold, expected 0`);
         else out.push(`counter grew by ${counted}`);
         if (upd > Math.max(100, r.requests / 100)) out.push(`FAIL: rate_windows written per request (${upd} for ${r.requests} requests)`);
         return out;

@@ -72,6 +72,25 @@ describe("shared hourly limit", () => {
     expect((await kpi(b, key)).status).toBe(200);
   });
 
+  test("past every family's threshold (600), refusals answer from memory and draw nothing more", async () => {
+    const { id, key } = await makeKey(db.sql, { scopes: ALL_SCOPES, org: 1 });
+    // 700 hits already counted this hour: over intake's 120, api_v1's 300 and KPI's 600.
+    await db.sql`select setval(format('rate_seq_%s', ${id}::bigint)::regclass, 1700)`;
+    await db.sql`insert into rate_windows (key_id, hour, base) values (${id}, floor(extract(epoch from now()) / 3600)::bigint, 1000)`;
+    expect((await getLead(a, key)).status).toBe(429); // drawn: the instance learns where the key is
+    await a.running.deps.limits.flush();
+    const before = await drawn(id);
+    const replies = await Promise.all(Array.from({ length: 100 }, () => getLead(a, key)));
+    expect(replies.every((r) => r.status === 429)).toBe(true);
+    await a.running.deps.limits.flush();
+    expect(await drawn(id)).toBe(before);
+    // Every family still refuses it, on the instance that knows and on the one that does not.
+    for (const app of [a, b]) {
+      expect((await kpi(app, key)).status).toBe(429);
+      expect((await intake(app, key)).status).toBe(429);
+    }
+  });
+
   test("a CTI lookup refused for its phone still counts, and over the limit answers 429 first", async () => {
     const { id, key } = await makeKey(db.sql, { scopes: ALL_SCOPES, org: 1, agent: "agent7" });
     const lookup = (phone: string) => call(a.base, `/hooks/api_v1.php?r=cti/lookup&phone=${phone}`, { key });

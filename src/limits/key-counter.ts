@@ -55,12 +55,19 @@ export class KeyCounter {
   constructor(
     private readonly sql: Sql,
     private readonly clock: Clock,
+    /** The largest threshold of any family that counts on keys: past it, a hit changes no answer this hour. */
+    private readonly ceiling: number = Infinity,
   ) {}
 
-  /** True when `keyId` is already known to be over `limit` this hour; the refusal is then counted. */
+  /**
+   * True when `keyId` is already known to be over `limit` this hour. The refusal is then counted,
+   * unless the key is past every family's threshold: from there on more hits change no answer
+   * until the hour ends, and a key hammering past its limit costs the database nothing.
+   */
   overFromMemory(keyId: number, limit: number): boolean {
     const seen = this.known.get(keyId);
     if (!(seen && seen.n >= limit && seen.hour === hourOf(this.clock.now()))) return false;
+    if (seen.n >= this.ceiling) return true;
     this.blind.set(keyId, (this.blind.get(keyId) ?? 0) + 1);
     this.blindTimer ??= setTimeout(() => {
       this.blindTimer = null;

@@ -23,6 +23,9 @@ export const LIMITS = {
 } as const;
 
 export type LimitName = keyof typeof LIMITS;
+
+/** The largest hourly threshold among the families that share a key's counter. */
+const KEY_CEILING = Math.max(...Object.values(LIMITS).flatMap((l) => (l.counter === "key" ? [l.perHour] : [])));
 export type KeyLimit = { [K in LimitName]: (typeof LIMITS)[K]["counter"] extends "key" ? K : never }[LimitName];
 type BucketOf<N extends LimitName> = (typeof LIMITS)[N]["counter"] extends "key" ? number : string;
 
@@ -41,7 +44,7 @@ export class Limits {
     private readonly clock: Clock,
     options: LimitsOptions = {},
   ) {
-    this.keys = new KeyCounter(sql, clock);
+    this.keys = new KeyCounter(sql, clock, KEY_CEILING);
     this.addresses = new AddressCounter(sql, clock, options.maxAddressBuckets);
     this.exact = new ExactCounter(sql, clock);
   }
