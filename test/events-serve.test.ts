@@ -204,7 +204,10 @@ describe("crash", () => {
     const first = await Promise.all(Array.from({ length: n / 2 }, () => intake(base)));
     await rx.waitFor(5); // deliveries in flight (their answers are slow) …
     const second = await Promise.all(Array.from({ length: n / 2 }, () => intake(base)));
-    proc.kill("SIGKILL"); // … and events just committed
+    // Killed the moment one more delivery arrives, so one is surely in flight (its answer is 300 ms
+    // away) however long the second burst took; its events are just committed.
+    await rx.waitFor(Math.min(rx.at("/crash").length + 1, n));
+    proc.kill("SIGKILL");
     const replies = [...first, ...second];
     await proc.exited;
     children.delete(proc);
