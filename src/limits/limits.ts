@@ -23,11 +23,11 @@ export const LIMITS = {
 } as const;
 
 export type LimitName = keyof typeof LIMITS;
+export type KeyLimit = { [K in LimitName]: (typeof LIMITS)[K]["counter"] extends "key" ? K : never }[LimitName];
+type BucketOf<N extends LimitName> = (typeof LIMITS)[N]["counter"] extends "key" ? number : string;
 
 /** The largest hourly threshold among the families that share a key's counter. */
 const KEY_CEILING = Math.max(...Object.values(LIMITS).flatMap((l) => (l.counter === "key" ? [l.perHour] : [])));
-export type KeyLimit = { [K in LimitName]: (typeof LIMITS)[K]["counter"] extends "key" ? K : never }[LimitName];
-type BucketOf<N extends LimitName> = (typeof LIMITS)[N]["counter"] extends "key" ? number : string;
 
 export interface LimitsOptions {
   /** Address buckets kept in memory (DNI). */
