@@ -154,12 +154,9 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
 
   /**
    * action=slots as the JSON text answered: the same as JSON.stringify(await slots(fields)), built
-   * from each slot's JSON kept with the candidates (the read answered most often).
-   */
-  /**
-   * The Slots result, serialized. The usual answer (no token) comes as the UTF-8 bytes kept with
-   * the calendar's last answer: encoding a two-week answer (some 20 KB) again for every read was
-   * as dear as the rest of the request.
+   * from each slot's JSON kept with the candidates (the read answered most often). The usual
+   * answer (no token) comes as the UTF-8 bytes kept with the calendar's last answer: encoding a
+   * two-week answer (some 20 KB) again for every read was as dear as the rest of the request.
    */
   async function slotsJson(fields: Record<string, unknown>): Promise<string | Uint8Array> {
     const read = await readSlots(fields);

@@ -5,7 +5,7 @@
 // decided in the database at allocation and renewal time.
 import { LRUCache } from "lru-cache";
 import type { Sql } from "../db/client";
-import { findPool } from "./queries";
+import { findPool, type PoolRow } from "./queries";
 import { formatNumber } from "./rules";
 
 export const POOL_REFRESH_MS = 5_000;
@@ -82,7 +82,7 @@ export class PoolCache {
   }
 }
 
-function toPool(row: { key: string; org_id: number | null; fallback: string; placeholder: string; ttl_seconds: number }): Pool {
+function toPool(row: PoolRow): Pool {
   const ttlMs = row.ttl_seconds * 1000;
   const placeholderFormatted = formatNumber(row.placeholder);
   return {
