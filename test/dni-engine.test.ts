@@ -122,6 +122,38 @@ describe("leases", () => {
     expect(await engine.heartbeat(pool, "b")).toEqual({ ok: true, ttl: 1800 });
   });
 
+  test("while the pool is exhausted, a returning visitor missing from the cache still keeps their number", async () => {
+    // A cache of one visitor: every other visitor's lease goes to the database.
+    const { engine } = engineOn(db.url, clock, { cacheSize: 1 });
+    const pool = await poolOf(engine);
+    const numbers = new Map<string, string>();
+    for (const v of ["a", "b", "c"]) numbers.set(v, (await engine.lease(pool, v, visit())).number);
+    expect((await engine.lease(pool, "d", visit())).fallback).toBe(true);
+    // Within the second the engine remembers the pool as exhausted: a and b are answered without
+    // an allocation, from their holds, which are renewed.
+    clock.advance(500);
+    for (const v of ["a", "b"]) expect(await engine.lease(pool, v, visit({ user_agent: "UA-back" }))).toMatchObject({ number: numbers.get(v), fallback: false });
+    expect((await engine.lease(pool, "e", visit())).fallback).toBe(true);
+    const rows = await db.sql`select v.visitor, v.user_agent, h.expires_at from dni_visitors v join dni_holds h on h.visitor_id = v.id where v.visitor in ('a', 'b') order by v.visitor`;
+    expect(rows.map((r) => [r.visitor, r.user_agent, r.expires_at.getTime()])).toEqual([
+      ["a", "UA-back", clock.now() + TTL],
+      ["b", "UA-back", clock.now() + TTL],
+    ]);
+  });
+
+  test("the same new visitor leasing twice at once (two tabs) gets one number and one visitor row", async () => {
+    const { engine } = engineOn(db.url, clock);
+    const pool = await poolOf(engine);
+    const [x1, y, x2] = await Promise.all([engine.lease(pool, "x", visit()), engine.lease(pool, "y", visit()), engine.lease(pool, "x", visit())]);
+    expect(x1.fallback || y.fallback).toBe(false);
+    expect(x2.number).toBe(x1.number);
+    expect(y.number).not.toBe(x1.number);
+    const [{ n }] = await db.sql`select count(*)::int as n from dni_visitors where visitor in ('x', 'y')`;
+    expect(n).toBe(2);
+    const [{ held }] = await db.sql`select count(*)::int as held from dni_holds where expires_at > ${new Date(clock.now())}`;
+    expect(held).toBe(2);
+  });
+
   test("the least recently released free number is taken first", async () => {
     const { engine } = engineOn(db.url, clock);
     const pool = await poolOf(engine);

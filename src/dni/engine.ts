@@ -19,9 +19,9 @@
 // or on a miss, the instance goes to the database instead.
 //
 // Why no instance can hand out a number another holds:
-//  1. Numbers are handed to new holders only by `allocate`, in a transaction holding the pool's
-//     advisory lock, and only when the number's hold row says `expires_at <= now`, re-checked on
-//     the locked row.
+//  1. Numbers are handed to new holders only by `allocate` (alone, or after the visits in
+//     `visitAndAllocate`), in a transaction holding the pool's advisory lock, and only when the
+//     number's hold row says `expires_at <= now`, re-checked on the locked row.
 //  2. A hold's expires_at in the database never decreases while the hold lasts: renewals write
 //     greatest(old, new), and only for the same hold_id (a number taken by someone else has a new
 //     hold_id, so a late renewal of the old hold changes nothing and tells its instance to evict).
@@ -41,14 +41,16 @@
 // A number removed from its pool stops being renewed by the next batch (which evicts the entry),
 // is never allocated again, and its holder gets a new number on their next lease.
 import { LRUCache } from "lru-cache";
+import type postgres from "postgres";
 import type { Clock } from "../clock";
 import { Batcher, hotReads } from "../db/batcher";
 import type { Sql } from "../db/client";
 import { errorFields, log } from "../log";
 import { leasedAnswer, PoolCache, type LeaseAnswer, type Pool } from "./pools";
 import {
-  allocate, insertEvents, POOL_LOCK_NS, type AllocationRow, type FreePosition, renewByVisitor, renewHolds, touchVisitors, visitAndRenew,
-  type Allocation, type EventRow, type Held, type Renewal, type Visit, type VisitRequest, type VisitResult, type VisitTouch,
+  allocate, insertEvents, POOL_LOCK_NS, type AllocationRow, type FreePosition, renewByVisitor, renewHolds, touchVisitors, visitAndAllocate,
+  visitAndRenew, type Allocation, type EventRow, type Held, type LeaseRequest, type Renewal, type Visit, type VisitRequest, type VisitResult,
+  type VisitTouch,
 } from "./queries";
 import { userAgentOf, type Attribution, type BrowserEvent } from "./rules";
 
@@ -105,10 +107,15 @@ export interface VisitSource {
   attribution(): Attribution;
 }
 
-interface AllocationRequest {
-  visitorId: number;
+interface AllocationRequest extends LeaseRequest {
   nowMs: number;
   untilMs: number;
+}
+
+/** What a lease that missed the cache got, and the visitor's id (null when the batch raced to its end). */
+interface Allocated {
+  visitorId: number | null;
+  allocation: Allocation;
 }
 
 export class DniEngine {
@@ -119,15 +126,15 @@ export class DniEngine {
   private writing: Promise<void> = Promise.resolve();
   /** Per pool, the clock time before which allocation is known to find nothing free. */
   private exhaustedUntil = new Map<string, number>();
-  private readonly allocators = new Map<string, Batcher<AllocationRequest, Allocation>>();
+  private readonly allocators = new Map<string, Batcher<AllocationRequest, Allocated>>();
   /**
    * Per pool, where this instance's last allocation stopped in the free-number index, and when
    * the scans that led there last started from the head.
    */
   private readonly freeFrom = new Map<string, { at: FreePosition; headAt: number }>();
   /**
-   * Leases that miss the cache, batched like the other hot reads (src/db/batcher.ts): the
-   * statement's fixed cost is paid once for all the visitors that arrive together.
+   * Leases that miss the cache while their pool is known to be exhausted (returning visitors still
+   * keep their holds), batched like the other hot reads (src/db/batcher.ts).
    */
   private readonly visits = hotReads((requests: VisitRequest[]) => this.visitBatch(requests));
   private readonly batchSize: number;
@@ -226,18 +233,27 @@ export class DniEngine {
     return entry.answer;
   }
 
+  /**
+   * A lease that missed the cache (or whose entry is past its memory window): the visit and the
+   * allocation go to the pool's allocator together, which renews a returning visitor's hold or
+   * hands out a free number. While the pool is known to be exhausted, only the visit and the
+   * renewal are asked for, without the lock.
+   */
   private async leaseFromDb(pool: Pool, visitor: string, source: VisitSource, key: string, now: number): Promise<LeaseAnswer> {
     const visit: Visit = { ...source.attribution(), user_agent: userAgentOf(source.userAgent), ip_hash: source.ipHash };
     // This visit is written now; a queued touch of the same visitor would only be older.
     const waiting = this.pending.get(key);
     if (waiting) waiting.touch = null;
-    const { visitor_id, held } = await this.visits.load({ pool: pool.key, visitor, visit, nowMs: now, untilMs: now + pool.ttlMs });
-    if (held) return this.answerOf(pool, this.remember(key, visitor_id, held));
+    if ((this.exhaustedUntil.get(pool.key) ?? 0) > now) {
+      const { visitor_id, held } = await this.visits.load({ pool: pool.key, visitor, visit, nowMs: now, untilMs: now + pool.ttlMs });
+      if (held) return this.answerOf(pool, this.remember(key, visitor_id, held));
+      this.cache.delete(key);
+      return pool.fallbackAnswer;
+    }
+    const { visitorId, allocation } = await this.allocatorOf(pool.key).load({ visitor, visit, nowMs: now, untilMs: now + pool.ttlMs });
+    if (allocation.kind === "held") return this.answerOf(pool, this.remember(key, visitorId!, allocation.held));
     this.cache.delete(key);
-    if ((this.exhaustedUntil.get(pool.key) ?? 0) > now) return pool.fallbackAnswer;
-    const got = await this.allocatorOf(pool.key).load({ visitorId: visitor_id, nowMs: now, untilMs: now + pool.ttlMs });
-    if (got.kind === "held") return this.answerOf(pool, this.remember(key, visitor_id, got.held));
-    if (got.kind === "exhausted") {
+    if (allocation.kind === "exhausted") {
       // Nothing frees a number before some hold expires, except provisioning new numbers; a
       // second of remembering spares the lock a stampede of fallback visitors.
       this.exhaustedUntil.set(pool.key, now + 1000);
@@ -269,7 +285,7 @@ export class DniEngine {
    * commit (a WAL flush); batching spreads that over all the visitors who arrived meanwhile
    * instead of queueing them one commit apart.
    */
-  private allocatorOf(pool: string): Batcher<AllocationRequest, Allocation> {
+  private allocatorOf(pool: string): Batcher<AllocationRequest, Allocated> {
     let batcher = this.allocators.get(pool);
     if (!batcher) {
       batcher = new Batcher((requests) => this.allocateBatch(pool, requests), { slots: 1, max: 500 });
@@ -278,10 +294,15 @@ export class DniEngine {
     return batcher;
   }
 
-  private async allocateBatch(pool: string, requests: AllocationRequest[]): Promise<Allocation[]> {
+  private async allocateBatch(pool: string, requests: AllocationRequest[]): Promise<Allocated[]> {
     const nowMs = Math.max(...requests.map((r) => r.nowMs));
     const now = new Date(nowMs);
     const until = new Date(Math.max(...requests.map((r) => r.untilMs)));
+    // One visit per visitor (two tabs leasing at once share it): a statement may upsert a row once.
+    const first = new Map<string, LeaseRequest>();
+    for (const r of requests) if (!first.has(r.visitor)) first.set(r.visitor, r);
+    const leases = [...first.values()];
+    const ids = new Map<string, number>();
     const results = new Map<number, Allocation>();
     // The position holds from one scan from the head to FREE_POSITION_MS later.
     const known = this.freeFrom.get(pool);
@@ -291,13 +312,17 @@ export class DniEngine {
     // A visitor whose pick raced a renewal (a write-behind batch, which takes no lock) picks again
     // in a fresh transaction, which sees that renewal; one left short by a scan that started past
     // the last position picks again from the head. Bounded, though each retry is itself a sign of
-    // progress elsewhere.
-    let todo = [...new Set(requests.map((r) => r.visitorId))];
-    for (let attempt = 0; attempt < 5 && todo.length > 0; attempt++) {
+    // progress elsewhere. The first attempt records the visits too; retries know the visitors' ids.
+    let todo: number[] = [];
+    for (let attempt = 0; attempt < 5 && (attempt === 0 || todo.length > 0); attempt++) {
       const again: number[] = [];
       const past = from;
       let short = false;
-      for (const row of await this.allocateOnce(pool, todo, now, until, past)) {
+      const rows = await this.allocateOnce(pool, (tx) =>
+        attempt === 0 ? visitAndAllocate(tx, pool, leases, now, until, past) : allocate(tx, pool, todo, now, until, past),
+      );
+      if (attempt === 0) rows.forEach((row, i) => ids.set(leases[i].visitor, row.visitor_id));
+      for (const row of rows) {
         // Rows come in request order, and free numbers are handed out in index order: the last
         // one picked is where the next scan starts.
         if (row.picked_expires !== null) from = { expiresAt: row.picked_expires, number: row.picked! };
@@ -315,21 +340,24 @@ export class DniEngine {
       todo = again;
     }
     if (from) this.freeFrom.set(pool, { at: from, headAt });
-    return requests.map((r) => results.get(r.visitorId) ?? { kind: "raced" });
+    return requests.map((r) => {
+      const visitorId = ids.get(r.visitor) ?? null;
+      return { visitorId, allocation: (visitorId !== null && results.get(visitorId)) || { kind: "raced" } };
+    });
   }
 
   /**
-   * One allocation in a transaction of its own. The lock, the allocation and the commit are sent
-   * together: PostgreSQL runs them in order, so the allocation's snapshot is taken once the lock is
+   * One allocation in a transaction of its own. The lock, the statement and the commit are sent
+   * together: PostgreSQL runs them in order, so the statement's snapshot is taken once the lock is
    * granted, and the lock is held for the statement and the commit only, not for round trips to
    * this process. (A query is sent when executed: the lock's must go out first.) A failed
-   * allocation aborts the transaction, which the commit then rolls back; its error is thrown here.
+   * statement aborts the transaction, which the commit then rolls back; its error is thrown here.
    */
-  private async allocateOnce(pool: string, ids: number[], now: Date, until: Date, past: FreePosition | null): Promise<AllocationRow[]> {
+  private async allocateOnce(pool: string, statement: (tx: postgres.TransactionSql<{ bigint: number }>) => postgres.PendingQuery<AllocationRow[]>): Promise<AllocationRow[]> {
     let picking: Promise<AllocationRow[]> | null = null;
     await this.sql.begin((tx) => {
       tx`select pg_advisory_xact_lock(${POOL_LOCK_NS}, hashtext(${pool}))`.execute();
-      picking = allocate(tx, pool, ids, now, until, past).execute();
+      picking = statement(tx).execute();
       // Awaited below, after the commit.
       picking.catch(() => {});
       return null;
