@@ -49,7 +49,7 @@ import { errorFields, log } from "../log";
 import { leasedAnswer, PoolCache, type LeaseAnswer, type Pool } from "./pools";
 import {
   allocate, insertEvents, POOL_LOCK_NS, type AllocationRow, type FreePosition, renewByVisitor, renewHolds, touchVisitors, visitAndAllocate,
-  visitAndRenew, type Allocation, type EventRow, type Held, type LeaseRequest, type Renewal, type Visit, type VisitRequest, type VisitResult,
+  visitAndRenew, type Allocation, type EventRow, type Held, type Renewal, type Visit, type VisitRequest, type VisitResult,
   type VisitTouch,
 } from "./queries";
 import { userAgentOf, type Attribution, type BrowserEvent } from "./rules";
@@ -107,12 +107,7 @@ export interface VisitSource {
   attribution(): Attribution;
 }
 
-interface AllocationRequest extends LeaseRequest {
-  nowMs: number;
-  untilMs: number;
-}
-
-/** What a lease that missed the cache got, and the visitor's id (null when the batch raced to its end). */
+/** What a lease that missed the cache got, and the visitor's id (null if no row came back for them). */
 interface Allocated {
   visitorId: number | null;
   allocation: Allocation;
@@ -126,7 +121,7 @@ export class DniEngine {
   private writing: Promise<void> = Promise.resolve();
   /** Per pool, the clock time before which allocation is known to find nothing free. */
   private exhaustedUntil = new Map<string, number>();
-  private readonly allocators = new Map<string, Batcher<AllocationRequest, Allocated>>();
+  private readonly allocators = new Map<string, Batcher<VisitRequest, Allocated>>();
   /**
    * Per pool, where this instance's last allocation stopped in the free-number index, and when
    * the scans that led there last started from the head.
@@ -244,13 +239,14 @@ export class DniEngine {
     // This visit is written now; a queued touch of the same visitor would only be older.
     const waiting = this.pending.get(key);
     if (waiting) waiting.touch = null;
+    const request: VisitRequest = { pool: pool.key, visitor, visit, nowMs: now, untilMs: now + pool.ttlMs };
     if ((this.exhaustedUntil.get(pool.key) ?? 0) > now) {
-      const { visitor_id, held } = await this.visits.load({ pool: pool.key, visitor, visit, nowMs: now, untilMs: now + pool.ttlMs });
+      const { visitor_id, held } = await this.visits.load(request);
       if (held) return this.answerOf(pool, this.remember(key, visitor_id, held));
       this.cache.delete(key);
       return pool.fallbackAnswer;
     }
-    const { visitorId, allocation } = await this.allocatorOf(pool.key).load({ visitor, visit, nowMs: now, untilMs: now + pool.ttlMs });
+    const { visitorId, allocation } = await this.allocatorOf(pool.key).load(request);
     if (allocation.kind === "held") return this.answerOf(pool, this.remember(key, visitorId!, allocation.held));
     this.cache.delete(key);
     if (allocation.kind === "exhausted") {
@@ -285,7 +281,7 @@ export class DniEngine {
    * commit (a WAL flush); batching spreads that over all the visitors who arrived meanwhile
    * instead of queueing them one commit apart.
    */
-  private allocatorOf(pool: string): Batcher<AllocationRequest, Allocated> {
+  private allocatorOf(pool: string): Batcher<VisitRequest, Allocated> {
     let batcher = this.allocators.get(pool);
     if (!batcher) {
       batcher = new Batcher((requests) => this.allocateBatch(pool, requests), { slots: 1, max: 500 });
@@ -294,12 +290,12 @@ export class DniEngine {
     return batcher;
   }
 
-  private async allocateBatch(pool: string, requests: AllocationRequest[]): Promise<Allocated[]> {
+  private async allocateBatch(pool: string, requests: VisitRequest[]): Promise<Allocated[]> {
     const nowMs = Math.max(...requests.map((r) => r.nowMs));
     const now = new Date(nowMs);
     const until = new Date(Math.max(...requests.map((r) => r.untilMs)));
     // One visit per visitor (two tabs leasing at once share it): a statement may upsert a row once.
-    const first = new Map<string, LeaseRequest>();
+    const first = new Map<string, VisitRequest>();
     for (const r of requests) if (!first.has(r.visitor)) first.set(r.visitor, r);
     const leases = [...first.values()];
     const ids = new Map<string, number>();

@@ -49,17 +49,14 @@ export interface VisitResult {
 }
 
 /**
- * Leases that missed the cache, several visitors in one statement (distinct pool and visitor
- * pairs): records each visit (first touch on insert; visit time, user agent and address hash on
- * update) and renews the visitor's active hold, if any. The renewal re-checks the hold on the row
- * it locks, so it cannot extend a hold that another visitor took a moment ago. (Renewals write
- * only dni_holds: the history has a hold's live expiry from there while the hold is current.)
- * Visitor rows are written in key order, holds one per visitor: concurrent batches lock alike.
+ * The visits of leases that missed the cache (distinct pool and visitor pairs), as two CTEs of a
+ * statement: `visit_req`, the requests with their `i` (from 1), and `visited`, the visitor rows
+ * written (first touch on insert; visit time, user agent and address hash on update), in key order
+ * so that concurrent batches lock alike.
  */
-export async function visitAndRenew(sql: Sql, requests: VisitRequest[]): Promise<VisitResult[]> {
+function recordVisits(sql: Sql | postgres.TransactionSql<{ bigint: number }>, requests: VisitRequest[]): postgres.PendingQuery<postgres.Row[]> {
   const col = <K extends keyof Visit>(k: K) => requests.map((r) => r.visit[k]);
-  const rows = await sql<{ i: number; visitor_id: number; number: string | null; hold_id: number | null; expires_at: Date | null }[]>`
-    with req as (
+  return sql`visit_req as (
       select * from unnest(
         ${requests.map((r) => r.pool)}::text[], ${requests.map((r) => r.visitor)}::text[],
         ${col("utm_source")}::text[], ${col("utm_medium")}::text[], ${col("utm_campaign")}::text[],
@@ -68,19 +65,31 @@ export async function visitAndRenew(sql: Sql, requests: VisitRequest[]): Promise
         ${requests.map((r) => r.nowMs)}::float8[], ${requests.map((r) => r.untilMs)}::float8[]
       ) with ordinality as r(pool_key, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content,
                              gclid, landing, referrer, user_agent, ip_hash, now_ms, until_ms, i)
-    ), v as (
+    ), visited as (
       insert into dni_visitors (pool_key, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content,
                                 gclid, landing, referrer, user_agent, ip_hash, first_visit_at, last_visit_at)
       select pool_key, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content, gclid, landing,
              referrer, user_agent, ip_hash, to_timestamp(now_ms / 1000), to_timestamp(now_ms / 1000)
-      from req order by pool_key, visitor
+      from visit_req order by pool_key, visitor
       on conflict (pool_key, visitor) do update set
         last_visit_at = greatest(dni_visitors.last_visit_at, excluded.last_visit_at),
         user_agent = excluded.user_agent, ip_hash = excluded.ip_hash
       returning id, pool_key, visitor
-    ), cur as (
+    )`;
+}
+
+/**
+ * Leases that missed the cache while their pool is exhausted, several visitors in one statement
+ * (distinct pool and visitor pairs): records each visit (`recordVisits`) and renews the visitor's
+ * active hold, if any. The renewal re-checks the hold on the row it locks, so it cannot extend a
+ * hold that another visitor took a moment ago. (Renewals write only dni_holds: the history has a
+ * hold's live expiry from there while the hold is current.) Holds are written one per visitor.
+ */
+export async function visitAndRenew(sql: Sql, requests: VisitRequest[]): Promise<VisitResult[]> {
+  const rows = await sql<{ i: number; visitor_id: number; number: string | null; hold_id: number | null; expires_at: Date | null }[]>`
+    with ${recordVisits(sql, requests)}, cur as (
       select r.i, v.id as visitor_id, h.number, h.hold_id, r.now_ms, r.until_ms
-      from req r join v on v.pool_key = r.pool_key and v.visitor = r.visitor
+      from visit_req r join visited v on v.pool_key = r.pool_key and v.visitor = r.visitor
       left join lateral (
         select number, hold_id from dni_holds h
         where h.visitor_id = v.id and h.pool_key = r.pool_key and h.active and h.expires_at > to_timestamp(r.now_ms / 1000)
@@ -184,49 +193,23 @@ export function allocate(
     ), ${allocation(tx, pool, now, until, after)}`;
 }
 
-/** A lease that missed the cache: the visitor and their visit, recorded as `visitAndRenew` does. */
-export interface LeaseRequest {
-  visitor: string;
-  visit: Visit;
-}
-
 /**
  * `allocate` for leases that missed the cache (distinct visitors of one pool), in the same
- * statement as their visits: each visit is recorded (first touch on insert; visit time, user agent
- * and address hash on update), then each visitor keeps their own number (a returning visitor's
- * hold is renewed) or gets a free one. One statement, under the pool's lock, instead of a visit
- * statement and then the allocation: for a new visitor, one round trip to the database less.
+ * statement as their visits (`recordVisits`): each visitor then keeps their own number (a
+ * returning visitor's hold is renewed) or gets a free one. One statement, under the pool's lock,
+ * instead of a visit statement and then the allocation: for a new visitor, one round trip less.
  */
 export function visitAndAllocate(
   tx: postgres.TransactionSql<{ bigint: number }>,
   pool: string,
-  requests: LeaseRequest[],
+  requests: VisitRequest[],
   now: Date,
   until: Date,
   after: FreePosition | null,
 ): postgres.PendingQuery<AllocationRow[]> {
-  const col = <K extends keyof Visit>(k: K) => requests.map((r) => r.visit[k]);
   return tx<AllocationRow[]>`
-    with lease as (
-      select * from unnest(
-        ${requests.map((r) => r.visitor)}::text[],
-        ${col("utm_source")}::text[], ${col("utm_medium")}::text[], ${col("utm_campaign")}::text[],
-        ${col("utm_term")}::text[], ${col("utm_content")}::text[], ${col("gclid")}::text[],
-        ${col("landing")}::text[], ${col("referrer")}::text[], ${col("user_agent")}::text[], ${col("ip_hash")}::text[]
-      ) with ordinality as r(visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content,
-                             gclid, landing, referrer, user_agent, ip_hash, i)
-    ), v as (
-      insert into dni_visitors (pool_key, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content,
-                                gclid, landing, referrer, user_agent, ip_hash, first_visit_at, last_visit_at)
-      select ${pool}, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content, gclid, landing,
-             referrer, user_agent, ip_hash, ${now}, ${now}
-      from lease order by visitor
-      on conflict (pool_key, visitor) do update set
-        last_visit_at = greatest(dni_visitors.last_visit_at, excluded.last_visit_at),
-        user_agent = excluded.user_agent, ip_hash = excluded.ip_hash
-      returning id, visitor
-    ), req as (
-      select v.id as visitor_id, l.i from lease l join v on v.visitor = l.visitor
+    with ${recordVisits(tx, requests)}, req as (
+      select v.id as visitor_id, r.i from visit_req r join visited v on v.pool_key = r.pool_key and v.visitor = r.visitor
     ), ${allocation(tx, pool, now, until, after)}`;
 }
 
