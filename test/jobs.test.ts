@@ -213,4 +213,19 @@ describe("workers", () => {
     await Bun.sleep(30);
     expect(events.length).toBe(n);
   });
+
+  test("runs start every `ms`, not `ms` after the previous run ended: a slow run is followed at once", async () => {
+    // A run of 300 ms every 250 ms: the next starts as the slow one ends (the limits' flush must
+    // run at least once a second however long the last one took), not 250 ms later.
+    const spans: { start: number; end: number }[] = [];
+    const w = every("slow", 250, async () => {
+      const start = performance.now();
+      await Bun.sleep(300);
+      spans.push({ start, end: performance.now() });
+    });
+    w.start();
+    await until(() => spans.length >= 2, 5_000);
+    await w.stop();
+    expect(spans[1].start - spans[0].end).toBeLessThan(150);
+  });
 });

@@ -12,7 +12,9 @@ export interface Worker {
 
 /**
  * A task run every `ms` milliseconds, never twice at once; a failed run is logged and the next
- * one still comes. `stop` waits for a run under way and then runs `final` once (flushes).
+ * one still comes. Runs start `ms` apart, not `ms` after the previous one ended (a run that took
+ * longer is followed at once): "at least once a second" holds while a run takes under a second.
+ * `stop` waits for a run under way and then runs `final` once (flushes).
  */
 export function every(name: string, ms: number, tick: () => Promise<void>, final?: () => Promise<void>): Worker {
   let timer: ReturnType<typeof setTimeout> | null = null;
@@ -20,11 +22,12 @@ export function every(name: string, ms: number, tick: () => Promise<void>, final
   let stopped = false;
   const run = () => {
     timer = null;
+    const started = performance.now();
     running = tick()
       .catch((err) => log.warn(`${name} failed`, errorFields(err)))
       .finally(() => {
         running = null;
-        if (!stopped) timer = setTimeout(run, ms);
+        if (!stopped) timer = setTimeout(run, Math.max(0, ms - (performance.now() - started)));
       });
   };
   return {
