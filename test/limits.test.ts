@@ -108,6 +108,25 @@ describe("address buckets: write-behind, decided from memory", () => {
     expect(rows[1].hour - rows[0].hour).toBe(1);
   });
 
+  test("a caller's record keeps its bucket's count; one the generations dropped is looked up again", async () => {
+    const clock = new ManualClock(start);
+    const limits = new Limits(db.sql, clock, { maxAddressBuckets: 2 });
+    const r1 = { hash: "addr-r1" };
+    expect(limits.take("dni", r1)).toBe(true);
+    await limits.flush();
+    limits.take("dni", { hash: "addr-r2" });
+    limits.take("dni", { hash: "addr-r3" }); // r1 falls out of memory (written, so nothing is lost)
+    limits.take("dni", { hash: "addr-r4" });
+    limits.take("dni", "addr-r1"); // r1 again, by name: a new entry
+    limits.take("dni", r1); // the record's entry was dropped: it takes the new one, not its own
+    await limits.flush(); // one row per bucket, or PostgreSQL refuses the upsert
+    expect(await counted("dni", "addr-r1")).toBe(3);
+    for (let i = 0; i < 3597; i++) limits.take("dni", r1);
+    expect(limits.take("dni", r1)).toBe(false);
+    expect(limits.overFromMemory("dni", r1)).toBe(true);
+    expect(limits.overFromMemory("dni", "addr-r1")).toBe(true);
+  });
+
   test("a flush that fails keeps its counts for the next one", async () => {
     const limits = new Limits(db.sql, new ManualClock(start));
     for (let i = 0; i < 7; i++) limits.take("dni", "addr-f");

@@ -7,7 +7,7 @@
 // origin with credentials allowed.
 import { Elysia } from "elysia";
 import { bodyFields, readBody } from "../http/body";
-import { clientAddress, hashAddress, type PeerSource } from "../http/client";
+import { clientAddress, hashedAddress, type PeerSource } from "../http/client";
 import type { Deps } from "../http/deps";
 import type { NativeRoutes } from "../http/native";
 import { errorOf, errorResponse, json, jsonHeaders } from "../http/respond";
@@ -66,10 +66,12 @@ function answer(body: object & { [JSON_TEXT]?: string }): Response {
 
 async function dniAnswer(deps: Deps, engine: DniEngine, request: Request, server: PeerSource | null): Promise<Response> {
   try {
-    const ipHash = hashAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy));
-    // Every action counts, whatever comes of it. Decided from memory (limits/address-counter.ts):
-    // an address already over its limit costs no database write at all.
-    const within = deps.limits.take("dni", ipHash);
+    const address = hashedAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy));
+    const ipHash = address.hash;
+    // Every action counts, whatever comes of it. Decided from memory (limits/address-counter.ts,
+    // which keeps the count on the address's record): an address already over its limit costs no
+    // database write at all.
+    const within = deps.limits.take("dni", address);
     if (!(within instanceof Promise ? await within : within)) return errorOf("rate_limited", "dni", CORS);
     const action = actionOf(request.url);
     if (!isAction(action)) return errorOf("unknown_action", "dni", CORS);

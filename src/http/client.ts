@@ -28,24 +28,39 @@ function normalize(ip: string): string {
   return s.startsWith("::ffff:") && s.includes(".") ? s.slice(7) : s;
 }
 
-let hashSalt = "";
-const hashes = new Map<string, string>();
-
 /**
- * SHA-1 of the salt joined to the address, hex (api-v1.md: the stored form of a client address).
- * Kept for the addresses seen lately: a visitor's page views come from one address, and the hasher
- * was a tenth of a cached DNI lease.
+ * A client address as stored: its salted hash, and a slot where the limiter keeps the address's
+ * count (src/limits/address-counter.ts), so that the hot path finds both with one lookup.
  */
-export function hashAddress(salt: string, ip: string): string {
+export interface HashedAddress {
+  readonly hash: string;
+  count?: unknown;
+}
+
+let hashSalt = "";
+// The addresses seen lately, in two generations (an address unused while 100,000 others came in
+// is hashed again when it comes back): a visitor's page views come from one address, and the
+// hasher was a tenth of a cached DNI lease.
+const HALF = 100_000;
+let recent = new Map<string, HashedAddress>();
+let older = new Map<string, HashedAddress>();
+
+/** The address's SHA-1 of the salt joined to it, hex (api-v1.md: the stored form of a client address). */
+export function hashedAddress(salt: string, ip: string): HashedAddress {
   if (salt !== hashSalt) {
     hashSalt = salt;
-    hashes.clear();
+    recent = new Map();
+    older = new Map();
   }
-  let hash = hashes.get(ip);
-  if (hash === undefined) {
-    hash = new Bun.CryptoHasher("sha1").update(salt + ip).digest("hex");
-    if (hashes.size >= 100_000) hashes.clear();
-    hashes.set(ip, hash);
+  let found = recent.get(ip);
+  if (found !== undefined) return found;
+  found = older.get(ip) ?? { hash: new Bun.CryptoHasher("sha1").update(salt + ip).digest("hex") };
+  if (recent.size >= HALF) {
+    older = recent;
+    recent = new Map();
   }
-  return hash;
+  recent.set(ip, found);
+  return found;
 }
+
+export const hashAddress = (salt: string, ip: string): string => hashedAddress(salt, ip).hash;

@@ -12,11 +12,15 @@
 // so what falls out is what went unused while half the bound of others came in: least recently
 // used, near enough, for the price of a Map lookup (a hit is counted on every DNI request, and an
 // LRU's bookkeeping showed in its profile). A dropped bucket that comes back starts from what the
-// next flush tells about it; one with hits not yet written is kept until they are.
+// next flush tells about it; one with hits not yet written is kept until they are. A caller that
+// holds a record per bucket (src/http/client.ts, one per client address) passes it instead of the
+// name, and the bucket's entry is kept on it: the hot path then looks up nothing here.
 import { hourOf, type Clock } from "../clock";
 import type { Sql } from "../db/client";
 
 interface Entry {
+  /** The counter it belongs to: records may be shared by counters (several instances in one process). */
+  readonly counter: AddressCounter;
   readonly scope: string;
   readonly bucket: string;
   readonly hour: number;
@@ -28,7 +32,17 @@ interface Entry {
   others: number;
   /** Waiting in `dirty` for the next flush. */
   dirty: boolean;
+  /**
+   * Dropped from the generations: a caller's record that still holds it looks the bucket up again
+   * (else a new entry of the bucket and this one could both wait for one flush, naming its row twice).
+   */
+  dropped: boolean;
 }
+
+/** A bucket: its name, or a record of the caller's that keeps its entry (`count`) with the name (`hash`). */
+export type AddressBucket = string | { readonly hash: string; count?: unknown };
+
+const nameOf = (bucket: AddressBucket) => (typeof bucket === "string" ? bucket : bucket.hash);
 
 /** One scope's buckets, in two generations. */
 class Generations {
@@ -52,7 +66,12 @@ class Generations {
       this.recent = new Map();
       // Hits not yet written stay with their entry, or a bucket back within the hour would
       // name its row twice in one flush.
-      for (const [b, d] of dropped) if (d.dirty && !this.older.has(b)) this.recent.set(b, d);
+      for (const [b, d] of dropped) {
+        const kept = this.older.get(b);
+        if (kept === d) continue;
+        if (d.dirty && kept === undefined) this.recent.set(b, d);
+        else d.dropped = true;
+      }
     }
     this.recent.set(bucket, e);
   }
@@ -82,20 +101,19 @@ export class AddressCounter {
     return g;
   }
 
-  overFromMemory(scope: string, bucket: string, limit: number): boolean {
-    const e = this.scopes.get(scope)?.get(bucket);
-    return e !== undefined && e.hour === hourOf(this.clock.now()) && e.own + e.others >= limit;
+  overFromMemory(scope: string, bucket: AddressBucket, limit: number): boolean {
+    const hour = hourOf(this.clock.now());
+    const e = this.kept(bucket, scope, hour) ?? this.scopes.get(scope)?.get(nameOf(bucket));
+    return e !== undefined && e.hour === hour && e.own + e.others >= limit;
   }
 
   /** Counts one hit; true when it is within `limit`. A refused hit is not counted. */
-  take(scope: string, bucket: string, limit: number): boolean {
+  take(scope: string, bucket: AddressBucket, limit: number): boolean {
     const hour = hourOf(this.clock.now());
-    const g = this.generations(scope);
-    let e = g.get(bucket);
-    if (e === undefined || e.hour !== hour) {
-      // An entry of an earlier hour with hits unwritten is still in `dirty`, under its own hour.
-      e = { scope, bucket, hour, own: 0, flushed: 0, others: 0, dirty: false };
-      g.set(bucket, e);
+    let e = this.kept(bucket, scope, hour);
+    if (e === undefined) {
+      e = this.entryOf(scope, nameOf(bucket), hour);
+      if (typeof bucket !== "string") bucket.count = e;
     }
     if (e.own + e.others >= limit) return false;
     e.own++;
@@ -104,6 +122,25 @@ export class AddressCounter {
       this.dirty.push(e);
     }
     return true;
+  }
+
+  /** The entry a caller's record keeps, when it is this counter's, of this scope and hour, and current. */
+  private kept(bucket: AddressBucket, scope: string, hour: number): Entry | undefined {
+    if (typeof bucket === "string") return undefined;
+    const e = bucket.count as Entry | undefined;
+    return e !== undefined && e.counter === this && e.scope === scope && e.hour === hour && !e.dropped ? e : undefined;
+  }
+
+  /** The bucket's entry for the hour, made if there is none. */
+  private entryOf(scope: string, bucket: string, hour: number): Entry {
+    const g = this.generations(scope);
+    let e = g.get(bucket);
+    if (e === undefined || e.hour !== hour) {
+      // An entry of an earlier hour with hits unwritten is still in `dirty`, under its own hour.
+      e = { counter: this, scope, bucket, hour, own: 0, flushed: 0, others: 0, dirty: false, dropped: false };
+      g.set(bucket, e);
+    }
+    return e;
   }
 
   /** Writes the hits admitted since the last flush and learns the buckets' totals. */

@@ -6,7 +6,7 @@ import type { Clock } from "../clock";
 import type { Sql } from "../db/client";
 import { AppError } from "../errors";
 import { every, type Worker } from "../jobs/worker";
-import { AddressCounter } from "./address-counter";
+import { AddressCounter, type AddressBucket } from "./address-counter";
 import { ExactCounter } from "./exact-counter";
 import { KeyCounter, type KeyHit } from "./key-counter";
 
@@ -24,7 +24,11 @@ export const LIMITS = {
 
 export type LimitName = keyof typeof LIMITS;
 export type KeyLimit = { [K in LimitName]: (typeof LIMITS)[K]["counter"] extends "key" ? K : never }[LimitName];
-type BucketOf<N extends LimitName> = (typeof LIMITS)[N]["counter"] extends "key" ? number : string;
+type BucketOf<N extends LimitName> = (typeof LIMITS)[N]["counter"] extends "key"
+  ? number
+  : (typeof LIMITS)[N]["counter"] extends "address"
+    ? AddressBucket
+    : string;
 
 /** The largest hourly threshold among the families that share a key's counter. */
 const KEY_CEILING = Math.max(...Object.values(LIMITS).flatMap((l) => (l.counter === "key" ? [l.perHour] : [])));
@@ -53,7 +57,7 @@ export class Limits {
   overFromMemory<N extends LimitName>(name: N, bucket: BucketOf<N>): boolean {
     const { perHour, counter } = LIMITS[name];
     if (counter === "key") return this.keys.overFromMemory(bucket as number, perHour);
-    if (counter === "address") return this.addresses.overFromMemory(name, bucket as string, perHour);
+    if (counter === "address") return this.addresses.overFromMemory(name, bucket as AddressBucket, perHour);
     return this.exact.overFromMemory(name, bucket as string, perHour);
   }
 
@@ -64,7 +68,7 @@ export class Limits {
   take<N extends LimitName>(name: N, bucket: BucketOf<N>): boolean | Promise<boolean> {
     const { perHour, counter } = LIMITS[name];
     if (counter === "key") return this.keys.take(bucket as number, perHour);
-    if (counter === "address") return this.addresses.take(name, bucket as string, perHour);
+    if (counter === "address") return this.addresses.take(name, bucket as AddressBucket, perHour);
     return this.exact.take(name, bucket as string, perHour);
   }
 
