@@ -1,6 +1,7 @@
 // The client's address, as TRUST_PROXY says to take it, and its salted hash (raw addresses are
 // never stored).
 import type { TrustProxy } from "../config";
+import { Generations } from "../generations";
 
 export interface PeerSource {
   requestIP(request: Request): { address: string } | null;
@@ -38,28 +39,22 @@ export interface HashedAddress {
 }
 
 let hashSalt = "";
-// The addresses seen lately, in two generations (an address unused while 100,000 others came in
-// is hashed again when it comes back): a visitor's page views come from one address, and the
-// hasher was a tenth of a cached DNI lease.
-const HALF = 100_000;
-let recent = new Map<string, HashedAddress>();
-let older = new Map<string, HashedAddress>();
+// The addresses seen lately (an address unused while 100,000 others came in is hashed again when
+// it comes back): a visitor's page views come from one address, and the hasher was a tenth of a
+// cached DNI lease.
+const hashed = new Generations<string, HashedAddress>(100_000);
 
 /** The address's SHA-1 of the salt joined to it, hex (api-v1.md: the stored form of a client address). */
 export function hashedAddress(salt: string, ip: string): HashedAddress {
   if (salt !== hashSalt) {
     hashSalt = salt;
-    recent = new Map();
-    older = new Map();
+    hashed.clear();
   }
-  let found = recent.get(ip);
-  if (found !== undefined) return found;
-  found = older.get(ip) ?? { hash: new Bun.CryptoHasher("sha1").update(salt + ip).digest("hex") };
-  if (recent.size >= HALF) {
-    older = recent;
-    recent = new Map();
+  let found = hashed.get(ip);
+  if (found === undefined) {
+    found = { hash: new Bun.CryptoHasher("sha1").update(salt + ip).digest("hex") };
+    hashed.set(ip, found);
   }
-  recent.set(ip, found);
   return found;
 }
 

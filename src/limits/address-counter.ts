@@ -7,16 +7,15 @@
 // bucket when it flushes its own (the upsert returns the bucket's total), so together they may
 // admit, beyond the limit, at most what the others admitted in the second before that flush.
 //
-// The buckets kept in memory are bounded: two generations of maps, the recent one filled until it
-// holds half the bound, then made the older one (the older dropped). A bucket used in either stays,
-// so what falls out is what went unused while half the bound of others came in: least recently
-// used, near enough, for the price of a Map lookup (a hit is counted on every DNI request, and an
-// LRU's bookkeeping showed in its profile). A dropped bucket that comes back starts from what the
-// next flush tells about it; one with hits not yet written is kept until they are. A caller that
-// holds a record per bucket (src/http/client.ts, one per client address) passes it instead of the
-// name, and the bucket's entry is kept on it: the hot path then looks up nothing here.
+// The buckets kept in memory are bounded, in two generations (src/generations.ts): what falls out
+// is what went unused while half the bound of others came in. A dropped bucket that comes back
+// starts from what the next flush tells about it; one with hits not yet written is kept until
+// they are. A caller that holds a record per bucket (src/http/client.ts, one per client address)
+// passes it instead of the name, and the bucket's entry is kept on it: the hot path then looks up
+// nothing here.
 import { hourOf, type Clock } from "../clock";
 import type { Sql } from "../db/client";
+import { Generations } from "../generations";
 
 interface Entry {
   /** The counter it belongs to: records may be shared by counters (several instances in one process). */
@@ -44,41 +43,8 @@ export type AddressBucket = string | { readonly hash: string; count?: unknown };
 
 const nameOf = (bucket: AddressBucket) => (typeof bucket === "string" ? bucket : bucket.hash);
 
-/** One scope's buckets, in two generations. */
-class Generations {
-  private recent = new Map<string, Entry>();
-  private older = new Map<string, Entry>();
-
-  constructor(private readonly half: number) {}
-
-  get(bucket: string): Entry | undefined {
-    const e = this.recent.get(bucket);
-    if (e !== undefined) return e;
-    const old = this.older.get(bucket);
-    if (old !== undefined) this.set(bucket, old);
-    return old;
-  }
-
-  set(bucket: string, e: Entry): void {
-    if (this.recent.size >= this.half) {
-      const dropped = this.older;
-      this.older = this.recent;
-      this.recent = new Map();
-      // Hits not yet written stay with their entry, or a bucket back within the hour would
-      // name its row twice in one flush.
-      for (const [b, d] of dropped) {
-        const kept = this.older.get(b);
-        if (kept === d) continue;
-        if (d.dirty && kept === undefined) this.recent.set(b, d);
-        else d.dropped = true;
-      }
-    }
-    this.recent.set(bucket, e);
-  }
-}
-
 export class AddressCounter {
-  private readonly scopes = new Map<string, Generations>();
+  private readonly scopes = new Map<string, Generations<string, Entry>>();
   /** Entries with hits not yet written, each once. */
   private dirty: Entry[] = [];
   private readonly half: number;
@@ -92,10 +58,16 @@ export class AddressCounter {
     this.half = Math.max(1, Math.floor(maxBuckets / 2));
   }
 
-  private generations(scope: string): Generations {
+  private generations(scope: string): Generations<string, Entry> {
     let g = this.scopes.get(scope);
     if (g === undefined) {
-      g = new Generations(this.half);
+      // Hits not yet written stay with their entry, or a bucket back within the hour would name
+      // its row twice in one flush; an entry let go is marked so that no record goes on using it.
+      g = new Generations(this.half, (_, e, shadowed) => {
+        if (e.dirty && !shadowed) return true;
+        e.dropped = true;
+        return false;
+      });
       this.scopes.set(scope, g);
     }
     return g;
