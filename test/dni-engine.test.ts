@@ -215,6 +215,25 @@ describe("memory and write-behind", () => {
     await provisionPools(db.sql, [{ numbers: poolNumbers(20) }]);
   });
 
+  test("a visit written behind never replaces a later one already recorded (another instance's)", async () => {
+    const { engine } = engineOn(db.url, clock);
+    const pool = await poolOf(engine);
+    await engine.lease(pool, "late", visit({ user_agent: "UA-first" }));
+    await engine.flush();
+    clock.advance(60_000);
+    engine.lease(pool, "late", visit({ user_agent: "UA-here", ip_hash: "here" }));
+    const later = new Date(clock.now() + 60_000);
+    await db.sql`update dni_visitors set last_visit_at = ${later}, user_agent = 'UA-elsewhere', ip_hash = 'elsewhere' where visitor = 'late'`;
+    await engine.flush();
+    const [row] = await db.sql`select last_visit_at, user_agent, ip_hash from dni_visitors where visitor = 'late'`;
+    expect([row.last_visit_at.getTime(), row.user_agent, row.ip_hash]).toEqual([later.getTime(), "UA-elsewhere", "elsewhere"]);
+    clock.advance(120_000);
+    engine.lease(pool, "late", visit({ user_agent: "UA-latest", ip_hash: "latest" }));
+    await engine.flush();
+    const [now] = await db.sql`select user_agent, ip_hash from dni_visitors where visitor = 'late'`;
+    expect([now.user_agent, now.ip_hash]).toEqual(["UA-latest", "latest"]);
+  });
+
   test("warm leases and heartbeats need no statement; their renewals go in one batch", async () => {
     const { engine, statements } = engineOn(db.url, clock);
     const pool = await poolOf(engine);

@@ -51,8 +51,8 @@ export interface VisitResult {
 /**
  * The visits of leases that missed the cache (distinct pool and visitor pairs), as two CTEs of a
  * statement: `visit_req`, the requests with their `i` (from 1), and `visited`, the visitor rows
- * written (first touch on insert; visit time, user agent and address hash on update), in key order
- * so that concurrent batches lock alike.
+ * written (first touch on insert; on update the visit time, and the user agent and address hash
+ * of the latest visit), in key order so that concurrent batches lock alike.
  */
 function recordVisits(sql: Sql | postgres.TransactionSql<{ bigint: number }>, requests: VisitRequest[]): postgres.PendingQuery<postgres.Row[]> {
   const col = <K extends keyof Visit>(k: K) => requests.map((r) => r.visit[k]);
@@ -73,7 +73,8 @@ function recordVisits(sql: Sql | postgres.TransactionSql<{ bigint: number }>, re
       from visit_req order by pool_key, visitor
       on conflict (pool_key, visitor) do update set
         last_visit_at = greatest(dni_visitors.last_visit_at, excluded.last_visit_at),
-        user_agent = excluded.user_agent, ip_hash = excluded.ip_hash
+        user_agent = case when excluded.last_visit_at >= dni_visitors.last_visit_at then excluded.user_agent else dni_visitors.user_agent end,
+        ip_hash = case when excluded.last_visit_at >= dni_visitors.last_visit_at then excluded.ip_hash else dni_visitors.ip_hash end
       returning id, pool_key, visitor
     )`;
 }
@@ -316,7 +317,11 @@ export interface VisitTouch {
   ip_hash: string;
 }
 
-/** A write-behind batch of returning visits: visit time, user agent and address hash. */
+/**
+ * A write-behind batch of returning visits: visit time, user agent and address hash. A visit older
+ * than the one recorded (batches of two instances, or a visit recorded through the database
+ * meanwhile) moves nothing back.
+ */
 export async function touchVisitors(sql: Sql, touches: VisitTouch[]): Promise<void> {
   if (touches.length === 0) return;
   const sorted = [...touches].sort((a, b) => a.visitor_id - b.visitor_id);
@@ -329,7 +334,8 @@ export async function touchVisitors(sql: Sql, touches: VisitTouch[]): Promise<vo
       select x.id, w.at_ms, w.ua, w.ip from w join dni_visitors x on x.id = w.id order by x.id for update of x
     )
     update dni_visitors x set last_visit_at = greatest(x.last_visit_at, to_timestamp(l.at_ms / 1000)),
-                              user_agent = l.ua, ip_hash = l.ip
+                              user_agent = case when to_timestamp(l.at_ms / 1000) >= x.last_visit_at then l.ua else x.user_agent end,
+                              ip_hash = case when to_timestamp(l.at_ms / 1000) >= x.last_visit_at then l.ip else x.ip_hash end
     from locked l
     where x.id = l.id`;
 }
