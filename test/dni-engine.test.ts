@@ -2,7 +2,7 @@
 // expiry, races on one engine and across three engines, and the cache's consistency edge.
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { DniEngine } from "../src/dni/engine";
-import type { Pool } from "../src/dni/pools";
+import { PoolCache, type Pool } from "../src/dni/pools";
 import type { VisitSource } from "../src/dni/engine";
 import type { Visit } from "../src/dni/queries";
 import { testDatabase, type TestDatabase } from "./harness/db";
@@ -213,6 +213,16 @@ describe("memory and write-behind", () => {
     db = await fresh();
     clock = testClock();
     await provisionPools(db.sql, [{ numbers: poolNumbers(20) }]);
+  });
+
+  test("a pool read again unchanged is the same object (answers kept with it stay); a changed one is new", async () => {
+    const pools = new PoolCache(db.sql, 0);
+    const first = (await pools.get("acme-site"))!;
+    expect(await pools.get("acme-site")).toBe(first);
+    await db.sql`update dni_pools set fallback = '5125550111' where key = 'acme-site'`;
+    const changed = (await pools.get("acme-site"))!;
+    expect(changed).not.toBe(first);
+    expect(changed.fallbackAnswer.number).toBe("5125550111");
   });
 
   test("a visit written behind never replaces a later one already recorded (another instance's)", async () => {
