@@ -223,6 +223,19 @@ describe("memory and write-behind", () => {
     const changed = (await pools.get("acme-site"))!;
     expect(changed).not.toBe(first);
     expect(changed.fallbackAnswer.number).toBe("5125550111");
+    // Within the refresh time a pool is answered from memory, one read per refresh however often asked.
+    const { sql, count, end } = countingClient(db.url);
+    closers.push(end);
+    const fresh = new PoolCache(sql, 60_000);
+    await fresh.get("acme-site");
+    const read = count();
+    for (let i = 0; i < 20; i++) expect(fresh.get("acme-site")).toBe(fresh.get("acme-site"));
+    expect(count()).toBe(read);
+    expect(fresh.get("nope")).toBeInstanceOf(Promise);
+    expect(await fresh.get("nope")).toBeNull();
+    expect(fresh.get("acme-site") instanceof Promise).toBe(false);
+    expect(fresh.get("nope")).toBeNull();
+    expect(count()).toBe(read + 1);
   });
 
   test("a visit written behind never replaces a later one already recorded (another instance's)", async () => {
