@@ -106,6 +106,26 @@ const NOT_LEASED: HeartbeatAnswer = Object.freeze({ ok: false, error: "not_lease
 const cacheKey = (pool: string, visitor: string) => `${pool}\n${visitor}`;
 
 /**
+ * The requests with each pool and visitor once (a statement may upsert a row only once: two tabs
+ * leasing together share one visit), and for each request the index of its own among them.
+ */
+function distinctVisits(requests: VisitRequest[]): { distinct: VisitRequest[]; at: number[] } {
+  const index = new Map<string, number>();
+  const distinct: VisitRequest[] = [];
+  const at = requests.map((r) => {
+    const k = cacheKey(r.pool, r.visitor);
+    let i = index.get(k);
+    if (i === undefined) {
+      i = distinct.length;
+      index.set(k, i);
+      distinct.push(r);
+    }
+    return i;
+  });
+  return { distinct, at };
+}
+
+/**
  * A lease's client details. The attribution is a function, read only for a visitor's first
  * touch, and the user agent is raw (cleaned when written): a warm lease parses neither.
  */
@@ -274,17 +294,9 @@ export class DniEngine {
 
   /** One statement per batch, each pool and visitor once (a repeat shares the first's result). */
   private async visitBatch(requests: VisitRequest[]): Promise<VisitResult[]> {
-    const first = new Map<string, number>();
-    const distinct: VisitRequest[] = [];
-    for (const r of requests) {
-      const k = cacheKey(r.pool, r.visitor);
-      if (!first.has(k)) {
-        first.set(k, distinct.length);
-        distinct.push(r);
-      }
-    }
+    const { distinct, at } = distinctVisits(requests);
     const results = await visitAndRenew(this.sql, distinct);
-    return requests.map((r) => results[first.get(cacheKey(r.pool, r.visitor))!]);
+    return at.map((i) => results[i]);
   }
 
   /**
@@ -307,11 +319,9 @@ export class DniEngine {
     const nowMs = Math.max(...requests.map((r) => r.nowMs));
     const now = new Date(nowMs);
     const until = new Date(Math.max(...requests.map((r) => r.untilMs)));
-    // One visit per visitor (two tabs leasing at once share it): a statement may upsert a row once.
-    const first = new Map<string, VisitRequest>();
-    for (const r of requests) if (!first.has(r.visitor)) first.set(r.visitor, r);
-    const leases = [...first.values()];
-    const ids = new Map<string, number>();
+    const { distinct: leases, at } = distinctVisits(requests);
+    /** The visitors' ids, in the order of `leases`: the first attempt's rows come in that order. */
+    let ids: number[] = [];
     const results = new Map<number, Allocation>();
     // The position holds from one scan from the head to FREE_POSITION_MS later.
     const known = this.freeFrom.get(pool);
@@ -330,7 +340,7 @@ export class DniEngine {
       const rows = await this.allocateOnce(pool, (tx) =>
         attempt === 0 ? visitAndAllocate(tx, pool, leases, now, until, past) : allocate(tx, pool, todo, now, until, past),
       );
-      if (attempt === 0) rows.forEach((row, i) => ids.set(leases[i].visitor, row.visitor_id));
+      if (attempt === 0) ids = rows.map((row) => row.visitor_id);
       for (const row of rows) {
         // Rows come in request order, and free numbers are handed out in index order: the last
         // one picked is where the next scan starts.
@@ -349,8 +359,8 @@ export class DniEngine {
       todo = again;
     }
     if (from) this.freeFrom.set(pool, { at: from, headAt });
-    return requests.map((r) => {
-      const visitorId = ids.get(r.visitor) ?? null;
+    return at.map((i) => {
+      const visitorId = ids[i] ?? null;
       return { visitorId, allocation: (visitorId !== null && results.get(visitorId)) || { kind: "raced" } };
     });
   }

@@ -62,20 +62,10 @@ export class PoolCache {
     private readonly refreshMs = POOL_REFRESH_MS,
   ) {}
 
-  /** The pool of the last lookup, asked first: a site's requests name one pool over and over. */
-  private lastKey: string | null = null;
-  private lastHit: Cached | null = null;
-
   /** The pool, synchronously when cached and fresh. */
   get(key: string): Pool | null | Promise<Pool | null> {
-    const now = performance.now();
-    let hit = key === this.lastKey ? this.lastHit : null;
-    if (!hit || now - hit.loadedAt >= this.refreshMs) hit = this.cache.get(key) ?? null;
-    if (hit && now - hit.loadedAt < this.refreshMs) {
-      this.lastKey = key;
-      this.lastHit = hit;
-      return hit.pool;
-    }
+    const hit = this.cache.get(key);
+    if (hit && performance.now() - hit.loadedAt < this.refreshMs) return hit.pool;
     let loading = this.loading.get(key);
     if (!loading) {
       loading = this.load(key).finally(() => this.loading.delete(key));

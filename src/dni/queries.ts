@@ -331,11 +331,12 @@ export async function touchVisitors(sql: Sql, touches: VisitTouch[]): Promise<vo
                            ${sorted.map((t) => t.user_agent)}::text[], ${sorted.map((t) => t.ip_hash)}::text[])
         as w(id, at_ms, ua, ip)
     ), locked as (
-      select x.id, w.at_ms, w.ua, w.ip from w join dni_visitors x on x.id = w.id order by x.id for update of x
+      select x.id, to_timestamp(w.at_ms / 1000) as at, w.ua, w.ip
+      from w join dni_visitors x on x.id = w.id order by x.id for update of x
     )
-    update dni_visitors x set last_visit_at = greatest(x.last_visit_at, to_timestamp(l.at_ms / 1000)),
-                              user_agent = case when to_timestamp(l.at_ms / 1000) >= x.last_visit_at then l.ua else x.user_agent end,
-                              ip_hash = case when to_timestamp(l.at_ms / 1000) >= x.last_visit_at then l.ip else x.ip_hash end
+    update dni_visitors x set last_visit_at = greatest(x.last_visit_at, l.at),
+                              user_agent = case when l.at >= x.last_visit_at then l.ua else x.user_agent end,
+                              ip_hash = case when l.at >= x.last_visit_at then l.ip else x.ip_hash end
     from locked l
     where x.id = l.id`;
 }

@@ -9,8 +9,8 @@ import { Elysia } from "elysia";
 import { bodyFields, readBody } from "../http/body";
 import { clientAddress, hashedAddress, type PeerSource } from "../http/client";
 import type { Deps } from "../http/deps";
-import type { NativeRoutes } from "../http/native";
-import { errorOf, errorResponse, json, jsonHeaders } from "../http/respond";
+import { guarded, type NativeRoutes } from "../http/native";
+import { errorOf, json, jsonHeaders } from "../http/respond";
 import type { DniEngine } from "./engine";
 import { dniEngine } from "./instance";
 import { attributionOf, BODY_MAX_BYTES, eventOf, poolKeyOf, visitorOf } from "./rules";
@@ -64,43 +64,39 @@ function answer(body: object & { [JSON_TEXT]?: string }): Response {
   return new Response(text, OK_CORS);
 }
 
+/** Its errors are rendered by the native route's guard (below), with the CORS header. */
 async function dniAnswer(deps: Deps, engine: DniEngine, request: Request, server: PeerSource | null): Promise<Response> {
-  try {
-    const address = hashedAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy));
-    const ipHash = address.hash;
-    // Every action counts, whatever comes of it. Decided from memory (limits/address-counter.ts,
-    // which keeps the count on the address's record): an address already over its limit costs no
-    // database write at all.
-    const within = deps.limits.take("dni", address);
-    if (!(within instanceof Promise ? await within : within)) return errorOf("rate_limited", "dni", CORS);
-    const action = actionOf(request.url);
-    if (!isAction(action)) return errorOf("unknown_action", "dni", CORS);
-    // At most 64 KiB is ever read; an oversized, empty or non-JSON body has no fields, so it
-    // fails field validation like any body without a pool (api-v1.md), never with a bare 413.
-    const fields = bodyFields(await readBody(request, BODY_MAX_BYTES)) ?? {};
-    const key = poolKeyOf(fields.pool);
-    // Values that are at hand are not awaited: every await is a turn of the microtask queue.
-    const found = key === null ? null : engine.pools.get(key);
-    const pool = found instanceof Promise ? await found : found;
-    if (!pool) return errorOf("pool_not_found", "dni", CORS);
-    const visitor = visitorOf(fields.visitor);
-    if (visitor === null) return errorOf("visitor_required", "dni", CORS);
-    switch (action) {
-      case "lease": {
-        const visit = { userAgent: request.headers.get("user-agent"), ipHash, attribution: () => attributionOf(fields) };
-        const leased = engine.lease(pool, visitor, visit);
-        return answer(leased instanceof Promise ? await leased : leased);
-      }
-      case "heartbeat": {
-        const beat = engine.heartbeat(pool, visitor);
-        return answer(beat instanceof Promise ? await beat : beat);
-      }
-      case "event":
-        await engine.event(pool, visitor, eventOf(fields));
-        return json({ ok: true }, 200, CORS);
+  const address = hashedAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy));
+  // Every action counts, whatever comes of it. Decided from memory (limits/address-counter.ts,
+  // which keeps the count on the address's record): an address already over its limit costs no
+  // database write at all.
+  const within = deps.limits.take("dni", address);
+  if (!(within instanceof Promise ? await within : within)) return errorOf("rate_limited", "dni", CORS);
+  const action = actionOf(request.url);
+  if (!isAction(action)) return errorOf("unknown_action", "dni", CORS);
+  // At most 64 KiB is ever read; an oversized, empty or non-JSON body has no fields, so it
+  // fails field validation like any body without a pool (api-v1.md), never with a bare 413.
+  const fields = bodyFields(await readBody(request, BODY_MAX_BYTES)) ?? {};
+  const key = poolKeyOf(fields.pool);
+  // Values that are at hand are not awaited: every await is a turn of the microtask queue.
+  const found = key === null ? null : engine.pools.get(key);
+  const pool = found instanceof Promise ? await found : found;
+  if (!pool) return errorOf("pool_not_found", "dni", CORS);
+  const visitor = visitorOf(fields.visitor);
+  if (visitor === null) return errorOf("visitor_required", "dni", CORS);
+  switch (action) {
+    case "lease": {
+      const visit = { userAgent: request.headers.get("user-agent"), ipHash: address.hash, attribution: () => attributionOf(fields) };
+      const leased = engine.lease(pool, visitor, visit);
+      return answer(leased instanceof Promise ? await leased : leased);
     }
-  } catch (err) {
-    return errorResponse(err, "dni", CORS);
+    case "heartbeat": {
+      const beat = engine.heartbeat(pool, visitor);
+      return answer(beat instanceof Promise ? await beat : beat);
+    }
+    case "event":
+      await engine.event(pool, visitor, eventOf(fields));
+      return json({ ok: true }, 200, CORS);
   }
 }
 
@@ -128,8 +124,9 @@ async function scriptAnswer(request: Request): Promise<Response> {
 
 export function dniRoutes(deps: Deps) {
   const engine = dniEngine(deps);
-  // The hottest path of all, served natively (src/http/native.ts); dniAnswer renders its own errors.
-  const native: NativeRoutes = { "/hooks/dni.php": { POST: (request, server) => dniAnswer(deps, engine, request, server) } };
+  // The hottest path of all, served natively (src/http/native.ts), its errors answered with CORS.
+  const post = guarded((request, server) => dniAnswer(deps, engine, request, server), "dni", CORS);
+  const native: NativeRoutes = { "/hooks/dni.php": { POST: post } };
   return {
     native,
     rest: new Elysia({ name: "dni" })
