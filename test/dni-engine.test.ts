@@ -154,6 +154,23 @@ describe("leases", () => {
     expect(held).toBe(2);
   });
 
+  test("a batch whose visits fail is refused with that failure, rolled back whole, and leaves the pool's lock free", async () => {
+    const { engine } = engineOn(db.url, clock);
+    const pool = await poolOf(engine);
+    // A fault the database raises on one visitor's row, in the statement ahead of the lock.
+    await db.sql`alter table dni_visitors add constraint test_no_boom check (visitor <> 'boom')`;
+    const [boom, other] = await Promise.allSettled([engine.lease(pool, "boom", visit()), engine.lease(pool, "other", visit())]);
+    expect(boom.status).toBe("rejected");
+    expect(other.status).toBe("rejected");
+    // The visits' own error, not the aborted transaction's 25P02 from the statements after it.
+    expect(((boom as PromiseRejectedResult).reason as { code?: string }).code).toBe("23514");
+    const [{ n }] = await db.sql`select (select count(*) from dni_visitors)::int + (select count(*) from dni_hold_history)::int as n`;
+    expect(n).toBe(0);
+    // Another engine (another connection) takes the lock at once.
+    const next = engineOn(db.url, clock).engine;
+    expect((await next.lease(await poolOf(next), "other", visit())).number).toBe("5125550101");
+  });
+
   test("the least recently released free number is taken first", async () => {
     const { engine } = engineOn(db.url, clock);
     const pool = await poolOf(engine);

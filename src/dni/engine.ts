@@ -19,8 +19,8 @@
 // or on a miss, the instance goes to the database instead.
 //
 // Why no instance can hand out a number another holds:
-//  1. Numbers are handed to new holders only by `allocate` (alone, or after the visits in
-//     `visitAndAllocate`), in a transaction holding the pool's advisory lock, and only when the
+//  1. Numbers are handed to new holders only by `allocate` (or `allocateVisitors`, after the
+//     visits in `visitsOf`), in a transaction holding the pool's advisory lock, and only when the
 //     number's hold row says `expires_at <= now`, re-checked on the locked row.
 //  2. A hold's expires_at in the database never decreases while the hold lasts: renewals write
 //     greatest(old, new), and only for the same hold_id (a number taken by someone else has a new
@@ -48,11 +48,13 @@ import type { Sql } from "../db/client";
 import { errorFields, log } from "../log";
 import { leasedAnswer, PoolCache, type LeaseAnswer, type Pool } from "./pools";
 import {
-  allocate, insertEvents, POOL_LOCK_NS, type AllocationRow, type FreePosition, renewByVisitor, renewHolds, touchVisitors, visitAndAllocate,
+  allocate, allocateVisitors, insertEvents, POOL_LOCK_NS, type AllocationRow, type FreePosition, renewByVisitor, renewHolds, touchVisitors, visitsOf,
   visitAndRenew, type Allocation, type EventRow, type Held, type Renewal, type Visit, type VisitRequest, type VisitResult,
   type VisitTouch,
 } from "./queries";
 import { userAgentOf, type Attribution, type BrowserEvent } from "./rules";
+
+type Tx = postgres.TransactionSql<{ bigint: number }>;
 
 export const DEFAULT_CACHE_SIZE = 100_000;
 /**
@@ -337,8 +339,10 @@ export class DniEngine {
       const again: number[] = [];
       const past = from;
       let short = false;
-      const rows = await this.allocateOnce(pool, (tx) =>
-        attempt === 0 ? visitAndAllocate(tx, pool, leases, now, until, past) : allocate(tx, pool, todo, now, until, past),
+      const rows = await this.allocateOnce(
+        pool,
+        attempt === 0 ? (tx) => visitsOf(tx, pool, leases) : null,
+        (tx) => (attempt === 0 ? allocateVisitors(tx, pool, now, until, past) : allocate(tx, pool, todo, now, until, past)),
       );
       if (attempt === 0) ids = rows.map((row) => row.visitor_id);
       for (const row of rows) {
@@ -366,21 +370,33 @@ export class DniEngine {
   }
 
   /**
-   * One allocation in a transaction of its own. The lock, the statement and the commit are sent
-   * together: PostgreSQL runs them in order, so the statement's snapshot is taken once the lock is
-   * granted, and the lock is held for the statement and the commit only, not for round trips to
-   * this process. (A query is sent when executed: the lock's must go out first.) A failed
-   * statement aborts the transaction, which the commit then rolls back; its error is thrown here.
+   * One allocation in a transaction of its own. The first statement (`before`: the visits, which
+   * end by taking the pool's lock; else the lock alone), the allocation and the commit are sent
+   * together: PostgreSQL runs them in order, so the allocation's snapshot is taken once the lock
+   * is granted, and the lock is held for the allocation and the commit only, not for round trips
+   * to this process. (A query is sent when executed: the first must go out first.) A failed
+   * statement aborts the transaction, which the commit then rolls back; the first error is thrown
+   * here.
    */
-  private async allocateOnce(pool: string, statement: (tx: postgres.TransactionSql<{ bigint: number }>) => postgres.PendingQuery<AllocationRow[]>): Promise<AllocationRow[]> {
+  private async allocateOnce(
+    pool: string,
+    before: ((tx: Tx) => postgres.PendingQuery<postgres.Row[]>) | null,
+    statement: (tx: Tx) => postgres.PendingQuery<AllocationRow[]>,
+  ): Promise<AllocationRow[]> {
+    let visiting: Promise<unknown> | null = null;
     let picking: Promise<AllocationRow[]> | null = null;
     await this.sql.begin((tx) => {
-      tx`select pg_advisory_xact_lock(${POOL_LOCK_NS}, hashtext(${pool}))`.execute();
+      if (before) {
+        visiting = before(tx).execute();
+        visiting.catch(() => {});
+      } else tx`select pg_advisory_xact_lock(${POOL_LOCK_NS}, hashtext(${pool}))`.execute();
       picking = statement(tx).execute();
       // Awaited below, after the commit.
       picking.catch(() => {});
       return null;
     });
+    // The first statement that failed has the error; the later ones only report the aborted transaction.
+    if (visiting) await visiting;
     return picking!;
   }
 
