@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Subprocess } from "bun";
 import { randomBytes } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -143,6 +143,23 @@ async function get(url: string, key?: string) {
   return { status: res.status, body: await res.text() };
 }
 
+/** A provisioning file with one org and a DNI pool of two numbers, in the test's directory. */
+function writeProvisioning(): string {
+  const path = join(dir, "provision.json");
+  writeFileSync(path, JSON.stringify({
+    orgs: [{ id: 1, name: "Acme", company: "Acme Roofing LLC" }],
+    dni_pools: [{ key: "acme-site", org_id: 1, name: "Acme website", numbers: ["5125550101", "5125550102"],
+                  fallback: "5125550100", placeholder: "5125550199", ttl_seconds: 1800 }],
+  }));
+  return path;
+}
+
+async function lease(base: string, visitor: string): Promise<{ number: string; fallback: boolean }> {
+  const res = await fetch(`${base}/hooks/dni.php?action=lease`, { method: "POST", body: JSON.stringify({ pool: "acme-site", visitor }) });
+  expect(res.status).toBe(200);
+  return (await res.json()) as { number: string; fallback: boolean };
+}
+
 describe.skipIf(missing)("the executable", () => {
   test("version and --help exit 0", async () => {
     const version = await run(["version"]);
@@ -168,6 +185,8 @@ describe.skipIf(missing)("the executable", () => {
       const created = await run(["keys", "create", "--scopes", "leads:read,cti", "--name", "exe-test", "--json"], env);
       expect(created.code).toBe(0);
       const { key } = JSON.parse(created.out) as { key: string };
+      const provisioned = await run(["provision", writeProvisioning()], env);
+      expect(provisioned.code).toBe(0);
 
       const first = await serve(env);
       expect(await get(`${first.base}/healthz`)).toEqual({ status: 200, body: '{"ok":true}' });
@@ -180,6 +199,14 @@ describe.skipIf(missing)("the executable", () => {
       // Both batched reads run on PGlite.
       const lookup = await get(`${first.base}/hooks/api_v1.php?r=cti/lookup&phone=5125550100`, key);
       expect(lookup).toEqual({ status: 200, body: '{"ok":true,"found":false}' });
+
+      // The lease engine's pipelined allocation (visits, lock, allocation, commit) on PGlite: two
+      // visitors get the two numbers, the third the fallback, a returning one keeps theirs.
+      const leased = [];
+      for (const visitor of ["v1", "v2", "v3", "v1"]) leased.push(await lease(first.base, visitor));
+      expect(leased.map((b) => [b.number, b.fallback])).toEqual([
+        ["5125550101", false], ["5125550102", false], ["5125550100", true], ["5125550101", false],
+      ]);
 
       // PGlite is one session: a second process must be refused, never open the directory too.
       const beside = await run(["keys", "list"], env);
