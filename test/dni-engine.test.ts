@@ -171,6 +171,23 @@ describe("leases", () => {
     expect((await next.lease(await poolOf(next), "other", visit())).number).toBe("5125550101");
   });
 
+  test("an allocation the database ends as a deadlock is run again and the visitor gets their number", async () => {
+    const { engine } = engineOn(db.url, clock);
+    const pool = await poolOf(engine);
+    // The first visit written raises 40P01 (a sequence, since the failure rolls back everything else).
+    await db.sql.unsafe(`
+      create sequence test_deadlock;
+      create function test_deadlock() returns trigger language plpgsql as $$
+      begin
+        if nextval('test_deadlock') = 1 then raise exception 'deadlock detected' using errcode = '40P01'; end if;
+        return new;
+      end $$;
+      create trigger test_deadlock before insert on dni_visitors for each row execute function test_deadlock()`);
+    expect((await engine.lease(pool, "alice", visit())).number).toBe("5125550101");
+    const [{ n }] = await db.sql`select count(*)::int as n from dni_visitors`;
+    expect(n).toBe(1);
+  });
+
   test("the least recently released free number is taken first", async () => {
     const { engine } = engineOn(db.url, clock);
     const pool = await poolOf(engine);

@@ -45,6 +45,7 @@ import type postgres from "postgres";
 import type { Clock } from "../clock";
 import { Batcher, hotReads } from "../db/batcher";
 import type { Sql } from "../db/client";
+import { retrying } from "../db/sqlstate";
 import { errorFields, log } from "../log";
 import { leasedAnswer, PoolCache, type LeaseAnswer, type Pool } from "./pools";
 import {
@@ -297,7 +298,7 @@ export class DniEngine {
   /** One statement per batch, each pool and visitor once (a repeat shares the first's result). */
   private async visitBatch(requests: VisitRequest[]): Promise<VisitResult[]> {
     const { distinct, at } = distinctVisits(requests);
-    const results = await visitAndRenew(this.sql, distinct);
+    const results = await retrying(() => visitAndRenew(this.sql, distinct));
     return at.map((i) => results[i]);
   }
 
@@ -339,10 +340,13 @@ export class DniEngine {
       const again: number[] = [];
       const past = from;
       let short = false;
-      const rows = await this.allocateOnce(
-        pool,
-        attempt === 0 ? (tx) => visitsOf(tx, pool, leases) : null,
-        (tx) => (attempt === 0 ? allocateVisitors(tx, pool, now, until, past) : allocate(tx, pool, todo, now, until, past)),
+      // A deadlock (see the lock order in queries.ts) rolled the whole transaction back: run it again.
+      const rows = await retrying(() =>
+        this.allocateOnce(
+          pool,
+          attempt === 0 ? (tx) => visitsOf(tx, pool, leases) : null,
+          (tx) => (attempt === 0 ? allocateVisitors(tx, pool, now, until, past) : allocate(tx, pool, todo, now, until, past)),
+        ),
       );
       if (attempt === 0) ids = rows.map((row) => row.visitor_id);
       for (const row of rows) {
