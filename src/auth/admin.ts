@@ -1,10 +1,8 @@
 // Operator actions on API keys (the `leadline keys` commands and provisioning). Plaintext keys
 // leave this module only in the result of the call that created them.
-import type postgres from "postgres";
-import type { Sql } from "../db/client";
+import type { Sql, Tx } from "../db/client";
 import { SCOPES, generateKey, hashKey, keyPrefix, type Scope } from "./keys";
 
-export type Tx = postgres.TransactionSql<{ bigint: number }>;
 
 export interface KeyGrant {
   name: string;

@@ -1,7 +1,6 @@
 import type postgres from "postgres";
-import { unprepared, type Sql } from "../db/client";
+import { unprepared, type Sql, type Tx } from "../db/client";
 
-type Tx = postgres.TransactionSql<{ bigint: number }>;
 
 export interface NewRun {
   id: number;

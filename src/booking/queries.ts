@@ -1,7 +1,6 @@
 // Booking's SQL. Capacity is not checked here: the appointments_capacity trigger (sql/0004_booking.sql) locks
 // the slot and counts its seats for every write that puts an appointment into a slot.
-import type { Sql } from "../db/client";
-import type { Tx } from "../auth/admin";
+import type { Sql, Tx } from "../db/client";
 
 /** A calendar as stored, reached through one of its links. */
 export interface CalendarRow {

@@ -2,6 +2,8 @@
 import postgres, { type PendingQuery } from "postgres";
 
 export type Sql = postgres.Sql<{ bigint: number }>;
+/** The client inside `sql.begin`. */
+export type Tx = postgres.TransactionSql<{ bigint: number }>;
 
 export interface DbOptions {
   max: number;

@@ -44,18 +44,16 @@ import { LRUCache } from "lru-cache";
 import type postgres from "postgres";
 import type { Clock } from "../clock";
 import { Batcher, hotReads } from "../db/batcher";
-import type { Sql } from "../db/client";
+import type { Sql, Tx } from "../db/client";
 import { retrying } from "../db/sqlstate";
 import { errorFields, log } from "../log";
 import { leasedAnswer, PoolCache, type LeaseAnswer, type Pool } from "./pools";
 import {
-  allocate, allocateVisitors, insertEvents, POOL_LOCK_NS, type AllocationRow, type FreePosition, renewByVisitor, renewHolds, touchVisitors, visitsOf,
+  allocate, allocateVisitors, insertEvents, lockPool, type AllocationRow, type FreePosition, renewByVisitor, renewHolds, touchVisitors, visitsOf,
   visitAndRenew, type Allocation, type EventRow, type Held, type Renewal, type Visit, type VisitRequest, type VisitResult,
   type VisitTouch,
 } from "./queries";
 import { userAgentOf, type Attribution, type BrowserEvent } from "./rules";
-
-type Tx = postgres.TransactionSql<{ bigint: number }>;
 
 export const DEFAULT_CACHE_SIZE = 100_000;
 /**
@@ -342,11 +340,9 @@ export class DniEngine {
       let short = false;
       // A deadlock (see the lock order in queries.ts) rolled the whole transaction back: run it again.
       const rows = await retrying(() =>
-        this.allocateOnce(
-          pool,
-          attempt === 0 ? (tx) => visitsOf(tx, pool, leases) : null,
-          (tx) => (attempt === 0 ? allocateVisitors(tx, pool, now, until, past) : allocate(tx, pool, todo, now, until, past)),
-        ),
+        attempt === 0
+          ? this.allocateOnce((tx) => visitsOf(tx, pool, leases), (tx) => allocateVisitors(tx, pool, now, until, past))
+          : this.allocateOnce((tx) => lockPool(tx, pool), (tx) => allocate(tx, pool, todo, now, until, past)),
       );
       if (attempt === 0) ids = rows.map((row) => row.visitor_id);
       for (const row of rows) {
@@ -374,8 +370,8 @@ export class DniEngine {
   }
 
   /**
-   * One allocation in a transaction of its own. The first statement (`before`: the visits, which
-   * end by taking the pool's lock; else the lock alone), the allocation and the commit are sent
+   * One allocation in a transaction of its own. The first statement (the visits, which end by
+   * taking the pool's lock, or the lock alone), the allocation and the commit are sent
    * together: PostgreSQL runs them in order, so the allocation's snapshot is taken once the lock
    * is granted, and the lock is held for the allocation and the commit only, not for round trips
    * to this process. (A query is sent when executed: the first must go out first.) A failed
@@ -383,24 +379,21 @@ export class DniEngine {
    * here.
    */
   private async allocateOnce(
-    pool: string,
-    before: ((tx: Tx) => postgres.PendingQuery<postgres.Row[]>) | null,
+    locking: (tx: Tx) => postgres.PendingQuery<postgres.Row[]>,
     statement: (tx: Tx) => postgres.PendingQuery<AllocationRow[]>,
   ): Promise<AllocationRow[]> {
-    let visiting: Promise<unknown> | null = null;
+    let locked: Promise<unknown> | null = null;
     let picking: Promise<AllocationRow[]> | null = null;
     await this.sql.begin((tx) => {
-      if (before) {
-        visiting = before(tx).execute();
-        visiting.catch(() => {});
-      } else tx`select pg_advisory_xact_lock(${POOL_LOCK_NS}, hashtext(${pool}))`.execute();
+      locked = locking(tx).execute();
       picking = statement(tx).execute();
-      // Awaited below, after the commit.
+      // Both awaited below, after the commit.
+      locked.catch(() => {});
       picking.catch(() => {});
       return null;
     });
     // The first statement that failed has the error; the later ones only report the aborted transaction.
-    if (visiting) await visiting;
+    await locked;
     return picking!;
   }
 

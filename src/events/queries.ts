@@ -1,8 +1,6 @@
-import type postgres from "postgres";
-import { unprepared, type Sql } from "../db/client";
+import { unprepared, type Sql, type Tx } from "../db/client";
 import type { AttemptOutcome } from "./send";
 
-type Tx = postgres.TransactionSql<{ bigint: number }>;
 
 export interface NewDelivery {
   id: number;

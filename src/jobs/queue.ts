@@ -14,11 +14,10 @@
 // up; the second re-checks run_at, so a job another instance claimed in between is left alone.
 import type postgres from "postgres";
 import type { Clock } from "../clock";
-import { unprepared, type Sql } from "../db/client";
+import { unprepared, type Sql, type Tx } from "../db/client";
 import { errorFields, log } from "../log";
 import type { Worker } from "./worker";
 
-type Tx = postgres.TransactionSql<{ bigint: number }>;
 
 export interface Job<P = Record<string, unknown>> {
   id: number;

@@ -1,5 +1,4 @@
-import type { Sql } from "../db/client";
-import type { Tx } from "../auth/admin";
+import type { Sql, Tx } from "../db/client";
 import { inInputOrder } from "../db/batcher";
 import { drawHit } from "../limits/fused";
 import type { Lead, LeadInput } from "./model";

@@ -1,14 +1,12 @@
 // The messaging statements. Tenant confinement is in SQL (leads/scope.ts); idempotency rests on
 // the unique index messages_operation (sql/0001, 0005); credits move only beside a ledger entry.
-import type postgres from "postgres";
 import { inInputOrder } from "../db/batcher";
-import type { Sql } from "../db/client";
+import type { Sql, Tx } from "../db/client";
 import { inRowTenant, inTenant, NO_ORG } from "../leads/scope";
 import { drawHit } from "../limits/fused";
 import type { BillingState, ConsentState, OrgSettings } from "./gates";
 import type { Actor, Channel } from "./model";
 
-export type Tx = postgres.TransactionSql<{ bigint: number }>;
 type Db = Sql | Tx;
 
 /** The house (platform) idempotency scope, as the index messages_operation spells it: coalesce(op_scope, -1). */

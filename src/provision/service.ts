@@ -2,8 +2,8 @@
 // identifier and fully described by the file: an optional field left out takes its default
 // (an absent `billing` removes the org's billing row). Updates are guarded by
 // `is distinct from`, so applying the same file again writes nothing, not even updated_at.
-import type { Sql } from "../db/client";
-import { canonicalScopes, insertKey, notifyKeysChanged, putKey, type Tx } from "../auth/admin";
+import type { Sql, Tx } from "../db/client";
+import { canonicalScopes, insertKey, notifyKeysChanged, putKey } from "../auth/admin";
 import type { ApiKeySpec, ProvisioningFile } from "./model";
 import { ProvisioningError, referenceProblems, referencedIds, type KnownRows } from "./validate";
 
