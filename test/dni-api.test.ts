@@ -4,6 +4,7 @@
 import { Value } from "@sinclair/typebox/value";
 import { LeaseResult } from "../src/dni/model";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import { dniEngine } from "../src/dni/instance";
 import { call, startApp, type TestApp } from "./harness/app";
 import { ManualClock } from "./harness/clock";
@@ -12,6 +13,8 @@ import { overlappingHolds, poolNumbers, provisionPools, T0 } from "./harness/dni
 import { makeKey } from "./harness/factory";
 
 const SALT = "test-salt";
+/** The pool of the generated-input test: fewer numbers than leases, so some answer the fallback. */
+const FUZZ_NUMBERS = Array.from({ length: 30 }, (_, i) => `646555${String(101 + i).padStart(4, "0")}`);
 let db: TestDatabase;
 let app: TestApp;
 let clock: ManualClock;
@@ -30,6 +33,7 @@ beforeAll(async () => {
     { numbers: poolNumbers(50) },
     { key: "tiny", numbers: ["7375550101"], fallback: "7375550100", placeholder: "7375550199", ttl_seconds: 60 },
     { key: "p".repeat(49), numbers: ["9035550101"] },
+    { key: "fuzz", numbers: FUZZ_NUMBERS },
   ]);
   app = await launch();
 });
@@ -163,6 +167,45 @@ describe("validation", () => {
     const curlish = await dni("lease", undefined, { body: JSON.stringify({ pool: "acme-site", visitor: "curl1" }), headers: { "content-type": "application/x-www-form-urlencoded" } });
     expect(curlish.body.ok).toBe(true);
   });
+});
+
+describe("generated input", () => {
+  test("any body for any action: 200, 404 or 422 with CORS, never a 500; every number leased is held and every event acknowledged is stored", async () => {
+    const text = fc.oneof(fc.string({ unit: "binary", maxLength: 300 }), fc.string({ maxLength: 20 }));
+    const field = fc.oneof(text, fc.anything({ maxDepth: 2 }));
+    const body = fc.record(
+      {
+        pool: fc.oneof(fc.constant("fuzz"), field),
+        visitor: field,
+        utm: fc.oneof(fc.dictionary(fc.constantFrom("source", "medium", "campaign", "term", "content", "x"), field), field),
+        gclid: field, landing: field, referrer: field,
+        kind: fc.oneof(fc.constantFrom("pageview", "form", "custom"), field), name: field, value: field, meta: field,
+      },
+      { requiredKeys: [] },
+    );
+    const leased = new Map<string, string>();
+    let events = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom("lease", "heartbeat", "event"), body, async (action, json) => {
+        const r = await dni(action, json);
+        expect([200, 404, 422]).toContain(r.status);
+        expectCors(r.headers);
+        expect(typeof r.body.ok).toBe("boolean");
+        if (action === "lease" && r.status === 200 && r.body.fallback === false) leased.set(r.body.number, JSON.stringify(json));
+        if (action === "event" && r.status === 200 && (json as { pool?: unknown }).pool === "fuzz") events++;
+      }),
+      { numRuns: 150 },
+    );
+    expect(leased.size).toBeGreaterThan(0);
+    const held = await db.sql<{ number: string }[]>`
+      select number from dni_holds where number = any(${[...leased.keys()]}) and visitor_id is not null and expires_at > ${new Date(clock.now())}`;
+    expect(held.map((h) => h.number).sort()).toEqual([...leased.keys()].sort());
+    // Every event acknowledged is written (behind, with the next batch).
+    await dniEngine(app.running.deps).flush();
+    const [{ n }] = await db.sql`select count(*)::int as n from dni_events where pool_key = 'fuzz'`;
+    expect(events).toBeGreaterThan(0);
+    expect(n).toBe(events);
+  }, 60_000);
 });
 
 describe("actions", () => {
