@@ -415,6 +415,26 @@ describe("calls.php attribution", () => {
   });
 });
 
+describe("a deadlock", () => {
+  test("a lease the database keeps ending as a deadlock is 503 unavailable with CORS, not a 500; other visitors are unaffected", async () => {
+    await db.sql.unsafe(`
+      create function test_deadlock() returns trigger language plpgsql as $$
+      begin
+        if new.visitor = 'always-deadlocked' then raise exception 'deadlock detected' using errcode = '40P01'; end if;
+        return new;
+      end $$;
+      create trigger test_deadlock before insert on dni_visitors for each row execute function test_deadlock()`);
+    try {
+      const r = await dni("lease", { pool: "fuzz", visitor: "always-deadlocked" });
+      expect({ status: r.status, body: r.body }).toEqual({ status: 503, body: { ok: false, error: "unavailable" } });
+      expectCors(r.headers);
+      expect((await dni("lease", { pool: "fuzz", visitor: "after-deadlock" })).status).toBe(200);
+    } finally {
+      await db.sql`drop trigger test_deadlock on dni_visitors`;
+    }
+  });
+});
+
 describe("the database away", () => {
   test("a returning visitor is still answered from memory; what needs the database is 503 with CORS", async () => {
     const x = await launch();

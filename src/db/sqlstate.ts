@@ -54,8 +54,6 @@ export const constraintOf = (err: unknown): string | null => {
   return typeof name === "string" ? name : null;
 };
 
-export const isUnavailable = (err: unknown): boolean => classify(err) === "unavailable";
-
 /** Runs `fn` again (a few times) when the database asks for it (serialization failure, deadlock). */
 export async function retrying<T>(fn: () => Promise<T>, attempts = 5): Promise<T> {
   for (let i = 1; ; i++) {
@@ -67,9 +65,14 @@ export async function retrying<T>(fn: () => Promise<T>, attempts = 5): Promise<T
   }
 }
 
-/** Turns a failure into the AppError a client should see, or null when it is a bug (a 500). */
+/**
+ * Turns a failure into the AppError a client should see, or null when it is a bug (a 500). A
+ * deadlock or serialization failure that reaches here (not retried, or still failing after
+ * `retrying`) is no bug of the request either: like an outage, 503, and the client may try again.
+ */
 export function mapDbError(err: unknown): AppError | null {
   if (err instanceof AppError) return err;
-  if (isUnavailable(err)) return new AppError("unavailable");
+  const failure = classify(err);
+  if (failure === "unavailable" || failure === "retry") return new AppError("unavailable");
   return null;
 }
