@@ -68,26 +68,35 @@ async function buildTemplate(adminUrl: string): Promise<void> {
 }
 
 /**
- * The DNI script and the booking page are tested in real headless Chromium: Debian's package,
- * driven by playwright-core (never a browser playwright downloads). Installed here when missing,
- * as root with apt-get (CI and fresh machines); elsewhere the browser tests fail saying why.
+ * Debian packages some tests drive for real: Chromium for the DNI script and the booking page
+ * (driven by playwright-core, never a browser playwright downloads), systemd's tools for the unit
+ * file. Installed here when missing, as root with apt-get (CI and fresh machines), in one apt run
+ * so that parallel test files never race for apt's lock; elsewhere those tests say why they fail
+ * or skip.
  */
-function ensureChromium(): void {
-  if (existsSync(CHROMIUM)) return;
+const PACKAGES: ReadonlyArray<{ bin: string; pkg: string }> = [
+  { bin: CHROMIUM, pkg: "chromium" },
+  { bin: "/usr/bin/systemd-analyze", pkg: "systemd" },
+];
+
+function ensurePackages(): void {
+  const missing = PACKAGES.filter((p) => !existsSync(p.bin)).map((p) => p.pkg);
+  if (missing.length === 0) return;
   if (process.getuid?.() !== 0 || !existsSync("/usr/bin/apt-get")) {
-    console.warn(`test/run.ts: ${CHROMIUM} is missing and cannot be installed here (apt-get install -y chromium, as root); the browser tests will fail`);
+    console.warn(`test/run.ts: missing ${missing.join(", ")} and cannot install here (apt-get install -y ${missing.join(" ")}, as root); the tests that need them will fail or skip`);
     return;
   }
-  console.log("test/run.ts: installing Debian's chromium for the browser tests");
-  const install = () => spawnSync("apt-get", ["install", "-y", "chromium"], { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } }).status === 0;
+  console.log(`test/run.ts: installing Debian's ${missing.join(", ")}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  const install = () => spawnSync("apt-get", ["install", "-y", ...missing], { stdio: "inherit", env }).status === 0;
   if (!install()) {
     spawnSync("apt-get", ["update"], { stdio: "inherit" });
-    if (!install()) console.warn("test/run.ts: apt-get install chromium failed; the browser tests will fail");
+    if (!install()) console.warn(`test/run.ts: apt-get install ${missing.join(" ")} failed; the tests that need them will fail or skip`);
   }
 }
 
 async function main(): Promise<number> {
-  ensureChromium();
+  ensurePackages();
   const server = await provideServer();
   console.log(`test/run.ts: PostgreSQL: ${server.label}`);
   await buildTemplate(server.adminUrl);
