@@ -37,6 +37,106 @@ environment: DATABASE_URL DATA_DIR PORT HOST BASE_URL COMMS_INBOUND_LIST_ID NPK_
              TRUST_PROXY LOG_LEVEL WEBHOOK_ALLOW_PRIVATE DB_POOL_MAX DNI_CACHE_SIZE (see README.md)
 `;
 
+/**
+ * `--help` (or `-h`) anywhere after a command prints that command's usage with an example and
+ * does nothing else: `leadline keys create --help` must never create a key, nor `serve --help`
+ * start a server. Keyed by the command words; the longest match wins.
+ */
+const HELP: Record<string, string> = {
+  serve: `usage: leadline serve
+Applies pending migrations (under an advisory lock), starts the background workers and listens on
+HOST:PORT until SIGTERM or SIGINT, then drains and exits 0. No command at all means serve.
+example: PORT=8080 DATABASE_URL=postgres://leadline@127.0.0.1/leadline leadline serve
+`,
+  migrate: `usage: leadline migrate
+Applies pending migrations and exits, saying how many it applied.
+example: DATABASE_URL=postgres://leadline@127.0.0.1/leadline leadline migrate
+`,
+  provision: `usage: leadline provision FILE
+Applies a provisioning file (JSON; - reads standard input) idempotently: every object is upserted
+by its id, nothing absent is deleted. Prints "key <id> <name> <plaintext>" once per generated key.
+example: leadline provision deploy/provision.example.json
+`,
+  keys: `usage: leadline keys create|list|revoke|rotate ...
+  keys create --scopes a,b [--org N] [--agent USER] [--name TEXT] [--json]
+  keys list [--json]
+  keys revoke ID
+  keys rotate ID [--json]
+example: leadline keys create --scopes leads:write,leads:read --org 1 --name "site form"
+`,
+  "keys create": `usage: leadline keys create --scopes a,b [--org N] [--agent USER] [--name TEXT] [--json]
+Prints a new API key once (the key alone on the last line; --json: {id, key, name, org_id, scopes,
+agent}). No --org means platform-global. Scopes: leads:read leads:write conversations:read
+messages:write cti metrics:write calls:write.
+example: leadline keys create --scopes cti --org 1 --agent agent7 --name "desk 7"
+`,
+  "keys list": `usage: leadline keys list [--json]
+Lists keys with their grants and last use; never a plaintext key.
+example: leadline keys list --json
+`,
+  "keys revoke": `usage: leadline keys revoke ID
+Revokes a key; every instance refuses it within a second.
+example: leadline keys revoke 12
+`,
+  "keys rotate": `usage: leadline keys rotate ID [--json]
+Issues a replacement key with the same grants (printed once) and revokes the old one.
+example: leadline keys rotate 12
+`,
+  webhooks: `usage: leadline webhooks list|deliveries|attempts|replay|enable ...
+  webhooks list [--json]
+  webhooks deliveries [--endpoint ID] [--failed] [--limit N] [--json]
+  webhooks attempts DELIVERY_ID [--json]
+  webhooks replay DELIVERY_ID [--json]
+  webhooks enable ID
+example: leadline webhooks deliveries --failed --limit 20
+`,
+  "webhooks list": `usage: leadline webhooks list [--json]
+Lists webhook endpoints with their state and pending/failed deliveries.
+example: leadline webhooks list
+`,
+  "webhooks deliveries": `usage: leadline webhooks deliveries [--endpoint ID] [--failed] [--limit N] [--json]
+Lists deliveries, newest first.
+example: leadline webhooks deliveries --endpoint 1 --failed
+`,
+  "webhooks attempts": `usage: leadline webhooks attempts DELIVERY_ID [--json]
+Every attempt of a delivery: time, address, status, error, response.
+example: leadline webhooks attempts 42
+`,
+  "webhooks replay": `usage: leadline webhooks replay DELIVERY_ID [--json]
+Sends a delivery again now, as a new attempt of the same event id.
+example: leadline webhooks replay 42
+`,
+  "webhooks enable": `usage: leadline webhooks enable ID
+Enables an endpoint that a 410 response disabled.
+example: leadline webhooks enable 1
+`,
+  dni: `usage: leadline dni report [--pool KEY] [--since YYYY-MM-DD] [--json]
+example: leadline dni report --pool acme-site --since 2026-11-01
+`,
+  "dni report": `usage: leadline dni report [--pool KEY] [--since YYYY-MM-DD] [--json]
+Visitors, page views, form events and attributed calls per pool and first-touch source/medium/campaign.
+example: leadline dni report --pool acme-site --since 2026-11-01
+`,
+  version: `usage: leadline version
+Prints the version.
+`,
+};
+
+/** The usage text for the command words before a --help, or null when they name no command. */
+export function helpFor(argv: string[]): string | null {
+  const words = argv.filter((a) => !a.startsWith("-"));
+  for (let n = Math.min(2, words.length); n >= 1; n--) {
+    const text = HELP[words.slice(0, n).join(" ")];
+    if (text) return text;
+  }
+  return words.length === 0 ? USAGE : null;
+}
+
+/** Commands that take no arguments refuse any, rather than ignoring them. */
+function noArguments(cmd: string, rest: string[]): void {
+  if (rest.length > 0) throw new UsageError(`${cmd}: unexpected argument ${JSON.stringify(rest[0])}; see leadline ${cmd} --help`);
+}
+
 async function withDb<T>(config: Config, fn: (db: Database) => Promise<T>): Promise<T> {
   const db = await openDatabase(config, "cli");
   try {
@@ -50,11 +150,14 @@ async function withDb<T>(config: Config, fn: (db: Database) => Promise<T>): Prom
 export async function runCli(argv: string[]): Promise<number> {
   const [cmd = "serve", ...rest] = argv;
   try {
-    if (cmd === "--help" || cmd === "-h" || cmd === "help") {
-      process.stdout.write(USAGE);
+    if (cmd === "help" || argv.includes("--help") || argv.includes("-h")) {
+      const text = helpFor(cmd === "help" ? rest : argv);
+      if (text === null) throw new UsageError(`unknown command ${JSON.stringify(cmd)}; see leadline --help`);
+      process.stdout.write(text);
       return 0;
     }
     if (cmd === "version" || cmd === "--version") {
+      noArguments("version", rest);
       process.stdout.write(VERSION + "\n");
       return 0;
     }
@@ -62,14 +165,21 @@ export async function runCli(argv: string[]): Promise<number> {
     setLogLevel(config.logLevel);
     switch (cmd) {
       case "serve": {
+        noArguments("serve", rest);
         const { serve } = await import("./app/server");
         return await serve(config);
       }
-      case "migrate":
-        return await withDb(config, async () => {
-          process.stdout.write("migrations applied\n");
+      case "migrate": {
+        noArguments("migrate", rest);
+        const db = await openDatabase(config, "cli");
+        try {
+          const applied = await migrate(db.sql);
+          process.stdout.write(applied.length === 0 ? "no migrations to apply: the database is up to date\n" : `applied ${applied.length} migration${applied.length === 1 ? "" : "s"}: ${applied.join(", ")}\n`);
           return 0;
-        });
+        } finally {
+          await db.close();
+        }
+      }
       case "provision": {
         const { provisionCommand } = await import("./provision/command");
         return await withDb(config, (db) => provisionCommand(db.sql, rest));

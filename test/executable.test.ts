@@ -170,6 +170,39 @@ describe.skipIf(missing)("the executable", () => {
     expect(help.out).toContain("usage: leadline");
   });
 
+  test("--help on every command and subcommand prints its usage with an example and does nothing else", async () => {
+    const commands = [
+      ["serve"], ["migrate"], ["provision"], ["keys"], ["keys", "create"], ["keys", "list"], ["keys", "revoke"],
+      ["keys", "rotate"], ["webhooks"], ["webhooks", "list"], ["webhooks", "deliveries"], ["webhooks", "attempts"],
+      ["webhooks", "replay"], ["webhooks", "enable"], ["dni"], ["dni", "report"],
+    ];
+    const env = { DATA_DIR: "./help-data", PORT: "1" };
+    for (const words of commands) {
+      for (const flag of ["--help", "-h"]) {
+        const r = await run([...words, flag, ...(words[1] === "create" ? ["--scopes", "cti"] : [])], env);
+        expect({ words, code: r.code, err: r.err }).toEqual({ words, code: 0, err: "" });
+        expect(r.out).toStartWith(`usage: leadline ${words.join(" ")}`);
+        if (words.length > 1 || ["serve", "migrate", "provision"].includes(words[0])) expect(r.out).toMatch(/\nexample: [^\n]*leadline /);
+      }
+    }
+    // Nothing ran: no database was created, no key made, no port listened on.
+    expect(existsSync(join(dir, "help-data"))).toBe(false);
+  }, 60_000);
+
+  test("extra arguments are refused with one line; migrate says how many migrations it applied", async () => {
+    for (const args of [["serve", "now"], ["migrate", "twice"], ["version", "x"]]) {
+      const r = await run(args, { DATA_DIR: "./refused-data" });
+      expect(r.code).toBe(2);
+      expect(r.out).toBe("");
+      expect(r.err).toBe(`leadline: ${args[0]}: unexpected argument "${args[1]}"; see leadline ${args[0]} --help\n`);
+    }
+    const first = await run(["migrate"], { DATA_DIR: "./migrate-data" });
+    expect(first.code).toBe(0);
+    expect(first.out).toMatch(/^applied \d+ migrations: 0001_init, /);
+    const again = await run(["migrate"], { DATA_DIR: "./migrate-data" });
+    expect(again.out).toBe("no migrations to apply: the database is up to date\n");
+  }, 60_000);
+
   test("an unknown command exits non-zero with exactly one line on stderr", async () => {
     const r = await run(["frobnicate"]);
     expect(r.code).not.toBe(0);
