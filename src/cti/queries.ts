@@ -3,7 +3,6 @@ import { inInputOrder } from "../db/batcher";
 import { drawHit } from "../limits/fused";
 import { leadName, newestLead } from "../leads/match";
 import { inRowTenant, inTenant, NO_ORG } from "../leads/scope";
-import type { Actor } from "../auth/actor";
 import { dialInReach } from "./reach";
 
 /**
@@ -62,10 +61,10 @@ export interface ClaimedDial {
  * skip locked so two pollers never collide. Dials out of reach are passed over, not claimed: they
  * wait for a key that reaches them.
  */
-export async function claimDial(sql: Sql, actor: Pick<Actor, "orgId" | "agent">, agent: string): Promise<ClaimedDial | null> {
+export async function claimDial(sql: Sql, actor: { orgId: number | null; agent: string }): Promise<ClaimedDial | null> {
   const [row] = await sql<ClaimedDial[]>`
     with next as (
-      select d.id from dials d where d.agent = ${agent} and d.status = 'pending' and ${dialInReach(sql, actor)}
+      select d.id from dials d where d.agent = ${actor.agent} and d.status = 'pending' and ${dialInReach(sql, actor)}
       order by d.id limit 1 for update of d skip locked
     ), claimed as (
       update dials d set status = 'dialing', claimed_at = now()

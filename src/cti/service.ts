@@ -45,5 +45,5 @@ export async function lookup(
 
 /** The bound agent's oldest pending dial within the actor's reach, claimed (pending → dialing). */
 export async function claimNextDial(sql: Sql, actor: Actor): Promise<{ ok: true; dial: ClaimedDial | null }> {
-  return { ok: true, dial: await claimDial(sql, actor, actor.agent!) };
+  return { ok: true, dial: await claimDial(sql, { orgId: actor.orgId, agent: actor.agent! }) };
 }
