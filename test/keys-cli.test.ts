@@ -131,6 +131,15 @@ describe("keys revoke and rotate", () => {
     await expect(keys("rotate", "987654")).rejects.toThrow("no API key with id 987654");
   });
 
+  test("rotate refuses to carry over a binding to another organization's user (one made before the rule)", async () => {
+    const old = JSON.parse((await keys("create", "--scopes", "cti", "--org", "1", "--agent", "agent7", "--json")).out);
+    await db.sql`update api_keys set agent = 'agent9' where id = ${old.id}`;
+    const before = (await db.sql`select count(*)::int as n from api_keys`)[0].n;
+    await expect(keys("rotate", String(old.id))).rejects.toThrow('user "agent9" belongs to org 2, not 1');
+    expect((await db.sql`select count(*)::int as n from api_keys`)[0].n).toBe(before);
+    expect((await row(old.id)).active).toBe(true);
+  });
+
   test("every change notifies running servers on leadline_keys", async () => {
     let heard = 0;
     const listener = await db.sql.listen("leadline_keys", () => void heard++);
@@ -162,6 +171,26 @@ describe("the executable", () => {
     expect(r.code).toBe(1);
     expect(r.err.trimEnd().split("\n")).toHaveLength(1);
     expect(r.err).toContain("no API key with id 987654");
+  });
+
+  test("a tenant key bound to another organization's user: exit 1, one exact line, nothing written", async () => {
+    const before = (await db.sql`select count(*)::int as n from api_keys`)[0].n;
+    const r = await spawnCli("keys", "create", "--scopes", "cti", "--org", "1", "--agent", "agent9");
+    expect(r.code).toBe(1);
+    expect(r.out).toBe("");
+    expect(r.err).toBe(
+      'leadline: error: user "agent9" belongs to org 2, not 1 (a key of an organization may be bound only to a user of that organization or to a house user)\n',
+    );
+    expect((await db.sql`select count(*)::int as n from api_keys`)[0].n).toBe(before);
+  });
+
+  test("a tenant key may be bound to a house user, a platform key to any user", async () => {
+    for (const args of [["--org", "1", "--agent", "house1"], ["--agent", "agent9"], ["--agent", "house1"]]) {
+      const r = await spawnCli("keys", "create", "--scopes", "cti", "--json", ...args);
+      expect(r.code).toBe(0);
+      const agent = args.at(-1);
+      expect(JSON.parse(r.out)).toMatchObject({ org_id: args[0] === "--org" ? 1 : null, agent });
+    }
   });
 
   test("create exits 0 and prints the key on stdout's last line", async () => {

@@ -268,6 +268,33 @@ describe("provision FILE", () => {
     expect(await rowCount(sql, "api_keys")).toBe(0);
   });
 
+  test("a user may not move to another org while a key of its old org is bound to it", async () => {
+    const sql = await fresh();
+    await provision(sql, {
+      orgs: [{ id: 1, name: "Acme" }, { id: 2, name: "Bolt" }],
+      users: [{ id: "agent7", org_id: 1 }, { id: "desk", org_id: null }],
+      api_keys: [{ name: "dialer", org_id: 1, scopes: ["cti"], agent: "agent7" }, { name: "house", org_id: 2, scopes: ["cti"], agent: "desk" }],
+    });
+    const [dialer] = await sql`select id from api_keys where name = 'dialer'`;
+    const [house] = await sql`select id from api_keys where name = 'house'`;
+    const message = await failure(sql, { users: [{ id: "desk", org_id: 1 }, { id: "agent7", org_id: 2 }] });
+    expect(message).toBe(
+      `provisioning file rejected: users[0].org_id: user "desk" is the agent of API key ${house.id} of org 2, not 1; ` +
+        `users[1].org_id: user "agent7" is the agent of API key ${dialer.id} of org 1, not 2`,
+    );
+    expect([...(await sql`select id, org_id from users order by id`)]).toEqual([{ id: "agent7", org_id: 1 }, { id: "desk", org_id: null }]);
+    // Into the house, or along with a key that the same file unbinds, the move is allowed.
+    await provision(sql, { users: [{ id: "agent7", org_id: null }] });
+    await provision(sql, {
+      users: [{ id: "agent7", org_id: 2 }],
+      api_keys: [{ name: "dialer", org_id: 1, scopes: ["cti"], agent: null }],
+    });
+    expect((await sql`select org_id from users where id = 'agent7'`)[0].org_id).toBe(2);
+    // A revoked key never acts again and does not hold its agent back.
+    await sql`update api_keys set active = false, revoked_at = now() where id = ${house.id}`;
+    await provision(sql, { users: [{ id: "desk", org_id: 1 }] });
+  });
+
   test("numbers dropped from a pool are deactivated, not deleted; billing dropped from an org is removed", async () => {
     const sql = await fresh();
     await provision(sql, example());
@@ -357,6 +384,18 @@ describe("provision FILE", () => {
     expect(rejected.out).toBe("");
     expect(rejected.err.trimEnd().split("\n")).toHaveLength(1);
     expect(rejected.err).toContain("orgs[0].billing.credit: unknown field; lists[0].id: expected integer");
+
+    const crossed = example();
+    crossed.orgs.push({ id: 2, name: "Bolt" });
+    crossed.users.push({ id: "agent9", org_id: 2 });
+    crossed.api_keys.push({ name: "bot", org_id: 1, scopes: ["cti"], agent: "agent9" });
+    const refused = await run(fileOf(crossed));
+    expect(refused.code).toBe(1);
+    expect(refused.out).toBe("");
+    expect(refused.err).toBe(
+      "leadline: error: provisioning file rejected: api_keys[1].agent: user \"agent9\" belongs to org 2, not 1 " +
+        "(a key of an organization may be bound only to a user of that organization or to a house user)\n",
+    );
 
     const good = example();
     good.api_keys.push({ name: "bot", org_id: 1, scopes: ["cti"] });

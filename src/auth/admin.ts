@@ -69,14 +69,16 @@ export async function insertKey(tx: Tx, grant: KeyGrant & { active?: boolean; pr
 
 /**
  * The rule for binding a key to an agent: the agent must exist and belong to the key's
- * organization or to the house. `agentOrg`: the agent's org, null for the house, undefined for a
+ * organization or to the house (a user with no organization, shared by several organizations'
+ * keys: src/cti/reach.ts keeps each organization's dials to its own keys). A platform key may be
+ * bound to any user. `agentOrg`: the agent's org, null for the house, undefined for a
  * user that does not exist. The problem in words, or null.
  */
 export function agentProblem(grant: Pick<KeyGrant, "org_id" | "agent">, agentOrg: number | null | undefined): string | null {
   if (grant.agent === null) return null;
   if (agentOrg === undefined) return `user ${JSON.stringify(grant.agent)} does not exist`;
   if (grant.org_id !== null && agentOrg !== null && agentOrg !== grant.org_id) {
-    return `user ${JSON.stringify(grant.agent)} belongs to org ${agentOrg}, not ${grant.org_id}`;
+    return `user ${JSON.stringify(grant.agent)} belongs to org ${agentOrg}, not ${grant.org_id} (a key of an organization may be bound only to a user of that organization or to a house user)`;
   }
   return null;
 }
@@ -127,6 +129,9 @@ export async function rotateKey(sql: Sql, id: number, now: Date): Promise<Issued
       from api_keys where id = ${id} for update`;
     if (!old) throw new Error(`no API key with id ${id}`);
     if (old.revoked_at !== null) throw new Error(`API key ${id} is revoked; create a new one instead`);
+    // The new key is bound like a created one: never to an agent of another organization (the
+    // old binding may predate the rule).
+    await checkGrant(tx, old);
     // `provisioned` carries over so that re-applying the provisioning file finds the new key
     // instead of generating yet another one.
     const fresh = await insertKey(tx, old);

@@ -1,5 +1,6 @@
 import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
+import { dialInReach } from "../cti/reach";
 import type { CallReport } from "./model";
 
 export interface ScopedDial {
@@ -7,19 +8,9 @@ export interface ScopedDial {
   lead_id: number | null;
 }
 
-/**
- * A dial the actor may report on. A dial belongs to the agent it was queued for: keys bound to
- * that agent reach it whatever its lead's organization (a platform key may queue work for an
- * agent; the agent then sees the dial's phone and name, and nothing else of its lead). Besides
- * them, only actors that may address its lead anyway reach it: the platform, and keys of the
- * lead's organization.
- */
+/** A dial the actor may report on: one within its reach (src/cti/reach.ts), else null. */
 export async function findDial(sql: Sql, actor: Actor, dialId: number): Promise<ScopedDial | null> {
-  const reach =
-    actor.orgId === null
-      ? sql`true`
-      : sql`(d.agent = ${actor.agent ?? ""} or exists (select 1 from leads l where l.id = d.lead_id and l.org_id = ${actor.orgId}))`;
-  const [row] = await sql<ScopedDial[]>`select d.id, d.lead_id from dials d where d.id = ${dialId} and ${reach}`;
+  const [row] = await sql<ScopedDial[]>`select d.id, d.lead_id from dials d where d.id = ${dialId} and ${dialInReach(sql, actor)}`;
   return row ?? null;
 }
 

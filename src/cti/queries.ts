@@ -3,8 +3,13 @@ import { inInputOrder } from "../db/batcher";
 import { drawHit } from "../limits/fused";
 import { leadName, newestLead } from "../leads/match";
 import { inRowTenant, inTenant, NO_ORG } from "../leads/scope";
+import { dialInReach } from "./reach";
 
-/** Queues a dial for the agent, matched to the newest lead in scope with the same last 10 digits. */
+/**
+ * Queues a dial for the agent, matched to the newest lead in scope with the same last 10 digits.
+ * The dial keeps the queuing scope (`queued_org_id`, null for the platform): it decides who may
+ * reach a dial without a lead, and whether the agent's keys of any organization may (src/cti/reach.ts).
+ */
 export async function queueDial(
   sql: Sql,
   orgId: number | null,
@@ -13,8 +18,8 @@ export async function queueDial(
   digits: string,
 ): Promise<{ id: number; lead_id: number | null }> {
   const [row] = await sql<{ id: number; lead_id: number | null }[]>`
-    insert into dials (agent, key_id, lead_id, phone)
-    values (${agent}, ${keyId}, (select m.id from ${newestLead(sql, digits.slice(-10), inTenant(sql, orgId))} m), ${digits})
+    insert into dials (agent, key_id, queued_org_id, lead_id, phone)
+    values (${agent}, ${keyId}, ${orgId}, (select m.id from ${newestLead(sql, digits.slice(-10), inTenant(sql, orgId))} m), ${digits})
     returning id, lead_id`;
   return row;
 }
@@ -51,12 +56,16 @@ export interface ClaimedDial {
   epoch: number;
 }
 
-/** The agent's oldest pending dial, moved to `dialing`; skip locked so two agents' pollers never collide. */
-export async function claimDial(sql: Sql, agent: string): Promise<ClaimedDial | null> {
+/**
+ * The oldest pending dial of the actor's bound agent that the actor reaches, moved to `dialing`;
+ * skip locked so two pollers never collide. Dials out of reach are passed over, not claimed: they
+ * wait for a key that reaches them.
+ */
+export async function claimDial(sql: Sql, actor: { orgId: number | null; agent: string }): Promise<ClaimedDial | null> {
   const [row] = await sql<ClaimedDial[]>`
     with next as (
-      select id from dials where agent = ${agent} and status = 'pending'
-      order by id limit 1 for update skip locked
+      select d.id from dials d where d.agent = ${actor.agent} and d.status = 'pending' and ${dialInReach(sql, actor)}
+      order by d.id limit 1 for update of d skip locked
     ), claimed as (
       update dials d set status = 'dialing', claimed_at = now()
       from next where d.id = next.id

@@ -43,7 +43,7 @@ export async function lookup(
   return lead ? { ok: true, found: true, lead_id: lead.id, name: lead.name } : { ok: true, found: false };
 }
 
-/** The bound agent's oldest pending dial, claimed (pending → dialing). */
+/** The bound agent's oldest pending dial within the actor's reach, claimed (pending → dialing). */
 export async function claimNextDial(sql: Sql, actor: Actor): Promise<{ ok: true; dial: ClaimedDial | null }> {
-  return { ok: true, dial: await claimDial(sql, actor.agent!) };
+  return { ok: true, dial: await claimDial(sql, { orgId: actor.orgId, agent: actor.agent! }) };
 }

@@ -72,6 +72,10 @@ export async function applyProvisioning(
       }
       count("api_keys", file.api_keys.length, written);
     }
+    if (file.users) {
+      const crossed = await movedAgentProblems(tx, file.users);
+      if (crossed.length > 0) throw new ProvisioningError(crossed);
+    }
     if (file.dni_pools) {
       count("dni_pools", file.dni_pools.length, await upsertPools(tx, file.dni_pools, now));
       const removed = await deactivateNumbers(tx, file.dni_pools);
@@ -210,6 +214,29 @@ function upsertUsers(tx: Tx, users: NonNullable<ProvisioningFile["users"]>): Pro
     on conflict (id) do update set org_id = excluded.org_id, name = excluded.name
     where (users.org_id, users.name) is distinct from (excluded.org_id, excluded.name)
     returning (xmax = 0) as inserted`);
+}
+
+/**
+ * A tenant key may be bound only to an agent of its organization or of the house (agentProblem).
+ * The file's keys were checked before writing; a user the file moves to another organization
+ * must not leave a key of the old one, already in the database, bound to it. Checked after the
+ * writes (the transaction then rolls back), so a key the file rebinds or moves along is not blamed.
+ * Revoked keys never act again and do not count.
+ */
+async function movedAgentProblems(tx: Tx, users: NonNullable<ProvisioningFile["users"]>): Promise<string[]> {
+  const ids = users.filter((u) => u.org_id !== null).map((u) => u.id);
+  if (ids.length === 0) return [];
+  const rows = await tx<{ agent: string; agent_org: number; key_id: number; key_org: number }[]>`
+    select u.id as agent, u.org_id as agent_org, k.id as key_id, k.org_id as key_org
+    from users u join api_keys k on k.agent = u.id
+    where u.id in ${tx(ids)} and k.revoked_at is null and k.org_id is not null and k.org_id <> u.org_id
+    order by k.id`;
+  const index = new Map(users.map((u, i) => [u.id, i]));
+  // In the file's order, like every other problem (rows come in key order).
+  return rows
+    .map((r) => ({ i: index.get(r.agent)!, r }))
+    .sort((a, b) => a.i - b.i)
+    .map(({ i, r }) => `users[${i}].org_id: user ${JSON.stringify(r.agent)} is the agent of API key ${r.key_id} of org ${r.key_org}, not ${r.agent_org}`);
 }
 
 function upsertCampaigns(tx: Tx, campaigns: NonNullable<ProvisioningFile["campaigns"]>): Promise<Written> {
