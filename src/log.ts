@@ -28,3 +28,49 @@ export function errorFields(err: unknown): Record<string, unknown> {
   }
   return { error: String(err) };
 }
+
+/**
+ * A failure that repeats while its cause lasts (the database away: every worker's poll and every
+ * request fails). The first is logged whole; the rest are counted and summarised at most once a
+ * minute, without a stack, while they last; the first success after them (or a minute without a
+ * failure) ends the episode. One per kind of failure: `every` keeps one per worker.
+ */
+export class RepeatedFailure {
+  private count = 0;
+  private unreported = 0;
+  private lastLine = 0;
+  private lastFailure = 0;
+
+  constructor(
+    private readonly msg: string,
+    private readonly now: () => number = Date.now,
+    private readonly intervalMs = 60_000,
+  ) {}
+
+  failed(err: unknown, fields?: Record<string, unknown>): void {
+    const t = this.now();
+    // Quiet for a whole interval: a new episode (a caller that never reports success, such as
+    // the request path, still gets its first failure logged whole).
+    if (this.count > 0 && t - this.lastFailure >= this.intervalMs) this.succeeded();
+    this.lastFailure = t;
+    this.count++;
+    if (this.count === 1) {
+      this.lastLine = t;
+      log.warn(this.msg, { ...fields, ...errorFields(err) });
+    } else if (t - this.lastLine >= this.intervalMs) {
+      const { error, code } = errorFields(err);
+      log.warn(`${this.msg} (still failing)`, { ...fields, error, code, failures: this.count, since_last_line: this.unreported + 1 });
+      this.lastLine = t;
+      this.unreported = 0;
+    } else {
+      this.unreported++;
+    }
+  }
+
+  succeeded(): void {
+    if (this.count === 0) return;
+    if (this.count > 1) log.info(`${this.msg}: recovered`, { failures: this.count });
+    this.count = 0;
+    this.unreported = 0;
+  }
+}

@@ -46,7 +46,7 @@ import type { Clock } from "../clock";
 import { Batcher, hotReads } from "../db/batcher";
 import type { Sql, Tx } from "../db/client";
 import { retrying } from "../db/sqlstate";
-import { errorFields, log } from "../log";
+import { log, RepeatedFailure } from "../log";
 import { leasedAnswer, PoolCache, type LeaseAnswer, type Pool } from "./pools";
 import {
   allocate, allocateVisitors, insertEvents, lockPool, type AllocationRow, type FreePosition, renewByVisitor, renewHolds, touchVisitors, visitsOf,
@@ -55,6 +55,11 @@ import {
 } from "./queries";
 import { userAgentOf, type Attribution, type BrowserEvent } from "./rules";
 
+
+// A write-behind batch fails every flush while the database is away: logged once, then summarised.
+const renewalFailures = new RepeatedFailure("dni renewal batch failed");
+const visitFailures = new RepeatedFailure("dni visit batch failed");
+const eventFailures = new RepeatedFailure("dni event batch failed");
 export const DEFAULT_CACHE_SIZE = 100_000;
 /**
  * How long an allocation position is trusted: past it, the next allocation scans the free index
@@ -462,6 +467,7 @@ export class DniEngine {
       insertEvents(this.sql, events),
     ]);
     if (holds.status === "fulfilled") {
+      renewalFailures.succeeded();
       const extended = new Map(holds.value.map((h) => [h.hold_id, h.expires_at.getTime()]));
       for (const { entry } of sent) {
         const current = this.cache.peek(entry.key);
@@ -473,7 +479,7 @@ export class DniEngine {
       }
     } else {
       // Put back what no newer renewal replaced; entries age out of the memory window meanwhile.
-      log.warn("dni renewal batch failed", errorFields(holds.reason));
+      renewalFailures.failed(holds.reason);
       for (const { entry, until } of sent) {
         if (entry.renewUntil !== 0) continue;
         entry.renewUntil = until;
@@ -481,9 +487,10 @@ export class DniEngine {
         this.waiting.push(entry);
       }
     }
-    if (visits.status === "rejected") log.warn("dni visit batch failed", errorFields(visits.reason));
+    if (visits.status === "rejected") visitFailures.failed(visits.reason);
+    else visitFailures.succeeded();
     if (written.status === "rejected") {
-      log.warn("dni event batch failed", errorFields(written.reason));
+      eventFailures.failed(written.reason);
       if (this.events.length + events.length <= this.maxPending) this.events.unshift(...events);
     }
   }

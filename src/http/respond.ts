@@ -1,7 +1,7 @@
 // Rendering: every JSON answer and every error body goes through here.
 import { mapDbError } from "../db/sqlstate";
 import { AppError, statusOf, type ErrorCode, type Surface } from "../errors";
-import { errorFields, log } from "../log";
+import { errorFields, log, RepeatedFailure } from "../log";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 // Built once: a Response copies a Headers faster than it reads an object literal (0.5 µs against 0.8).
@@ -17,6 +17,9 @@ export const rawJson = (text: string, status = 200, headers: Headers = JSON_HEAD
 /** Headers for rawJson: the JSON content type and `extra`, built once by the caller. */
 export const jsonHeaders = (extra: Record<string, string>): Headers => new Headers({ "content-type": JSON_TYPE, ...extra });
 
+// Every request fails while the database is away: logged once, then once a minute while it lasts.
+const outage = new RepeatedFailure("database unavailable");
+
 /**
  * The one error renderer: known codes with their status on `surface`, database outages as 503,
  * anything else logged and hidden behind a bare 500.
@@ -24,7 +27,7 @@ export const jsonHeaders = (extra: Record<string, string>): Headers => new Heade
 export function errorResponse(err: unknown, surface: Surface = "key", headers?: Record<string, string>): Response {
   const known = mapDbError(err);
   if (known) {
-    if (known.code === "unavailable" && !(err instanceof AppError)) log.warn("database unavailable", errorFields(err));
+    if (known.code === "unavailable" && !(err instanceof AppError)) outage.failed(err);
     return json(known.body(), known.status(surface), headers);
   }
   log.error("unhandled error", errorFields(err));

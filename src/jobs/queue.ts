@@ -15,7 +15,7 @@
 import type postgres from "postgres";
 import type { Clock } from "../clock";
 import { unprepared, type Sql, type Tx } from "../db/client";
-import { errorFields, log } from "../log";
+import { log, RepeatedFailure } from "../log";
 import type { Worker } from "./worker";
 
 
@@ -108,6 +108,9 @@ export class JobRunner implements Worker {
   private inflight = new Set<Promise<void>>();
   private readonly pollMs: number;
   private readonly drainMs: number;
+  private readonly claimFailures = new RepeatedFailure("claiming jobs failed");
+  private readonly jobFailures = new RepeatedFailure("job failed");
+  private readonly recordFailures = new RepeatedFailure("recording a job's outcome failed");
 
   constructor(
     private readonly sql: Sql,
@@ -141,10 +144,16 @@ export class JobRunner implements Worker {
       this.timer = null;
       this.rewake = false;
       this.polling = this.poll()
-        .catch((err) => {
-          log.warn("claiming jobs failed", errorFields(err));
-          return false;
-        })
+        .then(
+          (more) => {
+            this.claimFailures.succeeded();
+            return more;
+          },
+          (err) => {
+            this.claimFailures.failed(err);
+            return false;
+          },
+        )
         .then((more) => {
           this.polling = null;
           if (!this.stopped) this.schedule(more || this.rewake ? 0 : this.pollMs);
@@ -216,8 +225,9 @@ export class JobRunner implements Worker {
     let outcome: Outcome;
     try {
       outcome = await kind.handler.run(job);
+      this.jobFailures.succeeded();
     } catch (err) {
-      log.warn("job failed", { kind: job.kind, job: job.id, ...errorFields(err) });
+      this.jobFailures.failed(err, { kind: job.kind, job: job.id });
       // A thrown error is a bug or an outage: try again in a while rather than spin.
       outcome = { retryAt: this.clock.now() + Math.min(3_600_000, 5_000 * 2 ** Math.min(job.attempts, 10)), error: String(err) };
     }
@@ -229,9 +239,10 @@ export class JobRunner implements Worker {
           update jobs set run_at = ${new Date(outcome.retryAt)}, last_error = ${outcome.error ?? null}
           where id = ${job.id}`);
       }
+      this.recordFailures.succeeded();
     } catch (err) {
       // The lease runs out and the job runs again: handlers are idempotent.
-      log.warn("recording a job's outcome failed", { kind: job.kind, job: job.id, ...errorFields(err) });
+      this.recordFailures.failed(err, { kind: job.kind, job: job.id });
     }
   }
 

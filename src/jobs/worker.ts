@@ -1,7 +1,7 @@
 // The one shape of background work: started by `serve` after migrations, stopped on SIGTERM after
 // the listener has stopped and requests in flight have finished, in reverse order of start. A
 // stop lets the work under way finish (drains) before it resolves.
-import { errorFields, log } from "../log";
+import { errorFields, log, RepeatedFailure } from "../log";
 
 export interface Worker {
   readonly name: string;
@@ -12,7 +12,7 @@ export interface Worker {
 
 /**
  * A task run every `ms` milliseconds, never twice at once; a failed run is logged and the next
- * one still comes. Runs start `ms` apart, not `ms` after the previous one ended (a run that took
+ * one still comes (a failure that repeats is logged once, then summarised: RepeatedFailure). Runs start `ms` apart, not `ms` after the previous one ended (a run that took
  * longer is followed at once): "at least once a second" holds while a run takes under a second.
  * `stop` waits for a run under way and then runs `final` once (flushes).
  */
@@ -20,11 +20,15 @@ export function every(name: string, ms: number, tick: () => Promise<void>, final
   let timer: ReturnType<typeof setTimeout> | null = null;
   let running: Promise<void> | null = null;
   let stopped = false;
+  const failures = new RepeatedFailure(`${name} failed`);
   const run = () => {
     timer = null;
     const started = performance.now();
     running = tick()
-      .catch((err) => log.warn(`${name} failed`, errorFields(err)))
+      .then(
+        () => failures.succeeded(),
+        (err) => failures.failed(err),
+      )
       .finally(() => {
         running = null;
         if (!stopped) timer = setTimeout(run, Math.max(0, ms - (performance.now() - started)));

@@ -22,7 +22,7 @@
 import type { Clock } from "../clock";
 import { hourOf } from "../clock";
 import type { Sql } from "../db/client";
-import { errorFields, log } from "../log";
+import { RepeatedFailure } from "../log";
 
 interface Waiter {
   resolve(v: number): void;
@@ -30,6 +30,8 @@ interface Waiter {
 }
 
 /** A hit of one request of one key, to be drawn (fused.ts) and then placed in its hour. */
+
+const drawFailures = new RepeatedFailure("drawing rate-limit hits failed");
 export interface KeyHit {
   keyId: number;
   /** The oid of the key's sequence. */
@@ -191,8 +193,9 @@ export class KeyCounter {
         const values = byKey.get(id) ?? [];
         list.forEach((w, i) => w.resolve(values[i]));
       }
+      drawFailures.succeeded();
     } catch (err) {
-      log.warn("drawing rate-limit hits failed", errorFields(err));
+      drawFailures.failed(err);
       for (const list of waiting.values()) for (const w of list) w.reject(err);
     }
   }
