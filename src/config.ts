@@ -20,6 +20,12 @@ export interface Config {
   poolMax: number | null;
   /** Visitors each instance keeps in its DNI lease cache (src/dni/engine.ts). */
   dniCacheSize: number;
+  /** How long a request body may take to arrive (src/http/body.ts). */
+  bodyDeadlineMs: number;
+  /** Days a DNI visitor, and the history of its holds, is kept after its last visit. */
+  dniVisitorRetentionDays: number;
+  /** Days a DNI browser event is kept. */
+  dniEventRetentionDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -62,5 +68,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookAllowPrivate: oneOf("WEBHOOK_ALLOW_PRIVATE", env.WEBHOOK_ALLOW_PRIVATE, ["true", "false"] as const, "false") === "true",
     poolMax: intIn("DB_POOL_MAX", env.DB_POOL_MAX, 1, 200),
     dniCacheSize: intIn("DNI_CACHE_SIZE", env.DNI_CACHE_SIZE, 1, 10_000_000) ?? 100_000,
+    bodyDeadlineMs: intIn("BODY_DEADLINE_MS", env.BODY_DEADLINE_MS, 100, 600_000) ?? 10_000,
+    dniVisitorRetentionDays: intIn("DNI_VISITOR_RETENTION_DAYS", env.DNI_VISITOR_RETENTION_DAYS, 1, 36_500) ?? 400,
+    dniEventRetentionDays: intIn("DNI_EVENT_RETENTION_DAYS", env.DNI_EVENT_RETENTION_DAYS, 1, 36_500) ?? 90,
   };
 }

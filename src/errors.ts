@@ -21,6 +21,8 @@ const STATUS = {
   method_not_allowed: 405,
   operation_id_conflict: 409,
   body_too_large: 413,
+  // The body did not arrive within BODY_DEADLINE_MS (a trickle); the connection is closed.
+  body_timeout: 408,
   bad_phone: 422,
   invalid_list: 422,
   bad_operation_id: 422,

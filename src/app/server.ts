@@ -21,9 +21,17 @@ import { loadIpSalt, withProvisionedSettings } from "./settings";
 
 /**
  * Bun refuses larger bodies with a bare 413 before any handler, without the CORS headers a browser
- * needs to see it; routes read bodies with their own, far smaller limits and stop reading there.
+ * needs to see it; routes read bodies with their own, smaller limits (1 MiB at most) and answer
+ * their own 413 there. This ceiling is what the server holds for any request at all (README).
  */
-const MAX_REQUEST_BODY = 1024 * 1024 * 1024;
+export const MAX_REQUEST_BODY = 8 * 1024 * 1024;
+
+/**
+ * Seconds a connection may stay silent before Bun closes it (Bun's default, written down): it ends
+ * a client that stops sending, not one that trickles, which the body deadline (BODY_DEADLINE_MS,
+ * src/http/body.ts) ends.
+ */
+const IDLE_TIMEOUT_S = 10;
 
 export interface Running {
   port: number;
@@ -88,6 +96,7 @@ function listen(app: ReturnType<typeof buildApp>, config: Config) {
       port: config.port,
       hostname: config.host,
       maxRequestBodySize: MAX_REQUEST_BODY,
+      idleTimeout: IDLE_TIMEOUT_S,
       reusePort: false,
       development: false,
     });

@@ -59,7 +59,8 @@ export async function bookingApi(deps: Deps, svc: BookingService, request: Reque
         }
         let body: Record<string, unknown> | null = null;
         if (request.method === "POST") {
-          const read = await readBody(request, BODY_LIMIT);
+          const read = await readBody(request, BODY_LIMIT, { deadlineMs: deps.config.bodyDeadlineMs });
+          if (read.kind === "timeout") throw new AppError("body_timeout");
           if (read.kind === "too_large") throw new AppError("body_too_large", `body over ${BODY_LIMIT / 1024} KiB`);
           if (read.kind === "malformed") throw new AppError(read.code);
           body = bodyFields(read);

@@ -52,6 +52,7 @@ import {
   type Window,
 } from "./slots";
 import { issueToken, readToken, tokenMatches } from "./token";
+import { UnknownLinks } from "./unknown-links";
 
 export interface BookingOptions {
   /** Public base address, for reschedule_url. */
@@ -77,6 +78,8 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
   // Slots reads arriving together share one statement; each read's statement is sent after the
   // read arrived, so it sees every booking committed before the request came.
   const seatReads = hotReads((reads: SeatsRead[]) => calendarsWithSeats(sql, reads));
+  // Every read by slug (slots, book, the page) answers a slug just found unknown from memory.
+  const unknown = new UnknownLinks(clock);
 
   function rulesOf(c: CalendarRow): CalendarRules {
     let windows = windowsCache.get(c.hours);
@@ -125,10 +128,13 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
   /** What a slots answer is made of; null for an unknown link. */
   async function readSlots(fields: Record<string, unknown>) {
     const slug = slugOf(fields);
-    if (!slug) return null;
+    if (!slug || unknown.has(slug)) return null;
     const now = clock.now();
     const found = await seatReads.load({ slug, from: Math.floor(now / 1000) });
-    if (!found) return null;
+    if (!found) {
+      unknown.add(slug);
+      return null;
+    }
     const { calendar, seats } = found;
     const rules = rulesOf(calendar);
     // The reschedule view reads the appointment its token moves through this same action (the
@@ -185,13 +191,16 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
 
   async function book(fields: Record<string, unknown>): Promise<BookResult | Refused> {
     const slug = slugOf(fields);
-    if (!slug) return refuse("unknown_link");
+    if (!slug || unknown.has(slug)) return refuse("unknown_link");
     const now = clock.now();
     // The epoch is read before the link so that the read can count that slot's seats; a link
     // that does not exist still answers unknown_link first.
     const epoch = epochOf(fields.epoch);
     const found = await calendarWithSeatsAt(sql, slug, epoch ?? 0);
-    if (!found) return refuse("unknown_link");
+    if (!found) {
+      unknown.add(slug);
+      return refuse("unknown_link");
+    }
     if (epoch === null || epoch * 1000 <= now) return refuse("bad_epoch");
     const person = personOf(fields);
     if ("error" in person) return person;
@@ -336,8 +345,9 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
   /** Whether a link with this slug exists (the page answers 404 otherwise). */
   async function linkExists(slug: string): Promise<boolean> {
     const s = slugOf({ slug });
-    if (!s) return false;
+    if (!s || unknown.has(s)) return false;
     const [row] = await sql<{ ok: number }[]>`select 1 as ok from calendar_links where slug = ${s}`;
+    if (!row) unknown.add(s);
     return row !== undefined;
   }
 

@@ -3,6 +3,7 @@
 import type { Deps } from "../http/deps";
 import { every, type Worker } from "../jobs/worker";
 import { DniEngine } from "./engine";
+import { pruneDni } from "./prune";
 
 const engines = new WeakMap<Deps, DniEngine>();
 
@@ -18,9 +19,16 @@ export function dniEngine(deps: Deps): DniEngine {
 /**
  * Every second: events, and renewals (with visits) whose write delay is up; at shutdown, after the
  * last request, everything. The engine's consistency argument counts on a renewal reaching the
- * database within its write delay and a second.
+ * database within its write delay and a second. Hourly: visitors, hold history and events past
+ * their retention (src/dni/prune.ts).
  */
 export const dniWorkers = (deps: Deps): Worker[] => {
   const engine = dniEngine(deps);
-  return [every("dni.flush", 1000, () => engine.flushDue(), () => engine.flush())];
+  const retention = { visitorDays: deps.config.dniVisitorRetentionDays, eventDays: deps.config.dniEventRetentionDays };
+  return [
+    every("dni.flush", 1000, () => engine.flushDue(), () => engine.flush()),
+    every("dni.prune", 3_600_000, async () => {
+      await pruneDni(deps.sql, deps.clock.now(), retention);
+    }),
+  ];
 };

@@ -76,7 +76,9 @@ async function dniAnswer(deps: Deps, engine: DniEngine, request: Request, server
   if (!isAction(action)) return errorOf("unknown_action", "dni", CORS);
   // At most 64 KiB is ever read; an oversized, empty or non-JSON body has no fields, so it
   // fails field validation like any body without a pool (api-v1.md), never with a bare 413.
-  const fields = bodyFields(await readBody(request, BODY_MAX_BYTES)) ?? {};
+  const body = await readBody(request, BODY_MAX_BYTES, { deadlineMs: deps.config.bodyDeadlineMs });
+  if (body.kind === "timeout") return errorOf("body_timeout", "dni", CORS);
+  const fields = bodyFields(body) ?? {};
   const key = poolKeyOf(fields.pool);
   // Values that are at hand are not awaited: every await is a turn of the microtask queue.
   const found = key === null ? null : engine.pools.get(key);

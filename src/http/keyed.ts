@@ -95,8 +95,11 @@ export function runKeyed(deps: Deps, request: Request, spec: KeyedSpec, run: Key
 }
 
 async function readAndRun(deps: Deps, request: Request, spec: KeyedSpec, run: KeyedOperation): Promise<unknown> {
-  const body: Body = spec.bodyLimit ? await readBody(request, spec.bodyLimit, { jsonOnly: spec.jsonOnly }) : EMPTY;
+  const body: Body = spec.bodyLimit ? await readBody(request, spec.bodyLimit, { jsonOnly: spec.jsonOnly, deadlineMs: deps.config.bodyDeadlineMs }) : EMPTY;
   const admitted = (async () => {
+    // Before the key: the key may be in the part of the body that never came, and the answer
+    // closes the connection whoever sent it.
+    if (body.kind === "timeout") throw new AppError("body_timeout", `body not received within ${deps.config.bodyDeadlineMs / 1000} s`);
     const grant = await authorize(deps, request, bodyFields(body), spec.need);
     if (body.kind === "too_large") throw new AppError("body_too_large", `body over ${describe(spec.bodyLimit!)}`);
     if (body.kind === "malformed") throw new AppError(body.code);

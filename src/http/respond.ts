@@ -27,12 +27,21 @@ const outage = new RepeatedFailure("database unavailable");
 export function errorResponse(err: unknown, surface: Surface = "key", headers?: Record<string, string>): Response {
   const known = mapDbError(err);
   if (known) {
+    if (CLOSES.has(known.code)) headers = { ...headers, ...CLOSE };
     if (known.code === "unavailable" && !(err instanceof AppError)) outage.failed(err);
     return json(known.body(), known.status(surface), headers);
   }
   log.error("unhandled error", errorFields(err));
   return json(new AppError("internal", "internal error").body(), 500, headers);
 }
+
+/**
+ * A body cut off by its deadline, or refused by its declared length, is answered before the rest
+ * of it arrives: the connection is closed with the answer, rather than left to receive (up to
+ * 8 MiB of) a body nobody reads; a graceful stop also waited on such a connection.
+ */
+const CLOSE = { connection: "close" };
+const CLOSES: ReadonlySet<ErrorCode> = new Set(["body_timeout", "body_too_large"]);
 
 const bareBodies = new Map<ErrorCode, string>();
 
@@ -41,6 +50,7 @@ const bareBodies = new Map<ErrorCode, string>();
  * the cost of a refusal answered from memory).
  */
 export function errorOf(code: ErrorCode, surface: Surface = "key", headers?: Record<string, string>): Response {
+  if (CLOSES.has(code)) headers = { ...headers, ...CLOSE };
   let body = bareBodies.get(code);
   if (body === undefined) bareBodies.set(code, (body = JSON.stringify({ ok: false, error: code })));
   return new Response(body, { status: statusOf(code, surface), headers: headers ? { "content-type": JSON_TYPE, ...headers } : JSON_HEADERS });

@@ -39,7 +39,8 @@ type Handler = (sql: Deps["sql"], baseUrl: string, cb: TwilioCallback, now: numb
 /** Reads a provider callback (form fields) and answers 403 to anything not signed by the org concerned. */
 async function callback(deps: Deps, request: Request, handle: Handler, ok: () => Response): Promise<Response> {
   try {
-    const body = await readBody(request, CALLBACK_BODY_LIMIT);
+    const body = await readBody(request, CALLBACK_BODY_LIMIT, { deadlineMs: deps.config.bodyDeadlineMs });
+    if (body.kind === "timeout") return errorOf("body_timeout", "public");
     if (body.kind === "too_large") return errorOf("body_too_large", "public");
     const fields = bodyFields(body) ?? {};
     const params = Object.entries(fields).filter((e): e is [string, string] => typeof e[1] === "string");
