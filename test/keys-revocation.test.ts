@@ -155,4 +155,31 @@ describe("across two instances", () => {
     await Bun.sleep(300);
     expect([await lookup(a, next.key), await lookup(b, next.key)]).toEqual([403, 403]);
   });
+
+  test("after B loses the database for a second, it listens again: revocations made during and after reach it", async () => {
+    const during = await makeKey(db.sql, { scopes: ["leads:read"] });
+    const after = await makeKey(db.sql, { scopes: ["leads:read"] });
+    expect([await lookup(b, during.key), await lookup(b, after.key)]).toEqual([404, 404]); // both cached
+    bProxy.cut();
+    try {
+      await revokeKey(db.sql, during.id, new Date()); // its notification cannot reach B
+      await Bun.sleep(1000);
+    } finally {
+      bProxy.restore();
+    }
+    const back = performance.now();
+    let status = 0;
+    while (performance.now() - back < 3000 && status !== 403) {
+      status = await lookup(b, during.key);
+      if (status !== 403) await Bun.sleep(20);
+    }
+    expect(status).toBe(403);
+    // The LISTEN connection is back (not only the pool): a later revoke reaches B's cache at once.
+    for (let i = 0; i < 100 && (await lookup(b, after.key)) !== 404; i++) await Bun.sleep(20);
+    expect(await lookup(b, after.key)).toBe(404);
+    await revokeKey(db.sql, after.id, new Date());
+    const revokedAt = performance.now();
+    while (performance.now() - revokedAt < 1000 && (await lookup(b, after.key)) !== 403) await Bun.sleep(20);
+    expect(await lookup(b, after.key)).toBe(403);
+  });
 });
