@@ -54,13 +54,44 @@ export function noPositional(cmd: string, positional: string[]): void {
 /** A time in a table: ISO-8601 to the second, "-" for none. */
 export const timeCell = (d: Date | null) => (d === null ? "-" : d.toISOString().replace(/\.\d{3}Z$/, "Z"));
 
-/** Text in a table: JSON-quoted when empty or holding white space or quotes, so columns still split. */
-export const textCell = (s: string) => (s === "" || /[\s"]/.test(s) ? JSON.stringify(s) : s);
+/**
+ * Characters a terminal may act on instead of showing: C0 controls (ESC starts the sequences that
+ * clear the screen, set the title, write to the clipboard), DEL, C1 controls (U+009B is CSI on its
+ * own), the line and paragraph separators, and the bidirectional overrides that reorder what is
+ * shown. Text that came from outside (UTM values, webhook responses, names) may hold any of them.
+ */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const HAS_CONTROL = new RegExp(CONTROL.source);
 
-/** Rows padded into columns, two spaces apart; the first row is the header. */
-export function printTable(rows: string[][]): void {
-  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  for (const r of rows) process.stdout.write(r.map((v, c) => v.padEnd(widths[c])).join("  ").trimEnd() + "\n");
+/**
+ * The one escaping of CLI output: every such character as `\uXXXX`. JSON.stringify already does
+ * this for C0 (as `\u001b`, `\n`…), so its output passed through here is still the same JSON.
+ */
+export const escapeControls = (s: string): string =>
+  s.replace(CONTROL, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+
+/**
+ * Text in a table: JSON-quoted (controls escaped) when empty or holding white space, quotes or
+ * controls, so columns still split and nothing reaches the terminal raw.
+ */
+export const textCell = (s: string) =>
+  s === "" || /[\s"]/.test(s) || HAS_CONTROL.test(s) ? escapeControls(JSON.stringify(s)) : s;
+
+/**
+ * Rows padded into columns, two spaces apart; the first row is the header. Every cell is escaped
+ * again here, so a cell a caller forgot to pass through textCell still cannot drive the terminal.
+ * `right`: columns aligned right (numbers).
+ */
+export function printTable(rows: string[][], right: (column: number) => boolean = () => false): void {
+  const safe = rows.map((r) => r.map(escapeControls));
+  const widths = safe[0].map((_, c) => Math.max(...safe.map((r) => r[c].length)));
+  for (const r of safe) {
+    const line = r.map((v, c) => (right(c) ? v.padStart(widths[c]) : v.padEnd(widths[c]))).join("  ");
+    process.stdout.write(line.trimEnd() + "\n");
+  }
 }
 
-export const printJson = (value: unknown) => process.stdout.write(JSON.stringify(value) + "\n");
+/** One line of JSON with the characters JSON leaves raw (C1, U+2028…) escaped too; still valid JSON. */
+export const safeJson = (value: unknown): string => escapeControls(JSON.stringify(value));
+
+export const printJson = (value: unknown) => process.stdout.write(safeJson(value) + "\n");

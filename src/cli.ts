@@ -2,6 +2,7 @@
 import { ConfigError, loadConfig, type Config } from "./config";
 import { openDatabase, type Database } from "./db/open";
 import { migrate } from "./db/migrate";
+import { escapeControls } from "./args";
 import { UsageError } from "./errors";
 import { setLogLevel } from "./log";
 import { VERSION } from "./version";
@@ -202,7 +203,8 @@ export async function runCli(argv: string[]): Promise<number> {
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err);
     const prefix = err instanceof UsageError || err instanceof ConfigError ? "" : "error: ";
-    process.stderr.write(`leadline: ${prefix}${msg.split("\n")[0]}\n`);
+    // Messages may quote outside text (a webhook's error, a name): escaped like every CLI output.
+    process.stderr.write(`leadline: ${prefix}${escapeControls(msg.split("\n")[0])}\n`);
     return err instanceof UsageError ? 2 : 1;
   }
 }

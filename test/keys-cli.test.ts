@@ -3,7 +3,9 @@ import { capture, spawnCli as spawnAs } from "./harness/capture";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { keysCommand } from "../src/auth/command";
+import { putKey } from "../src/auth/admin";
 import { hashKey } from "../src/auth/keys";
+import { migrations } from "../src/db/migrations";
 import { UsageError } from "../src/errors";
 
 let db: TestDatabase;
@@ -89,18 +91,50 @@ describe("keys list", () => {
     const text = await keys("list");
     expect(text.out.split("\n")[0]).toMatch(/^ID\s+PREFIX\s+NAME\s+ORG\s+SCOPES\s+AGENT\s+ACTIVE\s+CREATED\s+LAST_USED$/);
     const line = text.out.split("\n").find((l) => l.startsWith(`${created.id} `))!;
-    expect(line).toContain(created.key.slice(0, 10));
+    expect(line.split(/\s+/)[1]).toBe(created.key.slice(0, 7)); // lk_ and 4 of its random characters
     expect(line).toContain('"kpi feed"');
     expect(line).toContain("metrics:write");
 
     const json = await keys("list", "--json");
     const listed = JSON.parse(json.out).find((k: { id: number }) => k.id === created.id);
-    expect(listed).toMatchObject({ prefix: created.key.slice(0, 10), name: "kpi feed", org_id: 1, scopes: ["metrics:write"],
+    expect(listed).toMatchObject({ prefix: created.key.slice(0, 7), name: "kpi feed", org_id: 1, scopes: ["metrics:write"],
       agent: null, active: true, last_used_at: null, revoked_at: null });
     for (const out of [text.out, json.out]) {
       expect(out).not.toContain(created.key);
       expect(out).not.toContain(hashHex);
     }
+  });
+});
+
+describe("keys at rest", () => {
+  test("a chosen key has no prefix: '-' in the table, null in --json", async () => {
+    const chosen = "an-operator-chosen-key-of-40-characters!";
+    const { id } = (await db.sql.begin((tx) => putKey(tx, { name: "chosen", org_id: null, scopes: ["cti"], agent: null }, chosen)))!;
+    expect((await row(id)).key_prefix).toBe("");
+    const line = (await keys("list")).out.split("\n").find((l) => l.startsWith(`${id} `))!;
+    expect(line.split(/\s+/).slice(0, 3)).toEqual([String(id), "-", "chosen"]);
+    const listed = JSON.parse((await keys("list", "--json")).out).find((k: { id: number }) => k.id === id);
+    expect(listed.prefix).toBeNull();
+  });
+
+  test("the migration cuts a CLI-generated key's stored prefix to 7 characters and clears every provisioned one", async () => {
+    const m = migrations.find((x) => x.name.endsWith("_key_prefix"))!;
+    const put = async (prefix: string, provisioned: boolean) =>
+      (await db.sql<{ id: number }[]>`
+        insert into api_keys (key_hash, key_prefix, provisioned)
+        values (${hashKey(crypto.randomUUID())}, ${prefix}, ${provisioned}) returning id`)[0].id;
+    const cli = await put("lk_AbCdEfG", false);
+    const provisionedGenerated = await put("lk_HiJkLmN", true);
+    const chosenLk = await put("lk_test_ac", true);
+    const chosen = await put("s3cretKey1", true);
+    await db.sql.begin((tx) => tx.unsafe(m.sql));
+    const after = async (id: number) => (await row(id)).key_prefix;
+    expect([await after(cli), await after(provisionedGenerated), await after(chosenLk), await after(chosen)]).toEqual([
+      "lk_AbCd", "", "", "",
+    ]);
+    // Run again (as on a database where new rows were written since): nothing changes.
+    await db.sql.begin((tx) => tx.unsafe(m.sql));
+    expect(await after(cli)).toBe("lk_AbCd");
   });
 });
 

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { call, startApp } from "./harness/app";
 import { capture, spawnCli } from "./harness/capture";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { provisionCommand } from "../src/provision/command";
@@ -95,8 +96,11 @@ describe("provision FILE", () => {
     const r = await provision(sql, example());
     expect(r.code).toBe(0);
     expect(r.out).toBe(""); // its only key is given in the file, so nothing is generated
-    expect(r.err).toStartWith("provisioned: ");
-    expect(r.err.trim().split("\n")).toHaveLength(1);
+    // The example's key is 18 characters: a warning naming it (never showing it), then the summary.
+    const said = r.err.trim().split("\n");
+    expect(said).toHaveLength(2);
+    expect(said[0]).toMatch(/^warning: api key \d+ "site form" was chosen with 18 characters; chosen keys should have at least 32 random characters/);
+    expect(said[1]).toStartWith("provisioned: ");
 
     const [org] = await sql`select * from orgs`;
     expect(org).toMatchObject({ id: 1, name: "Acme Roofing", company: "Acme Roofing LLC", timezone: "America/New_York",
@@ -157,6 +161,54 @@ describe("provision FILE", () => {
     const [gen] = await sql`select key_hash, agent from api_keys where id = ${Number(id)}`;
     expect(Buffer.from(gen.key_hash).equals(hashKey(plaintext))).toBe(true);
     expect(gen.agent).toBe("agent7");
+  });
+
+  test("no clear part of a chosen key is stored; a generated key keeps lk_ and 4 characters", async () => {
+    const sql = await fresh();
+    const file = example();
+    // 37 characters (no warning), every 4 in a row holding a character that is not hex or a digit.
+    const chosen = "QZX-vwPK-mTRL-wYHs-UaNo-GJtq-ZzQw-Kk9";
+    file.api_keys = [
+      { key: chosen, name: "long chosen", org_id: 1, scopes: ["leads:read"] },
+      { name: "generated", org_id: 1, scopes: ["cti"] },
+    ];
+    const r = await provision(sql, file);
+    expect(r.err).not.toContain("warning");
+    const [, id, , plaintext] = r.out.trim().split(" ");
+    const stored = await sql<{ id: number; key_prefix: string; text: string }[]>`
+      select id, key_prefix, k::text as text from api_keys k order by id`;
+    const given = stored.find((k) => k.id !== Number(id))!;
+    expect(given.key_prefix).toBe("");
+    // Not even four characters of it in a row, anywhere in the row.
+    for (let i = 0; i + 4 <= chosen.length; i++) expect(given.text).not.toContain(chosen.slice(i, i + 4));
+    expect(stored.find((k) => k.id === Number(id))!.key_prefix).toBe(plaintext.slice(0, 7));
+    expect(plaintext.slice(0, 7)).toMatch(/^lk_[A-Za-z0-9_-]{4}$/);
+  });
+
+  test("a chosen key under 32 characters keeps working and is named in a warning on every apply, never shown", async () => {
+    const db = await freshDb();
+    const sql = db.sql;
+    const file = example();
+    const short = "Sh0rt-but-valid-key-31-chars-xx"; // 31 characters
+    file.api_keys = [
+      { key: short, name: "old dialer", org_id: 1, scopes: ["leads:read"] },
+      { key: "k".repeat(32), name: "long enough", org_id: 1, scopes: ["leads:read"] },
+    ];
+    for (let apply = 0; apply < 2; apply++) {
+      const r = await provision(sql, file);
+      const [row] = await sql<{ id: number }[]>`select id from api_keys where key_hash = ${hashKey(short)}`;
+      expect(r.err.split("\n").filter((l) => l.startsWith("warning:"))).toEqual([
+        `warning: api key ${row.id} "old dialer" was chosen with 31 characters; chosen keys should have at least 32` +
+          " random characters (it keeps working: replace it)",
+      ]);
+      expect(r.out + r.err).not.toContain(short);
+    }
+    const app = await startApp(db.url);
+    try {
+      expect((await call(app.base, "/hooks/api_v1.php?r=leads/999999", { key: short })).status).toBe(404);
+    } finally {
+      await app.stop();
+    }
   });
 
   test("an unknown section is rejected by name and nothing is written", async () => {
@@ -402,7 +454,8 @@ describe("provision FILE", () => {
     const applied = await run(fileOf(good));
     expect(applied.code).toBe(0);
     expect(applied.out).toMatch(/^key \d+ bot lk_\S+\n$/);
-    expect(applied.err).toStartWith("provisioned: ");
+    // The example's chosen key is short: warned about on stderr, so stdout still holds only secrets.
+    expect(applied.err).toMatch(/^warning: api key \d+ "site form" was chosen with 18 characters;[^\n]*\nprovisioned: /);
   });
 });
 

@@ -1,8 +1,7 @@
 // Operator actions on API keys (the `leadline keys` commands and provisioning). Plaintext keys
 // leave this module only in the result of the call that created them.
 import type { Sql, Tx } from "../db/client";
-import { SCOPES, generateKey, hashKey, keyPrefix, type Scope } from "./keys";
-
+import { SCOPES, displayPrefix, generateKey, hashKey, type Scope } from "./keys";
 
 export interface KeyGrant {
   name: string;
@@ -18,7 +17,8 @@ export interface IssuedKey extends KeyGrant {
 
 export interface KeyListing extends KeyGrant {
   id: number;
-  prefix: string;
+  /** The display prefix of a generated key; null for a chosen key (or one whose origin is unknown). */
+  prefix: string | null;
   active: boolean;
   provisioned: boolean;
   created_at: Date;
@@ -37,17 +37,19 @@ export async function notifyKeysChanged(sql: Sql): Promise<void> {
 /**
  * Writes a key: inserted, or (same plaintext, from a provisioning file) updated to these grants.
  * A revoked key stays inactive: revocation is final. Answers the row when it was written, null
- * when it already had exactly these grants.
+ * when it already had exactly these grants. `prefix`: what listings show, '' for a chosen key
+ * (none of its characters is stored in clear).
  */
 export async function putKey(
   tx: Tx,
   grant: KeyGrant & { active?: boolean; provisioned?: boolean },
   plaintext: string,
+  prefix = "",
 ): Promise<{ id: number; inserted: boolean } | null> {
   const scopes = canonicalScopes(grant.scopes);
   const [row] = await tx<{ id: number; inserted: boolean }[]>`
     insert into api_keys (key_hash, key_prefix, name, org_id, scopes, agent, active, provisioned)
-    values (${hashKey(plaintext)}, ${keyPrefix(plaintext)}, ${grant.name}, ${grant.org_id},
+    values (${hashKey(plaintext)}, ${prefix}, ${grant.name}, ${grant.org_id},
             ${tx.array(scopes, 25)}, ${grant.agent}, ${grant.active ?? true}, ${grant.provisioned ?? false})
     on conflict (key_hash) do update set
       name = excluded.name, org_id = excluded.org_id, scopes = excluded.scopes, agent = excluded.agent,
@@ -63,7 +65,7 @@ export async function putKey(
 /** A new key with a generated plaintext, returned this once. */
 export async function insertKey(tx: Tx, grant: KeyGrant & { active?: boolean; provisioned?: boolean }): Promise<IssuedKey> {
   const plaintext = generateKey();
-  const row = await putKey(tx, grant, plaintext);
+  const row = await putKey(tx, grant, plaintext, displayPrefix(plaintext));
   return { id: row!.id, key: plaintext, name: grant.name, org_id: grant.org_id, scopes: canonicalScopes(grant.scopes), agent: grant.agent };
 }
 
@@ -107,7 +109,7 @@ export async function createKey(sql: Sql, grant: KeyGrant): Promise<IssuedKey> {
 
 export async function listKeys(sql: Sql): Promise<KeyListing[]> {
   return sql<KeyListing[]>`
-    select id, key_prefix as prefix, name, org_id, scopes, agent, active, provisioned,
+    select id, nullif(key_prefix, '') as prefix, name, org_id, scopes, agent, active, provisioned,
            created_at, revoked_at, last_used_at
     from api_keys order by id`;
 }

@@ -1,7 +1,7 @@
 // `leadline keys …`: argument parsing and output only; the queries live in admin.ts.
 import { systemClock, type Clock } from "../clock";
 import type { Sql } from "../db/client";
-import { noPositional, oneId, parseArgs, positiveInt, printTable, textCell, timeCell } from "../args";
+import { noPositional, oneId, parseArgs, positiveInt, printJson, printTable, textCell, timeCell } from "../args";
 import { UsageError } from "../errors";
 import { createKey, listKeys, revokeKey, rotateKey, type IssuedKey, type KeyListing } from "./admin";
 import { SCOPES, isScope, type Scope } from "./keys";
@@ -19,11 +19,11 @@ function parseScopes(raw: string | true | undefined): Scope[] {
 function printIssued(issued: IssuedKey, json: boolean, verb: string) {
   if (json) {
     const { id, key, name, org_id, scopes, agent } = issued;
-    process.stdout.write(JSON.stringify({ id, key, name, org_id, scopes, agent }) + "\n");
+    printJson({ id, key, name, org_id, scopes, agent });
     return;
   }
   const org = issued.org_id === null ? "platform-global" : `org ${issued.org_id}`;
-  const agent = issued.agent === null ? "" : `, agent ${issued.agent}`;
+  const agent = issued.agent === null ? "" : `, agent ${textCell(issued.agent)}`;
   process.stderr.write(`${verb} key ${issued.id} (${org}, scopes ${issued.scopes.join(",")}${agent}); it is shown only once:\n`);
   process.stdout.write(issued.key + "\n");
 }
@@ -43,18 +43,18 @@ function printListing(keys: KeyListing[], json: boolean) {
       revoked_at: k.revoked_at,
       last_used_at: k.last_used_at,
     }));
-    process.stdout.write(JSON.stringify(out) + "\n");
+    printJson(out);
     return;
   }
   const rows = [
     ["ID", "PREFIX", "NAME", "ORG", "SCOPES", "AGENT", "ACTIVE", "CREATED", "LAST_USED"],
     ...keys.map((k) => [
       String(k.id),
-      k.prefix,
+      k.prefix ?? "-", // a chosen key: none of it is stored
       textCell(k.name),
       k.org_id === null ? "-" : String(k.org_id),
       k.scopes.join(","),
-      k.agent ?? "-",
+      k.agent === null ? "-" : textCell(k.agent),
       k.revoked_at !== null ? "revoked" : k.active ? "yes" : "no",
       timeCell(k.created_at),
       timeCell(k.last_used_at),

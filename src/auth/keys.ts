@@ -29,9 +29,20 @@ export const keyDigest = (plaintext: string): string => Bun.SHA256.hash(plaintex
 
 export const hashKey = (plaintext: string): Buffer => Buffer.from(keyDigest(plaintext), "base64");
 
-export function keyPrefix(plaintext: string): string {
-  return plaintext.slice(0, 10);
-}
+/**
+ * What listings show of a generated key: `lk_` and its first 4 random characters (24 of its 256
+ * bits), enough to tell keys apart and far too little to help find the rest. A key the operator
+ * chose has no such prefix: its characters are not known to be random, so any of them stored in
+ * clear could shorten an offline search of the unsalted hash (see CHOSEN_KEY_MIN_LENGTH).
+ */
+export const displayPrefix = (generated: string): string => generated.slice(0, 7);
+
+/**
+ * Chosen keys shorter than this are accepted (existing ones must keep working) but warned about:
+ * one SHA-256 per guess is only safe for keys with far more entropy than a person picks in 16
+ * characters.
+ */
+export const CHOSEN_KEY_MIN_LENGTH = 32;
 
 export function sameHash(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && timingSafeEqual(a, b);

@@ -4,6 +4,12 @@
 // as the request's own read. Entries live for a minute (unknown keys for ten seconds), and a
 // `leadline_keys` notification, sent by every key change, empties the cache at once so that a
 // revocation takes effect within milliseconds on every instance.
+//
+// The race that emptying alone leaves open: a lookup reads the key just before the revoke commits,
+// the notification empties the cache, then the lookup's answer arrives and is cached for a minute.
+// So every emptying bumps a generation, and a lookup caches its answer only when the generation it
+// read before its query is still current (its own request may still pass: it began before the
+// revoke committed).
 import type { Clock } from "../clock";
 import type { Sql } from "../db/client";
 import { every, type Worker } from "../jobs/worker";
@@ -33,6 +39,8 @@ export class KeyStore {
   private lastWritten = new Map<number, number>();
   // The digest of the last plaintext seen: `cached` and `resolve` run back to back for one request.
   private memo = { plaintext: "", id: "" };
+  /** Bumped by every invalidate(); see the top of this file. */
+  private generation = 0;
 
   constructor(
     private readonly sql: Sql,
@@ -60,14 +68,17 @@ export class KeyStore {
     if (known !== undefined) return known;
     const id = this.digest(plaintext);
     const hash = Buffer.from(id, "base64");
+    const generation = this.generation;
     const row = await findKeyByHash(this.sql, hash);
     const key =
       row && sameHash(row.key_hash, hash) && row.active && !row.revoked_at
         ? { id: row.id, orgId: row.org_id, scopes: new Set(row.scopes), agent: row.agent || null }
         : null;
     const t = this.clock.now();
-    if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(id, { key, until: t + (key ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) });
+    if (generation === this.generation) {
+      if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(id, { key, until: t + (key ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) });
+    }
     if (key) this.used(key.id, t);
     return key;
   }
@@ -77,11 +88,17 @@ export class KeyStore {
   }
 
   invalidate(): void {
+    this.generation++;
     this.cache.clear();
     this.memo = { plaintext: "", id: "" };
   }
 
-  /** Subscribes to key changes; postgres.js re-listens after a reconnect, and we drop the cache then too. */
+  /**
+   * Subscribes to key changes. postgres.js listens on a connection of its own (with the pool's
+   * options, so TCP keepalive from connect()); when that connection closes it connects again and
+   * re-listens, and the cache is dropped then too, since notifications sent while it was away are
+   * lost.
+   */
   async listen(): Promise<void> {
     await this.sql.listen(
       "leadline_keys",

@@ -26,6 +26,11 @@ export function connect(url: string, opts: DbOptions): Sql {
     max: opts.max,
     connect_timeout: 2,
     idle_timeout: 60,
+    // TCP keepalive after 10 s idle (postgres.js's default is 60 s). It matters most for the
+    // LISTEN connection (`sql.listen` opens one with these options and never idles it out): a
+    // firewall or NAT that drops quiet connections would otherwise cut it without either end
+    // noticing, and key revocations would stop reaching this instance.
+    keep_alive: 10,
     max_lifetime: 60 * 30,
     backoff: (retries: number) => Math.min(0.25, 0.02 * 2 ** retries),
     onnotice: () => {},

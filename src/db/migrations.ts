@@ -13,6 +13,7 @@ import m0009 from "../../sql/0009_hot_updates.sql" with { type: "text" };
 import m0010 from "../../sql/0010_dni_visitor_pool.sql" with { type: "text" };
 import m0011 from "../../sql/0011_dial_scope.sql" with { type: "text" };
 import m0012 from "../../sql/0012_dni_retention.sql" with { type: "text" };
+import m0013 from "../../sql/0013_key_prefix.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -27,4 +28,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 10, name: "0010_dni_visitor_pool", sql: m0010 },
   { version: 11, name: "0011_dial_scope", sql: m0011 },
   { version: 12, name: "0012_dni_retention", sql: m0012 },
+  { version: 13, name: "0013_key_prefix", sql: m0013 },
 ];

@@ -1,7 +1,7 @@
 // `leadline dni report [--pool KEY] [--since YYYY-MM-DD] [--json]`: argument parsing and output
 // only; the query lives in report.ts.
 import type { Sql } from "../db/client";
-import { noPositional, parseArgs } from "../args";
+import { noPositional, parseArgs, printJson, printTable, textCell } from "../args";
 import { UsageError } from "../errors";
 import { dniReport, type ReportRow } from "./report";
 
@@ -35,23 +35,21 @@ function parseReportArgs(args: string[]): ReportArgs {
   };
 }
 
-function printTable(rows: ReportRow[]): void {
-  const shown = (s: string) => (s === "" ? "-" : /\s/.test(s) ? JSON.stringify(s) : s);
+/** UTM values come from visitors' URLs: textCell escapes any control characters in them. */
+function printReport(rows: ReportRow[]): void {
+  const shown = (s: string) => (s === "" ? "-" : textCell(s));
   const total = (k: "visitors" | "pageviews" | "forms" | "calls") => String(rows.reduce((n, r) => n + r[k], 0));
-  const table = [
-    ["POOL", "SOURCE", "MEDIUM", "CAMPAIGN", "VISITORS", "PAGEVIEWS", "FORMS", "CALLS"],
-    ...rows.map((r) => [
-      r.pool, shown(r.utm_source), shown(r.utm_medium), shown(r.utm_campaign),
-      String(r.visitors), String(r.pageviews), String(r.forms), String(r.calls),
-    ]),
-    ["total", "", "", "", total("visitors"), total("pageviews"), total("forms"), total("calls")],
-  ];
-  const widths = table[0].map((_, c) => Math.max(...table.map((r) => r[c].length)));
-  const numeric = (c: number) => c >= 4;
-  for (const r of table) {
-    const line = r.map((v, c) => (numeric(c) ? v.padStart(widths[c]) : v.padEnd(widths[c]))).join("  ");
-    process.stdout.write(line.trimEnd() + "\n");
-  }
+  printTable(
+    [
+      ["POOL", "SOURCE", "MEDIUM", "CAMPAIGN", "VISITORS", "PAGEVIEWS", "FORMS", "CALLS"],
+      ...rows.map((r) => [
+        textCell(r.pool), shown(r.utm_source), shown(r.utm_medium), shown(r.utm_campaign),
+        String(r.visitors), String(r.pageviews), String(r.forms), String(r.calls),
+      ]),
+      ["total", "", "", "", total("visitors"), total("pageviews"), total("forms"), total("calls")],
+    ],
+    (c) => c >= 4,
+  );
 }
 
 export async function dniCommand(sql: Sql, args: string[]): Promise<number> {
@@ -62,11 +60,11 @@ export async function dniCommand(sql: Sql, args: string[]): Promise<number> {
   const opts = parseReportArgs(rest);
   const rows = await dniReport(sql, { pool: opts.pool, since: opts.since });
   if (opts.json) {
-    process.stdout.write(JSON.stringify(rows) + "\n");
+    printJson(rows);
   } else if (rows.length === 0) {
-    process.stderr.write("no visitors, page views, form events or calls" + (opts.pool ? ` for pool ${opts.pool}` : "") + "\n");
+    process.stderr.write("no visitors, page views, form events or calls" + (opts.pool ? ` for pool ${textCell(opts.pool)}` : "") + "\n");
   } else {
-    printTable(rows);
+    printReport(rows);
   }
   return 0;
 }

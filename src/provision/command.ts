@@ -4,6 +4,8 @@ import { readFile } from "node:fs/promises";
 import { systemClock, type Clock } from "../clock";
 import type { Sql } from "../db/client";
 import { UsageError } from "../errors";
+import { textCell } from "../args";
+import { CHOSEN_KEY_MIN_LENGTH } from "../auth/keys";
 import { applyProvisioning, type ProvisionSummary } from "./service";
 import { parseProvisioning } from "./validate";
 
@@ -20,14 +22,17 @@ export async function provisionCommand(sql: Sql, args: string[], clock: Clock = 
   }
   const summary = await applyProvisioning(sql, parseProvisioning(text), { now: new Date(clock.now()) });
   for (const k of summary.generatedKeys) {
-    process.stdout.write(`key ${k.id} ${displayName(k.name)} ${k.key}\n`);
+    process.stdout.write(`key ${k.id} ${textCell(k.name)} ${k.key}\n`);
+  }
+  for (const k of summary.shortKeys) {
+    process.stderr.write(
+      `warning: api key ${k.id} ${textCell(k.name)} was chosen with ${k.length} characters;` +
+        ` chosen keys should have at least ${CHOSEN_KEY_MIN_LENGTH} random characters (it keeps working: replace it)\n`,
+    );
   }
   process.stderr.write(summaryLine(summary) + "\n");
   return 0;
 }
-
-/** Names with white space (or quotes) are JSON-quoted so the line still splits into 4 fields. */
-export const displayName = (name: string) => (name === "" || /[\s"]/.test(name) ? JSON.stringify(name) : name);
 
 export function summaryLine(summary: ProvisionSummary): string {
   const parts = Object.entries(summary.counts).map(([section, c]) => {

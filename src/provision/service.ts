@@ -4,6 +4,7 @@
 // `is distinct from`, so applying the same file again writes nothing, not even updated_at.
 import type { Sql, Tx } from "../db/client";
 import { canonicalScopes, insertKey, notifyKeysChanged, putKey } from "../auth/admin";
+import { CHOSEN_KEY_MIN_LENGTH, hashKey } from "../auth/keys";
 import type { ApiKeySpec, ProvisioningFile } from "./model";
 import { ProvisioningError, referenceProblems, referencedIds, type KnownRows } from "./validate";
 
@@ -19,9 +20,17 @@ export interface GeneratedKey {
   key: string;
 }
 
+/** A key the file chose that is shorter than CHOSEN_KEY_MIN_LENGTH: named, never shown. */
+export interface ShortKey {
+  id: number;
+  name: string;
+  length: number;
+}
+
 export interface ProvisionSummary {
   counts: Record<string, Counts>;
   generatedKeys: GeneratedKey[];
+  shortKeys: ShortKey[];
 }
 
 // Serializes concurrent provisioning runs; their upserts would otherwise race on the same ids.
@@ -37,7 +46,7 @@ export async function applyProvisioning(
   opts: { now?: Date } = {},
 ): Promise<ProvisionSummary> {
   const now = opts.now ?? new Date();
-  const summary: ProvisionSummary = { counts: {}, generatedKeys: [] };
+  const summary: ProvisionSummary = { counts: {}, generatedKeys: [], shortKeys: [] };
   // `removed`: rows changed that the file does not list (billing dropped, numbers deactivated).
   const count = (section: string, total: number, written: Written, removed = 0) => {
     const created = written.filter((r) => r.inserted).length;
@@ -69,6 +78,7 @@ export async function applyProvisioning(
         const result = await applyKey(tx, spec);
         if (result.written) written.push(result.written);
         if (result.generated) summary.generatedKeys.push(result.generated);
+        if (result.short) summary.shortKeys.push(result.short);
       }
       count("api_keys", file.api_keys.length, written);
     }
@@ -262,7 +272,10 @@ function upsertLists(tx: Tx, lists: NonNullable<ProvisioningFile["lists"]>): Pro
  * (name, org_id) among the provisioned keys that are not revoked; only when there is none is a
  * key generated (and reported once). A revoked key is never reactivated: revocation is final.
  */
-async function applyKey(tx: Tx, spec: ApiKeySpec): Promise<{ written?: Written[number]; generated?: GeneratedKey }> {
+async function applyKey(
+  tx: Tx,
+  spec: ApiKeySpec,
+): Promise<{ written?: Written[number]; generated?: GeneratedKey; short?: ShortKey }> {
   const grant = {
     name: spec.name,
     org_id: spec.org_id,
@@ -272,7 +285,12 @@ async function applyKey(tx: Tx, spec: ApiKeySpec): Promise<{ written?: Written[n
   const active = spec.active ?? true;
   if (spec.key !== undefined) {
     const row = await putKey(tx, { ...grant, active, provisioned: true }, spec.key);
-    return row ? { written: { inserted: row.inserted } } : {};
+    const written = row ? { inserted: row.inserted } : undefined;
+    // Short chosen keys keep working (refusing them would lock out running integrations), but every
+    // apply names them until they are replaced. Unchanged rows are not returned by putKey.
+    if (spec.key.length >= CHOSEN_KEY_MIN_LENGTH) return { written };
+    const id = row?.id ?? (await tx<{ id: number }[]>`select id from api_keys where key_hash = ${hashKey(spec.key)}`)[0].id;
+    return { written, short: { id, name: spec.name, length: spec.key.length } };
   }
   const [existing] = await tx<{ id: number }[]>`
     select id from api_keys

@@ -10,25 +10,32 @@ export interface Proxy {
   /** Accepts connections but forwards nothing, and stalls the open ones: a hung database. */
   hang(): void;
   restore(): void;
-  /** Forwards everything after `ms` milliseconds: a slow database. */
+  /** Forwards everything after `ms` milliseconds: a slow database (but see `unlagged`). */
   delay(ms: number): void;
   close(): Promise<void>;
 }
 
-export async function startProxy(target: string): Promise<Proxy> {
+/**
+ * `unlagged`: a connection that has sent this text (e.g. `listen "leadline_keys"`) is never
+ * delayed, so a test can slow a pool's answers but not its LISTEN connection's notifications.
+ */
+export async function startProxy(target: string, opts: { unlagged?: string } = {}): Promise<Proxy> {
   const dest = new URL(target);
   let mode: "up" | "down" | "hang" = "up";
   let lag = 0;
+  const fastAfter = opts.unlagged === undefined ? null : Buffer.from(opts.unlagged);
   const pairs = new Set<[Socket, Socket]>();
   const server = createServer((client) => {
     if (mode === "down") return client.destroy();
     const upstream = tcpConnect(Number(dest.port || 5432), dest.hostname);
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
+    let fast = false;
     const forward = (from: Socket, to: Socket) =>
-      from.on("data", (chunk) => {
+      from.on("data", (chunk: Buffer) => {
         if (mode !== "up") return;
-        if (lag > 0) setTimeout(() => to.writable && to.write(chunk), lag);
+        if (from === client && fastAfter && chunk.includes(fastAfter)) fast = true;
+        if (lag > 0 && !fast) setTimeout(() => to.writable && to.write(chunk), lag);
         else to.write(chunk);
       });
     forward(client, upstream);
