@@ -17,7 +17,7 @@
 // any other with the same operation_id and the same send replays the first's stored answer
 // (waiting for it while the first is still with its provider), and one with a different send is
 // a conflict.
-import type { Config } from "../config";
+import { withoutTrailingSlashes, type Config } from "../config";
 import type { Sql } from "../db/client";
 import { DEADLINE_MS, withDeadline } from "../db/deadline";
 import { classify } from "../db/sqlstate";
@@ -88,7 +88,7 @@ export const sendDeadline = (env: SendEnv) => replayWaitOf(env) + (env.billingLo
  */
 const step = <T>(work: Promise<T>, ms = DEADLINE_MS) => withDeadline(work, ms);
 
-export const statusCallbackUrl = (baseUrl: string) => `${baseUrl.replace(/\/+$/, "")}/hooks/sms_status.php`;
+export const statusCallbackUrl = (baseUrl: string) => `${withoutTrailingSlashes(baseUrl)}/hooks/sms_status.php`;
 
 const refusal = (reason: GateReason | "empty_body"): SendAnswer => ({
   status: reasonStatus(reason),
