@@ -192,13 +192,16 @@ export interface RenderedEmail {
 /** An email's subject, HTML body and plain-text alternative from the sender's templates. */
 export function renderEmail(body: string, subject: string | null, values: MergeValues): RenderedEmail {
   const subjectTemplate = subject === null || subject.trim() === "" ? DEFAULT_SUBJECT : subject;
-  return {
-    // A header is one line of text: merged plainly, line breaks folded to spaces.
-    subject: merge(subjectTemplate, values).replace(/[\r\n]+/g, " ").trim(),
-    html: merge(body, values, escapeHtml),
-    text: merge(htmlToText(body), values),
-  };
+  // A header is one line of text: merged plainly, line breaks folded to spaces.
+  return emailOf(merge(subjectTemplate, values).replace(/[\r\n]+/g, " ").trim(), merge(body, values, escapeHtml));
 }
+
+/**
+ * An email from its merged subject and HTML body, as a message row stores them: the plain-text
+ * alternative is derived from the merged HTML (escaped values decode back to what was typed), so
+ * an email sent later from its stored row is the one that would have gone at once.
+ */
+export const emailOf = (subject: string, html: string): RenderedEmail => ({ subject, html, text: htmlToText(html) });
 
 /** An SMS body: merge values inserted as plain text. */
 export const renderSms = (body: string, values: MergeValues): string => merge(body, values);
