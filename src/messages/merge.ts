@@ -98,8 +98,8 @@ function findFrom(re: RegExp, s: string, from: number): [number, number] | null 
  * One pass of a small tokenizer: every search for a tag's end, a comment's end or a dropped
  * element's end starts where the previous one stopped, and one that finds nothing ends the scan,
  * so the time is linear in the input whatever it holds (the regular expressions this replaced
- * took seconds on 60 KB of spaces or thousands of `<script`). An unterminated tag, comment or
- * script drops the rest of the input, as a browser would not show it either.
+ * took seconds on 60 KB of spaces or thousands of `<script`). An unterminated tag, comment,
+ * script or style drops the rest of the input, as a browser would not show it either.
  */
 export function htmlToText(html: string): string {
   const s = html;
@@ -114,6 +114,7 @@ export function htmlToText(html: string): string {
     if (link.href !== "" && text.trim() !== link.href.trim()) out += ` (${link.href})`;
     link = null;
   };
+  let headUnclosed = false;
   let i = 0;
   while (i < s.length) {
     const lt = s.indexOf("<", i);
@@ -144,8 +145,15 @@ export function htmlToText(html: string): string {
     const name = m[1].toLowerCase();
     const closing = inner[0] === "/";
     if (!closing && RAW.has(name)) {
-      const end = findFrom(RAW_END[name], s, i);
-      if (end === null) break;
+      // An unclosed script or style swallows the rest, as in a browser; an unclosed head does
+      // not (a browser ends it at the first content), so its tag alone is dropped. A search that
+      // found no end tag is not made again: none can be found later either (`<head>` × 10,000).
+      const end = headUnclosed && name === "head" ? null : findFrom(RAW_END[name], s, i);
+      if (end === null) {
+        if (name !== "head") break;
+        headUnclosed = true;
+        continue;
+      }
       i = end[1];
       continue;
     }

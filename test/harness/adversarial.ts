@@ -34,6 +34,8 @@ export const INPUTS: Record<string, string> = {
   "< repeats": fill("<"),
   "<a repeats": fill("<a"),
   "<a href= unclosed": fill(' href="', "", "<a"),
+  "<head> unclosed": fill("<head>"),
+  "<head> then text": fill("<head>x"),
   "nested links": fill('<a href="https://x.example/">'),
   "nested tags": fill("<b><i>"),
   "unterminated comment": fill("<!--"),
