@@ -15,6 +15,7 @@ import { parseSendInput } from "../../src/messages/model";
 import { e164, oneLine } from "../../src/messages/twilio";
 import { keywordConsent } from "../../src/messages/callbacks";
 import { parseHHMM, stateZone } from "../../src/messages/quiet-hours";
+import { forbiddenAddress } from "../../src/events/address";
 
 export const SIZE = 64 * 1024;
 
@@ -89,6 +90,7 @@ export const TRANSFORMS: Record<string, (s: string) => unknown> = {
   "SMS keywords": keywordConsent,
   "quiet hours fields": (s) => [stateZone(s), parseHHMM(s)],
   "base address": withoutTrailingSlashes,
+  "webhook address": (s) => [forbiddenAddress(s), forbiddenAddress(`[${s}]`), forbiddenAddress(`fe80::1%${s}`)],
 };
 
 /** Runs `fn(input)` and returns how long it took in ms; an exception is a refusal, which is fine. */
