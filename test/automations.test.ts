@@ -376,7 +376,10 @@ describe("serve", () => {
             .filter((e: any) => e.kind === "msg")
             .sort((a: any, b: any) => a.channel.localeCompare(b.channel));
         if (at === NIGHT) {
-          await until(async () => (await runs(leadId)).every((x) => x.status === "deferred") && (await runs(leadId)).length === 2);
+          await until(async () => {
+            const both = await runs(leadId);
+            return both.length === 2 && both.every((x) => x.status === "deferred");
+          });
           // Queued until morning, and already showing what will go.
           const queued = await entries();
           expect(queued.map((e: any) => [e.channel, e.status, e.body, e.subject])).toEqual([
