@@ -7,13 +7,17 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-ALL="core messages booking events dni"
+ALL="core messages booking events dni text"
 IFS=', ' read -r -a suites <<<"${BENCH_SUITES:-$ALL}"
 for s in "${suites[@]}"; do
   [[ " $ALL " == *" $s "* ]] || { echo "bench: unknown suite '$s' in BENCH_SUITES (one of: $ALL)" >&2; exit 2; }
 done
 
-if ! command -v wrk >/dev/null 2>&1; then
+# The text suite runs in process; every other one needs wrk and the executable.
+needs_server=0
+for s in "${suites[@]}"; do [ "$s" = text ] || needs_server=1; done
+
+if [ "$needs_server" = 1 ] && ! command -v wrk >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "bench: installing wrk" >&2
     apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }
@@ -22,7 +26,7 @@ if ! command -v wrk >/dev/null 2>&1; then
     exit 1
   fi
 fi
-[ -n "${BENCH_EXE:-}" ] || [ -x dist/leadline ] || { echo "bench: dist/leadline is missing: run make build (or make bench)" >&2; exit 1; }
+[ "$needs_server" = 0 ] || [ -n "${BENCH_EXE:-}" ] || [ -x dist/leadline ] || { echo "bench: dist/leadline is missing: run make build (or make bench)" >&2; exit 1; }
 [ -x node_modules/.bin/bun ] || { echo "bench: node_modules/.bin/bun is missing: run make install" >&2; exit 1; }
 
 mkdir -p bench/results

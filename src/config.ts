@@ -47,13 +47,23 @@ function oneOf<T extends string>(name: string, raw: string | undefined, allowed:
   return raw as T;
 }
 
+/**
+ * A base address without trailing slashes. A loop rather than \`/\/+$/\`, which tries again from
+ * every slash (3 s on 64 KiB of them); base addresses come from settings and provisioning too.
+ */
+export function withoutTrailingSlashes(s: string): string {
+  let end = s.length;
+  while (end > 0 && s.charCodeAt(end - 1) === 47) end--;
+  return s.slice(0, end);
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const databaseUrl = env.DATABASE_URL?.trim() || null;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError("DATABASE_URL must be a postgres:// URL");
   }
   const port = intIn("PORT", env.PORT, 0, 65535) ?? 8080;
-  const baseUrl = (env.BASE_URL?.trim() || `http://localhost:${port}`).replace(/\/+$/, "");
+  const baseUrl = withoutTrailingSlashes(env.BASE_URL?.trim() || `http://localhost:${port}`);
   return {
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || "./leadline-data",

@@ -354,6 +354,55 @@ describe("provisioning", () => {
 });
 
 describe("serve", () => {
+  test("over HTTP, the conversation shows the automations' texts as sent, at once and after quiet hours", async () => {
+    const { startApp, call } = await import("./harness/app");
+    const { makeKey } = await import("./harness/factory");
+    await automation({ body: "Hi {first_name}, thanks for contacting {company}!" });
+    await automation({ channel: "email", subject: "Welcome, {first_name}", body: "<p>Hi {first_name} &amp; welcome to {company}</p>" });
+    const { key } = await makeKey(db.sql, { scopes: ["leads:write", "conversations:read"], org: 1 });
+    const app = await startApp(db.url, {}, { clock });
+    try {
+      for (const at of [DAY, NIGHT]) {
+        clock.set(at);
+        twilio.reset();
+        smtp.reset();
+        const body = { phone: String(phoneSeq++), list_id: 101, first_name: "Dana", state: "TX", email: "dana.auto@example.com" };
+        const r = await call(app.base, "/hooks/lead_intake.php", { method: "POST", key, json: body });
+        expect(r.body).toMatchObject({ ok: true, deduped: false });
+        const leadId = r.body.lead_id;
+        // The two runs race: entries in channel order (email, sms).
+        const entries = async () =>
+          (await call(app.base, `/hooks/api_v1.php?r=conversations/${leadId}`, { key })).body.entries
+            .filter((e: any) => e.kind === "msg")
+            .sort((a: any, b: any) => a.channel.localeCompare(b.channel));
+        if (at === NIGHT) {
+          await until(async () => {
+            const both = await runs(leadId);
+            return both.length === 2 && both.every((x) => x.status === "deferred");
+          });
+          // Queued until morning, and already showing what will go.
+          const queued = await entries();
+          expect(queued.map((e: any) => [e.channel, e.status, e.body, e.subject])).toEqual([
+            ["email", "queued", "<p>Hi Dana &amp; welcome to Acme Roofing LLC</p>", "Welcome, Dana"],
+            ["sms", "queued", "Hi Dana, thanks for contacting Acme Roofing LLC!", ""],
+          ]);
+          clock.set(MORNING_TX);
+        }
+        await twilio.waitFor(1, 5000);
+        await smtp.waitFor(1, 5000);
+        await until(async () => (await entries()).every((e: any) => e.status === "sent"));
+        const [emailEntry, textEntry] = await entries();
+        expect(textEntry.body).toBe(twilio.requests[0].form.Body);
+        expect(textEntry.body).toBe("Hi Dana, thanks for contacting Acme Roofing LLC!");
+        expect([emailEntry.body, emailEntry.subject]).toEqual([smtp.mails[0].parsed.html, smtp.mails[0].parsed.subject]);
+        expect([emailEntry.body, emailEntry.subject]).toEqual(["<p>Hi Dana &amp; welcome to Acme Roofing LLC</p>", "Welcome, Dana"]);
+        expect(smtp.mails[0].parsed.text?.trim()).toBe("Hi Dana & welcome to Acme Roofing LLC");
+      }
+    } finally {
+      await app.stop();
+    }
+  });
+
   test("an intake over HTTP is texted by the running service once; its duplicate is not; both events reach a webhook", async () => {
     const { startApp, call } = await import("./harness/app");
     const { makeKey } = await import("./harness/factory");

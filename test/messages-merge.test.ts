@@ -57,6 +57,20 @@ describe("merge", () => {
     expect(htmlToText("plain text, no markup")).toBe("plain text, no markup");
   });
 
+  test("plain-text alternative: odd markup", () => {
+    // A lone "<" is text; tags of any case; links do not nest; entities in hrefs are decoded.
+    expect(htmlToText("1 < 2 and <B>bold</B> <A HREF='https://a.example/?x=1&amp;y=2'>go</a>")).toBe("1 < 2 and bold go (https://a.example/?x=1&y=2)");
+    expect(htmlToText('<a href="u1">one <a href="u2">two</a>')).toBe("one  (u1)two (u2)");
+    expect(htmlToText('<a href="https://x.example"> https://x.example </a>')).toBe("https://x.example");
+    // Unterminated: a comment, a tag, a script or style drop the rest; an unclosed head only its tag.
+    expect(htmlToText("kept <!-- gone")).toBe("kept");
+    expect(htmlToText("kept <p class='x' gone")).toBe("kept");
+    expect(htmlToText("kept <script>gone")).toBe("kept");
+    expect(htmlToText("<head><title>T</title><p>Body</p>")).toBe("TBody");
+    // Trailing blanks before a break go; at most one blank line; CR LF is a break.
+    expect(htmlToText("a \t\r\n\r\n\r\n\r\nb  ")).toBe("a\n\nb");
+  });
+
   test("property: an escaped value never contains markup characters", () => {
     fc.assert(fc.property(fc.string(), (s) => !/[<>"']/.test(escapeHtml(s)) && !/&(?!amp;|lt;|gt;|quot;|#39;)/.test(escapeHtml(s))));
   });

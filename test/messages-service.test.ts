@@ -176,7 +176,8 @@ describe("SMS", () => {
       StatusCallback: "https://leadline.example/hooks/sms_status.php",
     });
     const m = await message(r.message_id);
-    expect(m).toMatchObject({ status: "sent", provider_id: req.sid, body: "Hi {first_name} from {company}", error: "", meta: { to: "5125550123" } });
+    // The row holds the text as sent (what the conversation shows), not the template.
+    expect(m).toMatchObject({ status: "sent", provider_id: req.sid, body: req.form.Body, error: "", meta: { to: "5125550123" } });
     expect(Number(m.cost)).toBe(0.01);
     expect(await credits()).toBe(9.99);
     const ledger = await db.sql`select kind, amount::float8 as amount, balance::float8 as balance from credit_ledger where message_id = ${r.message_id}`;
@@ -353,7 +354,7 @@ describe("email", () => {
     expect(mail.parsed.html).toBe("<p>Hello &lt;script&gt;x&lt;/script&gt; &amp; welcome</p>");
     expect(mail.parsed.text?.trim()).toBe("Hello <script>x</script> & welcome");
     const m = await message(r.message_id);
-    expect(m).toMatchObject({ status: "sent", subject: "Message from Acme Roofing LLC", body: "<p>Hello {first_name} &amp; welcome</p>" });
+    expect(m).toMatchObject({ status: "sent", subject: mail.parsed.subject, body: mail.parsed.html });
     expect(Number(m.cost)).toBe(0.001);
   });
 

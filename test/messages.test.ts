@@ -439,7 +439,8 @@ describe("SMS and email providers", () => {
       StatusCallback: `${PUBLIC}/hooks/sms_status.php`,
     });
     const entry = (await conversation(k, id)).entries.at(-1);
-    expect(entry).toMatchObject({ kind: "msg", channel: "sms", direction: "out", status: "sent", error: "", body: "Hi {first_name}, {company} here. Call {phone}." });
+    // The conversation shows the text the lead received (issue 18), not the template.
+    expect(entry).toMatchObject({ kind: "msg", channel: "sms", direction: "out", status: "sent", error: "", body: "Hi Jo & <Co>, Acme Roofing LLC here. Call 5126600001." });
   });
 
   test("a Twilio error answer is ok: false with a reason, recorded failed with the provider's error, charged nothing", async () => {
@@ -501,7 +502,8 @@ describe("quiet hours", () => {
     expect([r.status, r.text]).toEqual([200, `{"ok":true,"message_id":${r.body.message_id},"defer_until":${MORNING_TX / 1000}}`]);
     expect(await message(r.body.message_id)).toMatchObject({ status: "queued" });
     let entry = (await conversation(k, id)).entries.at(-1);
-    expect(entry).toMatchObject({ status: "queued", error: "", body: "Good morning {first_name}" });
+    // Merged when queued: the conversation shows now what goes out in the morning.
+    expect(entry).toMatchObject({ status: "queued", error: "", body: "Good morning Dana" });
     clock.set(MORNING_TX - 1000);
     await Bun.sleep(600); // the runner polls every 250 ms: nothing is due yet
     expect(twilio.requests.length).toBe(0);
@@ -539,6 +541,92 @@ describe("quiet hours", () => {
     expect((await sms(k, await lead({ state: "TX" }))).body.defer_until).toBe(MORNING_TX / 1000);
     expect((await sms(k, await lead({ state: "New York" }))).body.defer_until).toBe(Date.UTC(2026, 0, 16, 13) / 1000);
     expect((await sms(k, await lead({ state: "" }))).body.defer_until).toBe(Date.UTC(2026, 0, 16, 13) / 1000);
+  });
+});
+
+describe("the timeline shows what was sent", () => {
+  const entryOf = async (k: string, leadId: number, id: number) => (await conversation(k, leadId)).entries.find((e: any) => e.id === id);
+
+  test("API sends: the SMS entry's body is the Body Twilio got; the email entry's body and subject are the HTML and Subject sent", async () => {
+    const k = await key();
+    const id = await lead({ first: "Dana & <Co>", email: "dana.co@example.com" });
+    const s = await sms(k, id, { body: "Hi {first_name}, thanks for contacting {company}!" });
+    expect((await entryOf(k, id, s.body.message_id)).body).toBe(twilio.requests[0].form.Body);
+    expect(twilio.requests[0].form.Body).toBe("Hi Dana & <Co>, thanks for contacting Acme Roofing LLC!");
+    for (const subject of ["Hello {first_name} from {company}", undefined]) {
+      smtp.reset();
+      const e = await post(k, { lead_id: id, channel: "email", body: "<p>Hi {first_name}</p>", subject, operation_id: op() });
+      const mail = smtp.mails[0];
+      const entry = await entryOf(k, id, e.body.message_id);
+      expect([entry.body, entry.subject]).toEqual([mail.parsed.html, mail.parsed.subject]);
+      expect(entry.body).toBe("<p>Hi Dana &amp; &lt;Co&gt;</p>");
+      expect(entry.subject).toBe(subject ? "Hello Dana & <Co> from Acme Roofing LLC" : "Message from Acme Roofing LLC");
+    }
+  });
+
+  test("deferred sends: the queued entry already shows the merged text, and it is exactly what goes out when quiet hours end", async () => {
+    clock.set(NIGHT);
+    const k = await key();
+    const id = await lead({ state: "TX", first: "Ruth", email: "ruth@example.com" });
+    const s = await sms(k, id, { body: "Morning {first_name}, {company} here" });
+    const e = await post(k, { lead_id: id, channel: "email", body: "<p>Morning {first_name}</p>", subject: "For {first_name}", operation_id: op() });
+    expect([s.body.defer_until, e.body.defer_until]).toEqual([MORNING_TX / 1000, MORNING_TX / 1000]);
+    const queuedSms = await entryOf(k, id, s.body.message_id);
+    const queuedEmail = await entryOf(k, id, e.body.message_id);
+    expect([queuedSms.status, queuedSms.body]).toEqual(["queued", "Morning Ruth, Acme Roofing LLC here"]);
+    expect([queuedEmail.status, queuedEmail.body, queuedEmail.subject]).toEqual(["queued", "<p>Morning Ruth</p>", "For Ruth"]);
+    // A name edited overnight does not change a message the agent has already seen queued.
+    await db.sql`update leads set first_name = 'Renamed' where id = ${id}`;
+    clock.set(MORNING_TX);
+    await twilio.waitFor(1);
+    await smtp.waitFor(1);
+    await until(async () => (await message(s.body.message_id)).status === "sent" && (await message(e.body.message_id)).status === "sent");
+    const sentSms = await entryOf(k, id, s.body.message_id);
+    const sentEmail = await entryOf(k, id, e.body.message_id);
+    expect(sentSms.body).toBe(twilio.requests[0].form.Body);
+    expect(sentSms.body).toBe(queuedSms.body);
+    expect([sentEmail.body, sentEmail.subject]).toEqual([smtp.mails[0].parsed.html, smtp.mails[0].parsed.subject]);
+    expect([sentEmail.body, sentEmail.subject]).toEqual([queuedEmail.body, queuedEmail.subject]);
+    expect(smtp.mails[0].parsed.text?.trim()).toBe("Morning Ruth");
+  });
+
+  test("a message queued before its text was stored merged (sql/0014) is merged when it goes, and then shows what went", async () => {
+    clock.set(NIGHT);
+    const k = await key();
+    const id = await lead({ state: "TX", first: "Olga" });
+    const s = await sms(k, id, { body: "Hi {first_name}" });
+    // What the row of such a message holds: the template, merged = false.
+    await db.sql`update messages set body = 'Hi {first_name} of {company}', merged = false where id = ${s.body.message_id}`;
+    clock.set(MORNING_TX);
+    await twilio.waitFor(1);
+    await until(async () => (await message(s.body.message_id)).status === "sent");
+    expect(twilio.requests[0].form.Body).toBe("Hi Olga of Acme Roofing LLC");
+    expect(await message(s.body.message_id)).toMatchObject({ body: "Hi Olga of Acme Roofing LLC", merged: true });
+  });
+
+  test("the idempotency identity stays the request's fields: the same template replays, another template is 409", async () => {
+    const k = await key();
+    const id = await lead({ first: "Ivy" });
+    for (const night of [false, true]) {
+      clock.set(night ? NIGHT : DAY);
+      twilio.reset();
+      smtp.reset();
+      const smsReq = { lead_id: id, channel: "sms", body: "Hi {first_name}", operation_id: op() };
+      const emailReq = { lead_id: id, channel: "email", body: "<b>{first_name}</b>", subject: "To {first_name}", operation_id: op() };
+      for (const req of [smsReq, emailReq]) {
+        const first = await post(k, req);
+        expect(first.status).toBe(200);
+        // The stored text is merged; the retry (same template) still replays the first answer byte for byte.
+        expect((await post(k, req, app2)).text).toBe(first.text);
+        // The merged text as a "template" is a different request.
+        const merged = await message(first.body.message_id);
+        for (const change of [{ body: merged.body }, { body: req.body + " " }, ...(req.channel === "email" ? [{ subject: merged.subject }] : [])]) {
+          const r = await post(k, { ...req, ...change });
+          expect([r.status, r.body.error]).toEqual([409, "operation_id_conflict"]);
+        }
+      }
+      expect(twilio.requests.length + smtp.mails.length).toBe(night ? 0 : 2);
+    }
   });
 });
 

@@ -2,7 +2,7 @@
 // start; the environment wins over them. (COMMS_INBOUND_LIST_ID is read by each query instead, so
 // a provisioning run takes effect at once.)
 import { randomBytes } from "node:crypto";
-import type { Config } from "../config";
+import { withoutTrailingSlashes, type Config } from "../config";
 import type { Sql } from "../db/client";
 
 /** The configuration with the provisioned BASE_URL applied where the environment gives none. */
@@ -10,7 +10,7 @@ export async function withProvisionedSettings(sql: Sql, config: Config): Promise
   if (config.baseUrlFromEnv) return config;
   const [row] = await sql<{ url: string }[]>`
     select value #>> '{}' as url from settings where key = 'BASE_URL' and jsonb_typeof(value) = 'string'`;
-  return row ? { ...config, baseUrl: row.url.replace(/\/+$/, "") } : config;
+  return row ? { ...config, baseUrl: withoutTrailingSlashes(row.url) } : config;
 }
 
 const GENERATED_SALT = "generated_ip_salt";

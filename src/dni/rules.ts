@@ -1,6 +1,6 @@
 // The contract's pure rules for number insertion: identifiers, number formatting, attribution
 // fields and browser events. No database, no clock.
-import { cleanText, cut, textField } from "../http/fields";
+import { cleanText, cut, isNumericText, textField } from "../http/fields";
 
 export const POOL_MAX = 48;
 export const VISITOR_MAX = 48;
@@ -78,7 +78,7 @@ export interface BrowserEvent {
 /** Numbers and numeric strings; anything else (and non-finite values) is 0. */
 function eventValue(v: unknown): number {
   if (typeof v === "number") return Number.isFinite(v) ? v : 0;
-  if (typeof v === "string" && /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(v)) {
+  if (typeof v === "string" && isNumericText(v)) {
     const n = Number(v);
     return Number.isFinite(n) ? n : 0;
   }

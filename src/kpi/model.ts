@@ -2,7 +2,7 @@
 // are checked one by one, so that a batch is processed partially (api-v1.md rule 7).
 import { Type as t } from "@sinclair/typebox";
 import { AppError } from "../errors";
-import { cleanText, idField } from "../http/fields";
+import { cleanText, idField, isNumericText } from "../http/fields";
 
 export const MAX_POINTS = 500;
 
@@ -48,7 +48,6 @@ export interface PointError {
 
 const METRIC_KEY = /^[A-Za-z0-9_.:-]{1,60}$/;
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
-const NUMERIC = /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/;
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
@@ -69,7 +68,7 @@ export function splitBatch(value: unknown): { points: unknown[]; batchOrg: unkno
 }
 
 function numericValue(v: unknown): number | null {
-  const n = typeof v === "number" ? v : typeof v === "string" && NUMERIC.test(v) ? Number(v) : NaN;
+  const n = typeof v === "number" ? v : typeof v === "string" && isNumericText(v) ? Number(v) : NaN;
   return Number.isFinite(n) ? n : null;
 }
 

@@ -1,6 +1,7 @@
 // Twilio's callbacks (operations.md §4): delivery statuses and inbound texts. Each is verified by
 // `X-Twilio-Signature` under the auth token of the org it concerns, before anything is read from it
 // beyond what finds that org; a forgery changes nothing and is answered 403.
+import { withoutTrailingSlashes } from "../config";
 import type { Sql } from "../db/client";
 import { applyStatus, messageBySid, orgsByAccount, orgsByNumber, recordInbound } from "./callback-queries";
 import { validTwilioSignature } from "./twilio";
@@ -23,7 +24,7 @@ const tokenOf = (sms: unknown): string | null => {
 /** The signed URL is the public one: BASE_URL (as configured) followed by the path and query received. */
 function signedBy(baseUrl: string, cb: TwilioCallback, sms: unknown): boolean {
   const token = tokenOf(sms);
-  return token !== null && validTwilioSignature(token, baseUrl.replace(/\/+$/, "") + cb.pathAndQuery, cb.params, cb.signature);
+  return token !== null && validTwilioSignature(token, withoutTrailingSlashes(baseUrl) + cb.pathAndQuery, cb.params, cb.signature);
 }
 
 /** The first value of a parameter ('' when absent). */

@@ -307,6 +307,8 @@ export interface DeferredRow {
   channel: "sms" | "email";
   body: string;
   subject: string;
+  /** False for a message queued before its text was stored merged (sql/0014): body and subject are the templates. */
+  merged: boolean;
   defer_until: Date | null;
   context: SendContext;
 }
@@ -316,10 +318,10 @@ export async function lockDeferred(tx: Tx, id: number): Promise<DeferredRow | nu
   const [head] = await tx<{ channel: "sms" | "email" }[]>`
     select channel from messages where id = ${id} and status = 'queued' and channel in ('sms', 'email') for update`;
   if (!head) return null;
-  const [row] = await tx<(ContextRow & { m_body: string; m_subject: string; m_defer_until: Date | null })[]>`
+  const [row] = await tx<(ContextRow & { m_body: string; m_subject: string; m_merged: boolean; m_defer_until: Date | null })[]>`
     select ${leadColumns(tx)}, ${consentOf(tx, head.channel)} as consent,
            null::bigint as p_id, null::text as p_hash, null::text as p_result,
-           m.body as m_body, m.subject as m_subject, m.defer_until as m_defer_until
+           m.body as m_body, m.subject as m_subject, m.merged as m_merged, m.defer_until as m_defer_until
     from messages m
     join leads l on l.id = m.lead_id
     left join orgs o on o.id = l.org_id
@@ -330,16 +332,27 @@ export async function lockDeferred(tx: Tx, id: number): Promise<DeferredRow | nu
     channel: head.channel,
     body: row.m_body,
     subject: row.m_subject,
+    merged: row.m_merged,
     defer_until: row.m_defer_until,
     context: toContext(row),
   };
 }
 
-/** A deferred message that now goes: charged, `sending`, leased. */
-export async function chargeDeferred(tx: Tx, id: number, orgId: number, cost: number, to: string, now: Date, sendingUntil: Date): Promise<void> {
+/** A deferred message that now goes: charged, `sending`, leased, with the text it goes with. */
+export async function chargeDeferred(
+  tx: Tx,
+  id: number,
+  orgId: number,
+  cost: number,
+  to: string,
+  text: { body: string; subject: string },
+  now: Date,
+  sendingUntil: Date,
+): Promise<void> {
   await tx`
     with m as (
       update messages set status = 'sending', cost = ${cost}, sending_until = ${sendingUntil}, updated_at = ${now},
+                          body = ${text.body}, subject = ${text.subject}, merged = true,
                           meta = coalesce(meta, '{}'::jsonb) || ${tx.json({ to })}
       where id = ${id} and status = 'queued'
       returning id

@@ -17,7 +17,7 @@
 // any other with the same operation_id and the same send replays the first's stored answer
 // (waiting for it while the first is still with its provider), and one with a different send is
 // a conflict.
-import type { Config } from "../config";
+import { withoutTrailingSlashes, type Config } from "../config";
 import type { Sql } from "../db/client";
 import { DEADLINE_MS, withDeadline } from "../db/deadline";
 import { classify } from "../db/sqlstate";
@@ -28,7 +28,7 @@ import type { KeyHit } from "../limits/key-counter";
 import type { Limits } from "../limits/limits";
 import { sendEmail } from "./email";
 import { billingGate, contactGate, emailConfig, quietGate, smsConfig, type GateReason, type OrgSettings } from "./gates";
-import { DEFAULT_SUBJECT, merge, mergeValues, renderEmail, renderSms } from "./merge";
+import { emailOf, mergeValues, renderEmail, renderSms } from "./merge";
 import { parseSendInput, requestHash, resultText, type Actor, type SendAnswer, type SendInput } from "./model";
 import {
   chargeDeferred,
@@ -88,7 +88,7 @@ export const sendDeadline = (env: SendEnv) => replayWaitOf(env) + (env.billingLo
  */
 const step = <T>(work: Promise<T>, ms = DEADLINE_MS) => withDeadline(work, ms);
 
-export const statusCallbackUrl = (baseUrl: string) => `${baseUrl.replace(/\/+$/, "")}/hooks/sms_status.php`;
+export const statusCallbackUrl = (baseUrl: string) => `${withoutTrailingSlashes(baseUrl)}/hooks/sms_status.php`;
 
 const refusal = (reason: GateReason | "empty_body"): SendAnswer => ({
   status: reasonStatus(reason),
@@ -169,13 +169,14 @@ async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
   if (!contact.ok) return refusal(contact.reason);
   const org = ctx.org!; // the provider gate passed, so there is an org
   const lead = ctx.lead;
+  const text = asSent(channel, input.body, input.subject, lead, org);
   const s: NewSend = {
     actor,
     lead,
     orgId: org.id,
     channel,
-    body: input.body,
-    subject: storedSubject(channel, input.subject, lead, org),
+    body: text.body,
+    subject: text.subject,
     operationId: input.operationId,
     hash,
     to: contact.to,
@@ -209,13 +210,22 @@ async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
     throw err;
   }
   if (recorded.kind === "deferred") return { status: 200, text: recorded.result };
-  return { status: 200, text: await deliverAndRecord(sql, recorded.id, channel, contact.to, s.body, s.subject, lead, org, now, env) };
+  return { status: 200, text: await deliverAndRecord(sql, recorded.id, channel, contact.to, s.body, s.subject, org, now, env) };
 }
 
-/** What the conversation shows as an email's subject: as given, else the default for the org. */
-function storedSubject(channel: "sms" | "email", subject: string | null, lead: LeadRow, org: OrgSettings): string {
-  if (channel !== "email") return subject ?? "";
-  return subject !== null && subject.trim() !== "" ? subject : merge(DEFAULT_SUBJECT, mergeValues(lead, org));
+/**
+ * The text a send goes out with, which its row stores and the conversation shows: the lead's
+ * values merged in (HTML-escaped into an email's body), an email's subject as its header has it
+ * (the org's default when none is given). An SMS keeps its subject, which is not sent, as given.
+ * Merged once, when the send is recorded: a send deferred by quiet hours goes out later with the
+ * text stored now, so what the conversation showed all along is what the lead receives. The
+ * request's own fields stay the idempotency identity (request_hash).
+ */
+function asSent(channel: "sms" | "email", body: string, subject: string | null, lead: LeadRow, org: OrgSettings): { body: string; subject: string } {
+  const values = mergeValues(lead, org);
+  if (channel === "sms") return { body: renderSms(body, values), subject: subject ?? "" };
+  const mail = renderEmail(body, subject, values);
+  return { body: mail.html, subject: mail.subject };
 }
 
 /**
@@ -236,7 +246,7 @@ async function replay(sql: Sql, prior: PriorRow, hash: string, now: number, env:
   return { status: 200, text: resultText({ ok: false, message_id: prior.id, reason: "in_progress" }) };
 }
 
-/** Calls the provider (outside any transaction) and records the outcome; returns the stored answer. */
+/** Calls the provider (outside any transaction) with the stored text and records the outcome; returns the stored answer. */
 async function deliverAndRecord(
   sql: Sql,
   id: number,
@@ -244,16 +254,15 @@ async function deliverAndRecord(
   to: string,
   body: string,
   subject: string,
-  lead: LeadRow,
   org: OrgSettings,
   now: number,
   env: SendEnv,
 ): Promise<string> {
-  const values = mergeValues(lead, org);
+  // The text as stored (asSent): the provider gets exactly what the conversation shows.
   const outcome: ProviderOutcome =
     channel === "sms"
-      ? await sendSms(smsConfig(org.sms)!, { to, body: renderSms(body, values), statusCallback: statusCallbackUrl(env.baseUrl) }, timeoutOf(env))
-      : await sendEmail(emailConfig(org.email)!, to, renderEmail(body, subject, values), timeoutOf(env));
+      ? await sendSms(smsConfig(org.sms)!, { to, body, statusCallback: statusCallbackUrl(env.baseUrl) }, timeoutOf(env))
+      : await sendEmail(emailConfig(org.email)!, to, emailOf(subject, body), timeoutOf(env));
   const text = resultText(outcome.ok ? { ok: true, message_id: id } : { ok: false, message_id: id, reason: outcome.reason });
   const at = new Date(now);
   const stored = await step(recordOutcome(sql, id, {
@@ -281,7 +290,7 @@ const BILLING_RETRY_MS = 30_000;
  */
 export async function sendDeferred(sql: Sql, messageId: number, now: number, env: SendEnv): Promise<DeferredStep> {
   const at = new Date(now);
-  type Step = { kind: "done" } | { kind: "later"; at: number } | { kind: "send"; to: string; row: NonNullable<Awaited<ReturnType<typeof lockDeferred>>> };
+  type Step = { kind: "done" } | { kind: "later"; at: number } | { kind: "send"; to: string; channel: "sms" | "email"; text: { body: string; subject: string }; org: OrgSettings };
   let next: Step;
   const lockMs = env.billingLockMs ?? BILLING_LOCK_MS;
   try {
@@ -305,8 +314,10 @@ export async function sendDeferred(sql: Sql, messageId: number, now: number, env
         await redefer(tx, messageId, new Date(again), at);
         return { kind: "later", at: again };
       }
-      await chargeDeferred(tx, messageId, org!.id, billing.cost, contact.to, at, new Date(now + leaseOf(env)));
-      return { kind: "send", to: contact.to, row };
+      // A message queued before its text was stored merged (sql/0014) is merged now, like then.
+      const text = row.merged ? { body: row.body, subject: row.subject } : asSent(row.channel, row.body, row.subject, lead, org!);
+      await chargeDeferred(tx, messageId, org!.id, billing.cost, contact.to, text, at, new Date(now + leaseOf(env)));
+      return { kind: "send", to: contact.to, channel: row.channel, text, org: org! };
     }), lockMs + DEADLINE_MS);
   } catch (err) {
     if (isLockTimeout(err)) return { retryAt: now + BILLING_RETRY_MS };
@@ -314,7 +325,6 @@ export async function sendDeferred(sql: Sql, messageId: number, now: number, env
   }
   if (next.kind === "done") return { done: true };
   if (next.kind === "later") return { retryAt: next.at };
-  const { row, to } = next;
-  await deliverAndRecord(sql, messageId, row.channel, to, row.body, row.subject, row.context.lead!, row.context.org!, now, env);
+  await deliverAndRecord(sql, messageId, next.channel, next.to, next.text.body, next.text.subject, next.org, now, env);
   return { done: true };
 }

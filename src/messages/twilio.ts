@@ -1,5 +1,6 @@
 // Twilio's REST API over fetch (operations.md §3), and the signature Twilio puts on its callbacks.
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { withoutTrailingSlashes } from "../config";
 import type { SmsConfig } from "./gates";
 
 /** How a provider call ended. `error` is stored on the message; `reason` is the API's. */
@@ -37,7 +38,7 @@ export const oneLine = (s: string, max = 500) => s.replace(/\s+/g, " ").trim().s
  * wait is bounded; a provider that never answers costs at most `timeoutMs`.
  */
 export async function sendSms(cfg: SmsConfig, req: SmsRequest, timeoutMs = PROVIDER_TIMEOUT_MS): Promise<ProviderOutcome> {
-  const url = `${cfg.base_url.replace(/\/+$/, "")}/2010-04-01/Accounts/${encodeURIComponent(cfg.account_sid)}/Messages.json`;
+  const url = `${withoutTrailingSlashes(cfg.base_url)}/2010-04-01/Accounts/${encodeURIComponent(cfg.account_sid)}/Messages.json`;
   const form = new URLSearchParams({ To: e164(req.to), From: e164(cfg.from), Body: req.body, StatusCallback: req.statusCallback });
   const signal = AbortSignal.timeout(timeoutMs);
   let res: Response;
