@@ -20,6 +20,8 @@ export interface Config {
   poolMax: number | null;
   /** Visitors each instance keeps in its DNI lease cache (src/dni/engine.ts). */
   dniCacheSize: number;
+  /** Live DNI holds one client address (an IPv6 /64) may have in one pool; its next new visitors get the fallback. */
+  dniMaxHoldsPerAddress: number;
 }
 
 export class ConfigError extends Error {}
@@ -62,5 +64,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookAllowPrivate: oneOf("WEBHOOK_ALLOW_PRIVATE", env.WEBHOOK_ALLOW_PRIVATE, ["true", "false"] as const, "false") === "true",
     poolMax: intIn("DB_POOL_MAX", env.DB_POOL_MAX, 1, 200),
     dniCacheSize: intIn("DNI_CACHE_SIZE", env.DNI_CACHE_SIZE, 1, 10_000_000) ?? 100_000,
+    dniMaxHoldsPerAddress: intIn("DNI_MAX_HOLDS_PER_ADDRESS", env.DNI_MAX_HOLDS_PER_ADDRESS, 1, 1_000_000) ?? 100,
   };
 }

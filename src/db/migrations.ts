@@ -11,6 +11,7 @@ import m0007 from "../../sql/0007_events.sql" with { type: "text" };
 import m0008 from "../../sql/0008_dni.sql" with { type: "text" };
 import m0009 from "../../sql/0009_hot_updates.sql" with { type: "text" };
 import m0010 from "../../sql/0010_dni_visitor_pool.sql" with { type: "text" };
+import m0014 from "../../sql/0014_dni_holder.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -23,4 +24,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 8, name: "0008_dni", sql: m0008 },
   { version: 9, name: "0009_hot_updates", sql: m0009 },
   { version: 10, name: "0010_dni_visitor_pool", sql: m0010 },
+  { version: 14, name: "0014_dni_holder", sql: m0014 },
 ];

@@ -1,0 +1,8 @@
+-- The client address (its bucket's salted hash: an IPv4 address, an IPv6 /64) that made each
+-- hold, so that allocation can refuse an address a new hold once it has DNI_MAX_HOLDS_PER_ADDRESS
+-- live ones in the pool (src/dni/queries.ts). Written only when a number is handed to a new
+-- holder; renewals never change it. Holds made before this migration have none and count for
+-- nobody. The index serves the count (a few rows per address); it is not on expires_at, which
+-- renewals rewrite, and allocation counts only rows still live.
+alter table dni_holds add column holder_hash text not null default '';
+create index dni_holds_holder on dni_holds (pool_key, holder_hash) where active and holder_hash <> '';
