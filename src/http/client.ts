@@ -26,7 +26,7 @@ export interface Client {
 
 const trusts = (trust: TrustProxy, ip: Ip) => trust === "all" || (trust === "loopback" && isLoopback(ip));
 
-const clientOf = (ip: Ip): Client => ({ address: ipText(ip), bucket: ipBucket(ip) });
+const clientOf = (ip: Ip): Client => (ip.v === 4 ? { address: ip.text, bucket: ip.text } : { address: ipText(ip), bucket: ipBucket(ip) });
 
 /** Bun always knows the peer; a value that is not an address is kept as it came (cut short), never trusted. */
 function peerClient(raw: string): Client {
