@@ -291,7 +291,9 @@ function allocation(
       select d.holder, (
         select count(*) from (
           select 1 from dni_holds h
-          where h.pool_key = ${pool} and h.active and h.holder_hash = d.holder and h.expires_at > ${now}
+          -- holder_hash <> '' (true of every d.holder) lets the planner use the partial index
+          -- (dni_holds_holder: pool, holder, expiry), one range of the holder's live holds.
+          where h.pool_key = ${pool} and h.active and h.holder_hash <> '' and h.holder_hash = d.holder and h.expires_at > ${now}
           limit ${maxPerHolder}
         ) l
       ) as n
