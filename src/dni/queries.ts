@@ -264,7 +264,7 @@ export function allocateVisitors(
  * The allocation proper, after a `req` of (visitor_id, holder, i): see `allocate`. The holds cap
  * is checked here, under the pool's lock (so concurrent allocators cannot both take an address's
  * last place), and only for visitors who need a new number: a returning visitor keeping their own
- * number is never capped. Each holder's live holds are counted once per batch, by an index range
+ * number is never capped. Each new visitor's holder's live holds are counted by an index range
  * of at most `maxPerHolder` rows; several new visitors of one holder in a batch take places in
  * request order.
  */
@@ -285,23 +285,24 @@ function allocation(
         order by h.expires_at desc limit 1
       ) h
     ), fresh as (
-      select r.visitor_id, r.holder, r.i, row_number() over (partition by r.holder order by r.i) as nth
+      -- New visitors (no number of their own), each with their place among the batch's new
+      -- visitors of the same holder, and whether that place is past the cap: the holder's live
+      -- holds, counted by one index range of at most the cap's rows (the holder_hash <> '' test,
+      -- true of every holder counted, lets the planner use the partial index), plus that place.
+      -- No count without a holder (no cap configured).
+      select r.visitor_id, r.i, r.holder, r.holder <> '' and (
+        row_number() over (partition by r.holder order by r.i) + (
+          select count(*) from (
+            select 1 from dni_holds h
+            where h.pool_key = ${pool} and h.active and h.holder_hash <> '' and h.holder_hash = r.holder and h.expires_at > ${now}
+            limit ${maxPerHolder}
+          ) l
+        ) > ${maxPerHolder}
+      ) as capped
       from req r where not exists (select 1 from mine m where m.visitor_id = r.visitor_id)
-    ), live as (
-      select d.holder, (
-        select count(*) from (
-          select 1 from dni_holds h
-          -- holder_hash <> '' (true of every d.holder) lets the planner use the partial index
-          -- (dni_holds_holder: pool, holder, expiry), one range of the holder's live holds.
-          where h.pool_key = ${pool} and h.active and h.holder_hash <> '' and h.holder_hash = d.holder and h.expires_at > ${now}
-          limit ${maxPerHolder}
-        ) l
-      ) as n
-      from (select distinct holder from fresh where holder <> '') d
     ), need as (
       select f.visitor_id, f.holder, row_number() over (order by f.i) as k
-      from fresh f left join live l using (holder)
-      where f.holder = '' or coalesce(l.n, 0) + f.nth <= ${maxPerHolder}
+      from fresh f where not f.capped
     ), free as (
       select f.number, f.hold_id, f.expires_at, row_number() over (order by f.expires_at, f.number) as k
       from (
@@ -341,7 +342,7 @@ function allocation(
       on conflict (id) do update set expires_at = excluded.expires_at
     )
     select r.visitor_id, pick.number as picked, pick.old_expires::text as picked_expires, up.number, up.hold_id, up.expires_at,
-           (f.visitor_id is not null and not exists (select 1 from need n where n.visitor_id = r.visitor_id)) as capped
+           coalesce(f.capped, false) as capped
     from req r left join pick on pick.visitor_id = r.visitor_id left join up on up.visitor_id = r.visitor_id
     left join fresh f on f.visitor_id = r.visitor_id
     order by r.i`;
