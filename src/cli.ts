@@ -35,7 +35,8 @@ commands:
 
 scopes: leads:read leads:write conversations:read messages:write cti metrics:write calls:write
 environment: DATABASE_URL DATA_DIR PORT HOST BASE_URL COMMS_INBOUND_LIST_ID NPK_IP_SALT
-             TRUST_PROXY LOG_LEVEL WEBHOOK_ALLOW_PRIVATE DB_POOL_MAX DNI_CACHE_SIZE (see README.md)
+             TRUST_PROXY LOG_LEVEL WEBHOOK_ALLOW_PRIVATE DB_POOL_MAX DNI_CACHE_SIZE
+             DNI_MAX_HOLDS_PER_ADDRESS (see README.md)
 `;
 
 /**

@@ -26,6 +26,8 @@ export interface Config {
   dniVisitorRetentionDays: number;
   /** Days a DNI browser event is kept. */
   dniEventRetentionDays: number;
+  /** Live DNI holds one client address (an IPv6 /64) may have in one pool; its next new visitors get the fallback. */
+  dniMaxHoldsPerAddress: number;
 }
 
 export class ConfigError extends Error {}
@@ -81,5 +83,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bodyDeadlineMs: intIn("BODY_DEADLINE_MS", env.BODY_DEADLINE_MS, 100, 600_000) ?? 10_000,
     dniVisitorRetentionDays: intIn("DNI_VISITOR_RETENTION_DAYS", env.DNI_VISITOR_RETENTION_DAYS, 1, 36_500) ?? 400,
     dniEventRetentionDays: intIn("DNI_EVENT_RETENTION_DAYS", env.DNI_EVENT_RETENTION_DAYS, 1, 36_500) ?? 90,
+    dniMaxHoldsPerAddress: intIn("DNI_MAX_HOLDS_PER_ADDRESS", env.DNI_MAX_HOLDS_PER_ADDRESS, 1, 1_000_000) ?? 100,
   };
 }

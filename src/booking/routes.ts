@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import { withDeadline } from "../db/deadline";
 import { AppError } from "../errors";
 import { bodyFields, readBody } from "../http/body";
-import { clientAddress, hashAddress, type PeerSource } from "../http/client";
+import { clientAddress, hashBucket, type PeerSource } from "../http/client";
 import type { Deps } from "../http/deps";
 import { textField } from "../http/fields";
 import { errorFields, log } from "../log";
@@ -49,11 +49,12 @@ export async function bookingApi(deps: Deps, svc: BookingService, request: Reque
   try {
     return await withDeadline(
       (async () => {
-        // Writes are limited per client address (TRUST_PROXY decides which), every attempt
-        // counted, valid or not: a bad token costs a try like a good one. Slots reads never count.
+        // Writes are limited per client address (TRUST_PROXY decides which; an IPv6 client by its
+        // /64), every attempt counted, valid or not: a bad token costs a try like a good one.
+        // Slots reads never count.
         if (write) {
-          const address = clientAddress(request, peer, deps.config.trustProxy);
-          if (!(await deps.limits.take("booking_write", hashAddress(deps.ipSalt, address)))) {
+          const client = clientAddress(request, peer, deps.config.trustProxy);
+          if (!(await deps.limits.take("booking_write", hashBucket(deps.ipSalt, client)))) {
             return errorOf("rate_limited", "booking", HEADERS);
           }
         }

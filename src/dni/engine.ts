@@ -40,6 +40,12 @@
 // the visitor gets the same number back if nobody took it (their own last number comes first).
 // A number removed from its pool stops being renewed by the next batch (which evicts the entry),
 // is never allocated again, and its holder gets a new number on their next lease.
+//
+// One client address may not hold a whole pool: an allocation gives a new number only while the
+// visitor's address (its bucket: an IPv6 /64) has fewer than DNI_MAX_HOLDS_PER_ADDRESS live holds
+// in the pool, counted under the pool's lock (queries.ts, `allocation`); past it the new visitor
+// gets the fallback, and the pool is not marked exhausted. A returning visitor keeping their own
+// number is never capped, and nothing of this runs on the memory path.
 import { LRUCache } from "lru-cache";
 import type postgres from "postgres";
 import type { Clock } from "../clock";
@@ -70,6 +76,11 @@ const FREE_POSITION_MS = 5_000;
 export interface EngineOptions {
   /** Visitors kept in the LRU (DNI_CACHE_SIZE). */
   cacheSize?: number;
+  /**
+   * Live holds one client address (holder hash) may have per pool (DNI_MAX_HOLDS_PER_ADDRESS; the
+   * service always passes it). Without it no address is capped.
+   */
+  maxHoldsPerAddress?: number;
   /** Events are sent at once when this many wait (else with the periodic flush). */
   batchSize?: number;
   /**
@@ -138,6 +149,8 @@ function distinctVisits(requests: VisitRequest[]): { distinct: VisitRequest[]; a
 export interface VisitSource {
   userAgent: string | null;
   ipHash: string;
+  /** The hash the holds cap counts by (the address's bucket: an IPv6 /64); `ipHash` when absent. */
+  holderHash?: string;
   attribution(): Attribution;
 }
 
@@ -169,6 +182,7 @@ export class DniEngine {
   private readonly visits = hotReads((requests: VisitRequest[]) => this.visitBatch(requests));
   private readonly batchSize: number;
   private readonly maxPending: number;
+  private readonly maxHoldsPerAddress: number | null;
 
   constructor(
     private readonly sql: Sql,
@@ -180,6 +194,7 @@ export class DniEngine {
     this.pools = new PoolCache(sql);
     this.batchSize = opts.batchSize ?? 1000;
     this.maxPending = opts.maxPending ?? cacheSize + 10_000;
+    this.maxHoldsPerAddress = opts.maxHoldsPerAddress ?? null;
   }
 
   /**
@@ -278,7 +293,8 @@ export class DniEngine {
     // This visit is written now; one waiting for the same visitor would only be older.
     const old = this.cache.peek(key);
     if (old) old.visitAt = 0;
-    const request: VisitRequest = { pool: pool.key, visitor, visit, nowMs: now, untilMs: now + pool.ttlMs };
+    const holder = source.holderHash ?? source.ipHash;
+    const request: VisitRequest = { pool: pool.key, visitor, visit, holder, nowMs: now, untilMs: now + pool.ttlMs };
     if ((this.exhaustedUntil.get(pool.key) ?? 0) > now) {
       const { visitor_id, held } = await this.visits.load(request);
       if (held) return this.answerOf(pool, this.remember(key, pool.key, visitor_id, held));
@@ -288,6 +304,8 @@ export class DniEngine {
     const { visitorId, allocation } = await this.allocatorOf(pool.key).load(request);
     if (allocation.kind === "held") return this.answerOf(pool, this.remember(key, pool.key, visitorId!, allocation.held));
     this.cache.delete(key);
+    // A capped address's new visitor says nothing about the pool: others may still get numbers.
+    if (allocation.kind === "capped") return pool.fallbackAnswer;
     if (allocation.kind === "exhausted") {
       // Nothing frees a number before some hold expires, except provisioning new numbers; a
       // second of remembering spares the lock a stampede of fallback visitors.
@@ -326,6 +344,10 @@ export class DniEngine {
     const now = new Date(nowMs);
     const until = new Date(Math.max(...requests.map((r) => r.untilMs)));
     const { distinct: leases, at } = distinctVisits(requests);
+    // No holder (no cap configured) is counted for nobody.
+    const max = this.maxHoldsPerAddress;
+    const holders = leases.map((l) => (max === null ? "" : l.holder));
+    const cap = (holders: string[]) => ({ holders, maxPerHolder: max ?? 1 });
     /** The visitors' ids, in the order of `leases`: the first attempt's rows come in that order. */
     let ids: number[] = [];
     const results = new Map<number, Allocation>();
@@ -346,15 +368,19 @@ export class DniEngine {
       // A deadlock (see the lock order in queries.ts) rolled the whole transaction back: run it again.
       const rows = await retrying(() =>
         attempt === 0
-          ? this.allocateOnce((tx) => visitsOf(tx, pool, leases), (tx) => allocateVisitors(tx, pool, now, until, past))
-          : this.allocateOnce((tx) => lockPool(tx, pool), (tx) => allocate(tx, pool, todo, now, until, past)),
+          ? this.allocateOnce((tx) => visitsOf(tx, pool, leases), (tx) => allocateVisitors(tx, pool, now, until, past, cap(holders)))
+          : this.allocateOnce(
+              (tx) => lockPool(tx, pool),
+              (tx) => allocate(tx, pool, todo, now, until, past, cap(todo.map((id) => holders[ids.indexOf(id)]))),
+            ),
       );
       if (attempt === 0) ids = rows.map((row) => row.visitor_id);
       for (const row of rows) {
         // Rows come in request order, and free numbers are handed out in index order: the last
         // one picked is where the next scan starts.
         if (row.picked_expires !== null) from = { expiresAt: row.picked_expires, number: row.picked! };
-        if (row.picked === null && past !== null) {
+        if (row.capped) results.set(row.visitor_id, { kind: "capped" });
+        else if (row.picked === null && past !== null) {
           short = true;
           again.push(row.visitor_id);
         } else if (row.picked === null) results.set(row.visitor_id, { kind: "exhausted" });

@@ -10,7 +10,10 @@ const engines = new WeakMap<Deps, DniEngine>();
 export function dniEngine(deps: Deps): DniEngine {
   let engine = engines.get(deps);
   if (!engine) {
-    engine = new DniEngine(deps.sql, deps.clock, { cacheSize: deps.config.dniCacheSize });
+    engine = new DniEngine(deps.sql, deps.clock, {
+      cacheSize: deps.config.dniCacheSize,
+      maxHoldsPerAddress: deps.config.dniMaxHoldsPerAddress,
+    });
     engines.set(deps, engine);
   }
   return engine;

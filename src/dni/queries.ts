@@ -40,6 +40,8 @@ export interface VisitRequest {
   pool: string;
   visitor: string;
   visit: Visit;
+  /** The salted hash of the client address's bucket: whose live holds the holds cap counts. */
+  holder: string;
   nowMs: number;
   untilMs: number;
 }
@@ -152,7 +154,16 @@ export interface FreePosition {
   number: string;
 }
 
-export type Allocation = { kind: "held"; held: Held } | { kind: "exhausted" } | { kind: "raced" };
+export type Allocation = { kind: "held"; held: Held } | { kind: "exhausted" } | { kind: "capped" } | { kind: "raced" };
+
+/**
+ * A new visitor's hold may be refused for their address (the holds cap): at most `maxPerHolder`
+ * live holds per holder hash per pool. Holders are the request's, in `visitorIds` order.
+ */
+export interface HoldsCap {
+  holders: string[];
+  maxPerHolder: number;
+}
 
 export interface AllocationRow {
   visitor_id: number;
@@ -166,6 +177,8 @@ export interface AllocationRow {
   picked_expires: string | null;
   /** The hold made (null: the picked row changed under the pick; pick again). */
   number: string | null;
+  /** Refused a new hold: its address holds the cap's number of live holds in the pool already. */
+  capped: boolean;
   hold_id: number | null;
   expires_at: Date | null;
 }
@@ -194,11 +207,12 @@ export function allocate(
   now: Date,
   until: Date,
   after: FreePosition | null,
+  cap: HoldsCap,
 ): postgres.PendingQuery<AllocationRow[]> {
   return tx<AllocationRow[]>`
     with req as (
-      select * from unnest(${visitorIds}::bigint[]) with ordinality as r(visitor_id, i)
-    ), ${allocation(tx, pool, now, until, after)}`;
+      select * from unnest(${visitorIds}::bigint[], ${cap.holders}::text[]) with ordinality as r(visitor_id, holder, i)
+    ), ${allocation(tx, pool, now, until, after, cap.maxPerHolder)}`;
 }
 
 /**
@@ -238,20 +252,29 @@ export function allocateVisitors(
   now: Date,
   until: Date,
   after: FreePosition | null,
+  cap: HoldsCap,
 ): postgres.PendingQuery<AllocationRow[]> {
   return tx<AllocationRow[]>`
     with req as (
-      select * from unnest(current_setting(${VISITOR_IDS})::bigint[]) with ordinality as r(visitor_id, i)
-    ), ${allocation(tx, pool, now, until, after)}`;
+      select * from unnest(current_setting(${VISITOR_IDS})::bigint[], ${cap.holders}::text[]) with ordinality as r(visitor_id, holder, i)
+    ), ${allocation(tx, pool, now, until, after, cap.maxPerHolder)}`;
 }
 
-/** The allocation proper, after a `req` of (visitor_id, i): see `allocate`. */
+/**
+ * The allocation proper, after a `req` of (visitor_id, holder, i): see `allocate`. The holds cap
+ * is checked here, under the pool's lock (so concurrent allocators cannot both take an address's
+ * last place), and only for visitors who need a new number: a returning visitor keeping their own
+ * number is never capped. Each new visitor's holder's live holds are counted by an index range
+ * of at most `maxPerHolder` rows; several new visitors of one holder in a batch take places in
+ * request order.
+ */
 function allocation(
   tx: Tx,
   pool: string,
   now: Date,
   until: Date,
   after: FreePosition | null,
+  maxPerHolder: number,
 ): postgres.PendingQuery<AllocationRow[]> {
   const past = after ? tx`and (expires_at, number) > (${after.expiresAt}::text::timestamptz, ${after.number})` : tx``;
   return tx`mine as (
@@ -261,9 +284,25 @@ function allocation(
         where h.visitor_id = r.visitor_id and h.pool_key = ${pool} and h.active
         order by h.expires_at desc limit 1
       ) h
-    ), need as (
-      select r.visitor_id, row_number() over (order by r.i) as k
+    ), fresh as (
+      -- New visitors (no number of their own), each with their place among the batch's new
+      -- visitors of the same holder, and whether that place is past the cap: the holder's live
+      -- holds, counted by one index range of at most the cap's rows (the holder_hash <> '' test,
+      -- true of every holder counted, lets the planner use the partial index), plus that place.
+      -- No count without a holder (no cap configured).
+      select r.visitor_id, r.i, r.holder, r.holder <> '' and (
+        row_number() over (partition by r.holder order by r.i) + (
+          select count(*) from (
+            select 1 from dni_holds h
+            where h.pool_key = ${pool} and h.active and h.holder_hash <> '' and h.holder_hash = r.holder and h.expires_at > ${now}
+            limit ${maxPerHolder}
+          ) l
+        ) > ${maxPerHolder}
+      ) as capped
       from req r where not exists (select 1 from mine m where m.visitor_id = r.visitor_id)
+    ), need as (
+      select f.visitor_id, f.holder, row_number() over (order by f.i) as k
+      from fresh f where not f.capped
     ), free as (
       select f.number, f.hold_id, f.expires_at, row_number() over (order by f.expires_at, f.number) as k
       from (
@@ -274,14 +313,15 @@ function allocation(
         limit (select count(*) from need)
       ) f
     ), pick as (
-      select visitor_id, number, hold_id as old_hold, null::timestamptz as old_expires, true as mine from mine
+      select visitor_id, number, hold_id as old_hold, null::timestamptz as old_expires, true as mine, '' as holder from mine
       union all
-      select n.visitor_id, f.number, f.hold_id, f.expires_at, false from need n join free f using (k)
+      select n.visitor_id, f.number, f.hold_id, f.expires_at, false, n.holder from need n join free f using (k)
     ), up as (
       update dni_holds h set
         hold_id = case when pick.mine then pick.old_hold else nextval('dni_hold_ids') end,
         visitor_id = pick.visitor_id,
-        expires_at = greatest(${until}, case when pick.mine then h.expires_at end)
+        expires_at = greatest(${until}, case when pick.mine then h.expires_at end),
+        holder_hash = case when pick.mine then h.holder_hash else pick.holder end
       from pick
       where h.number = pick.number and h.pool_key = ${pool} and h.active
         and (h.expires_at <= ${now} or (pick.mine and h.hold_id = pick.old_hold and h.visitor_id = pick.visitor_id))
@@ -301,8 +341,10 @@ function allocation(
       where not p.mine and p.old_hold <> 0
       on conflict (id) do update set expires_at = excluded.expires_at
     )
-    select r.visitor_id, pick.number as picked, pick.old_expires::text as picked_expires, up.number, up.hold_id, up.expires_at
+    select r.visitor_id, pick.number as picked, pick.old_expires::text as picked_expires, up.number, up.hold_id, up.expires_at,
+           coalesce(f.capped, false) as capped
     from req r left join pick on pick.visitor_id = r.visitor_id left join up on up.visitor_id = r.visitor_id
+    left join fresh f on f.visitor_id = r.visitor_id
     order by r.i`;
 }
 

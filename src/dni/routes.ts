@@ -67,10 +67,10 @@ function answer(body: object & { [JSON_TEXT]?: string }): Response {
 /** Its errors are rendered by the native route's guard (below), with the CORS header. */
 async function dniAnswer(deps: Deps, engine: DniEngine, request: Request, server: PeerSource | null): Promise<Response> {
   const address = hashedAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy));
-  // Every action counts, whatever comes of it. Decided from memory (limits/address-counter.ts,
-  // which keeps the count on the address's record): an address already over its limit costs no
-  // database write at all.
-  const within = deps.limits.take("dni", address);
+  // Every action counts, whatever comes of it, per bucket (an IPv6 client's /64). Decided from
+  // memory (limits/address-counter.ts, which keeps the count on the bucket's record): an address
+  // already over its limit costs no database write at all.
+  const within = deps.limits.take("dni", address.bucket);
   if (!(within instanceof Promise ? await within : within)) return errorOf("rate_limited", "dni", CORS);
   const action = actionOf(request.url);
   if (!isAction(action)) return errorOf("unknown_action", "dni", CORS);
@@ -88,7 +88,12 @@ async function dniAnswer(deps: Deps, engine: DniEngine, request: Request, server
   if (visitor === null) return errorOf("visitor_required", "dni", CORS);
   switch (action) {
     case "lease": {
-      const visit = { userAgent: request.headers.get("user-agent"), ipHash: address.hash, attribution: () => attributionOf(fields) };
+      const visit = {
+        userAgent: request.headers.get("user-agent"),
+        ipHash: address.hash,
+        holderHash: address.bucket.hash,
+        attribution: () => attributionOf(fields),
+      };
       const leased = engine.lease(pool, visitor, visit);
       return answer(leased instanceof Promise ? await leased : leased);
     }
