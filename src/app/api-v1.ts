@@ -1,65 +1,66 @@
-// /hooks/api_v1.php: query-routed. `r` selects the operation among those the features export;
-// GET accepts only leads/{id}, conversations/{id} and cti/lookup, POST only messages and cti/dial
-// (api-v1.md); anything else, and the other method, is 404.
+// /hooks/api_v1.php: query-routed. `r` selects the operation among the declared routes of this
+// path (src/http/route.ts: `select: {param: "r", value}`); GET accepts only leads/{id},
+// conversations/{id} and cti/lookup, POST only messages and cti/dial (api-v1.md); anything else,
+// and the other method, is 404.
 import { Elysia } from "elysia";
-import { parseQueryFromURL } from "elysia/parse-query";
 import { AppError } from "../errors";
-import type { Deps } from "../http/deps";
-import { runKeyed } from "../http/keyed";
+import { queryOf } from "../http/mount";
 import { guarded, type NativeRoutes } from "../http/native";
-import type { ApiV1Operation } from "../http/operation";
+import type { Route } from "../http/route";
+
+import { API_V1_PATH } from "../http/keyed";
 
 const ID = /^[0-9]{1,15}$/;
 
 interface Table {
-  exact: Map<string, ApiV1Operation>;
-  /** `prefix/` → operation, for `r` of the form prefix/{id}. */
-  byPrefix: Map<string, ApiV1Operation>;
+  exact: Map<string, Route>;
+  /** `prefix/` → route, for `r` of the form prefix/{id}. */
+  byPrefix: Map<string, Route>;
 }
 
-function tableOf(ops: ApiV1Operation[]): Record<"GET" | "POST", Table> {
+function tableOf(routes: readonly Route[]): Record<"GET" | "POST", Table> {
   const tables = { GET: { exact: new Map(), byPrefix: new Map() }, POST: { exact: new Map(), byPrefix: new Map() } };
-  for (const op of ops) {
-    const t = tables[op.method];
-    const target = op.r.endsWith("/{id}") ? t.byPrefix : t.exact;
-    const key = op.r.endsWith("/{id}") ? op.r.slice(0, -"{id}".length) : op.r;
-    if (target.has(key)) throw new Error(`api_v1: ${op.method} ${op.r} is defined twice`);
-    target.set(key, op);
+  for (const route of routes) {
+    if (route.select?.param !== "r" || route.method === "OPTIONS") throw new Error(`api_v1: ${route.id} must be selected by r, with GET or POST`);
+    const r = route.select.value;
+    const t = tables[route.method];
+    const target = r.endsWith("/{id}") ? t.byPrefix : t.exact;
+    const key = r.endsWith("/{id}") ? r.slice(0, -"{id}".length) : r;
+    if (target.has(key)) throw new Error(`api_v1: ${route.method} ${r} is declared twice`);
+    target.set(key, route);
   }
   return tables;
 }
 
-/** The operation and its numeric argument for a method and `r`, or null (404). */
-function route(tables: Record<"GET" | "POST", Table>, method: string, r: string | undefined): { op: ApiV1Operation; id: number } | null {
+/** The route and its numeric argument for a method and `r`, or null (404). */
+function find(tables: Record<"GET" | "POST", Table>, method: string, r: string | undefined): { route: Route; id: number } | null {
   if (typeof r !== "string" || (method !== "GET" && method !== "POST")) return null;
   const t = tables[method];
   const exact = t.exact.get(r);
-  if (exact) return { op: exact, id: 0 };
+  if (exact) return { route: exact, id: 0 };
   const slash = r.indexOf("/");
   if (slash === -1) return null;
-  const op = t.byPrefix.get(r.slice(0, slash + 1));
+  const route = t.byPrefix.get(r.slice(0, slash + 1));
   const arg = r.slice(slash + 1);
-  return op && ID.test(arg) ? { op, id: Number(arg) } : null;
+  return route && ID.test(arg) ? { route, id: Number(arg) } : null;
 }
 
-export function apiV1Routes(deps: Deps, operations: ApiV1Operation[]) {
-  const tables = tableOf(operations);
-  // Elysia's own query parser, on the URL as Elysia would give it: the query an operation sees is
-  // the same as on an Elysia route. Parsed before the key is looked at: `r` picks the operation.
-  const dispatch = guarded((request) => {
-    const url = request.url;
-    const q = url.indexOf("?");
-    const query: Record<string, string | undefined> = q < 0 ? Object.create(null) : parseQueryFromURL(url, q + 1);
-    const found = route(tables, request.method, query.r);
+const NO_PARAMS = Object.freeze({}) as Record<string, string>;
+
+export function apiV1Routes(routes: readonly Route[]) {
+  const tables = tableOf(routes);
+  // The query is parsed before the key is looked at: `r` picks the operation.
+  const dispatch = guarded((request, server) => {
+    const query = queryOf(request.url);
+    const found = find(tables, request.method, query.r);
     if (!found) throw new AppError("not_found");
-    const { op, id } = found;
-    return runKeyed(deps, request, op.spec, (grant, body) => op.run({ grant, id, query, body }));
+    return found.route.handle(request, server, { id: found.id, query, params: NO_PARAMS });
   });
   // GET and POST are served natively (src/http/native.ts); every other method reaches `rest`.
-  const native: NativeRoutes = { "/hooks/api_v1.php": { GET: dispatch, POST: dispatch } };
+  const native: NativeRoutes = { [API_V1_PATH]: { GET: dispatch, POST: dispatch } };
   return {
     native,
-    rest: new Elysia({ name: "api_v1" }).all("/hooks/api_v1.php", () => {
+    rest: new Elysia({ name: "api_v1" }).all(API_V1_PATH, () => {
       throw new AppError("not_found");
     }),
   };

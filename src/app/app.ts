@@ -1,39 +1,52 @@
-// The assembly: the HTTP application built from every feature's routes and api_v1 operations,
+// The assembly: the HTTP application built from every feature's declared routes (src/http/route.ts),
 // with one error renderer for all of them. The one place that knows every feature.
 import { Elysia } from "elysia";
 import { bookingRoutes } from "../booking/routes";
 import { callRoutes } from "../calls/routes";
-import { conversationOperations } from "../conversations/routes";
-import { ctiOperations, ctiRoutes } from "../cti/routes";
+import { conversationRoutes } from "../conversations/routes";
+import { ctiRoutes } from "../cti/routes";
 import { dniRoutes } from "../dni/routes";
 import { AppError } from "../errors";
 import type { Deps } from "../http/deps";
+import { API_V1_PATH } from "../http/keyed";
+import { mountRoutes } from "../http/mount";
 import { nativeRoutes } from "../http/native";
 import { errorResponse } from "../http/respond";
+import type { Route } from "../http/route";
 import { kpiRoutes } from "../kpi/routes";
-import { leadOperations, leadRoutes } from "../leads/routes";
-import { messageOperations, messageRoutes } from "../messages/routes";
+import { leadRoutes } from "../leads/routes";
+import { messageRoutes, messageSendRoutes } from "../messages/routes";
 import { apiV1Routes } from "./api-v1";
 import { healthRoutes } from "./health";
 
+/** Every declared route of the service. */
+export function declaredRoutes(deps: Deps): Route[] {
+  return [
+    ...leadRoutes(deps),
+    ...conversationRoutes(deps),
+    ...messageSendRoutes(deps),
+    ...ctiRoutes(deps),
+    ...kpiRoutes(deps),
+    ...callRoutes(deps),
+  ];
+}
+
 export function buildApp(deps: Deps) {
-  const operations = [...leadOperations(deps), ...conversationOperations(deps), ...ctiOperations(deps), ...messageOperations(deps)];
-  const apiV1 = apiV1Routes(deps, operations);
+  const routes = declaredRoutes(deps);
+  const apiV1 = apiV1Routes(routes.filter((r) => r.path === API_V1_PATH));
+  const declared = mountRoutes(routes.filter((r) => r.path !== API_V1_PATH));
   const dni = dniRoutes(deps);
   // The hottest paths, served by Bun before Elysia (src/http/native.ts); their other methods fall through.
-  const routes = nativeRoutes(apiV1.native, dni.native);
-  return new Elysia({ serve: { routes } })
+  const native = nativeRoutes(apiV1.native, declared.native, dni.native);
+  return new Elysia({ serve: { routes: native } })
     .onError(({ code, error }) => {
       if (code === "NOT_FOUND") return errorResponse(new AppError("not_found"));
       if (code === "PARSE" || code === "VALIDATION") return errorResponse(new AppError("malformed_body"));
       return errorResponse(error);
     })
     .use(healthRoutes(deps.sql))
-    .use(leadRoutes(deps))
+    .use(declared.rest)
     .use(apiV1.rest)
-    .use(kpiRoutes(deps))
-    .use(callRoutes(deps))
-    .use(ctiRoutes(deps))
     .use(bookingRoutes(deps))
     .use(messageRoutes(deps))
     .use(dni.rest);

@@ -4,6 +4,7 @@ import { Type as t } from "@sinclair/typebox";
 import { AppError } from "../errors";
 import { cut, idField, textField } from "../http/fields";
 import { fieldChecker } from "../http/input";
+import { objectFields, type Input } from "../http/route";
 import { digitsOf } from "../leads/phone";
 
 const id = t.Union([t.Integer({ minimum: 1 }), t.String()]);
@@ -94,3 +95,9 @@ export function parseCallReport(raw: Record<string, unknown>, nowMs: number): Ca
     toNumber: digitsOf(f.to_number).slice(-10),
   };
 }
+
+/** The report's body: its fields checked (compiled once), then the rules above; invalid_input names the field. */
+export const callReportInput: Input<CallReport> = {
+  schema: CallReportInput,
+  read: (value, now) => parseCallReport(objectFields(value), now),
+};

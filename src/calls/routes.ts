@@ -1,18 +1,30 @@
-// POST /hooks/calls.php: a dialer reports a call (operations.md §4).
-import { Elysia } from "elysia";
-import { bodyFields } from "../http/body";
+// POST /hooks/calls.php: a dialer reports a call (operations.md §4), declared (src/http/route.ts).
 import type { Deps } from "../http/deps";
-import { runKeyed, type KeyedSpec } from "../http/keyed";
+import { BODY_LIMIT, keyedRoute } from "../http/keyed";
+import type { Route } from "../http/route";
+import { callReportInput, CallReportResult } from "./model";
 import { reportCall } from "./service";
 
-const REPORT: KeyedSpec = {
-  need: { scope: "calls:write", limit: "calls", scopeError: "wrong_scope" },
-  bodyLimit: 64 * 1024,
-};
-
-export const callRoutes = (deps: Deps) =>
-  new Elysia({ name: "calls" }).post(
-    "/hooks/calls.php",
-    ({ request }) => runKeyed(deps, request, REPORT, ({ actor }, body) => reportCall(deps.sql, actor, bodyFields(body) ?? {}, deps.clock.now())),
-    { parse: "none" },
-  );
+export const callRoutes = (deps: Deps): Route[] => [
+  keyedRoute(
+    deps,
+    {
+      id: "reportCall",
+      tag: "Calls",
+      summary: "Report a call",
+      description:
+        "The call joins the lead's conversation as a `call` entry: the lead named, else the dial's, else the newest lead in " +
+        "scope with the phone. A `dial_id` moves that dial out of `pending`; a `to_number` that is a DNI pool number " +
+        "attributes the call to the visitor who held it at the call's time. `status`, `secs` and `agent` are required; an " +
+        "invalid or missing field is `invalid_input`, its `message` starting with the field's name. Counts against the " +
+        "key's shared hourly counter with the threshold 600.",
+      method: "POST",
+      path: "/hooks/calls.php",
+      access: { kind: "key", scope: "calls:write", limit: "calls", scopeError: "wrong_scope" },
+      body: { input: callReportInput, limit: BODY_LIMIT, form: true },
+      answers: { 200: { description: "The call recorded", schema: CallReportResult } },
+      errors: ["invalid_input", "not_found"],
+    },
+    ({ actor }, report) => reportCall(deps.sql, actor, report),
+  ),
+];

@@ -4,7 +4,7 @@ import { attributeCall } from "../dni/attribution";
 import { AppError } from "../errors";
 import { newestLeadByPhone } from "../leads/match";
 import { leadInScope } from "../leads/scope";
-import { parseCallReport } from "./model";
+import type { CallReport } from "./model";
 import { findDial, insertCall } from "./queries";
 
 /**
@@ -15,10 +15,8 @@ import { findDial, insertCall } from "./queries";
 export async function reportCall(
   sql: Sql,
   actor: Actor,
-  fields: Record<string, unknown>,
-  nowMs: number,
+  report: CallReport,
 ): Promise<{ ok: true; call_id: number; lead_id: number | null }> {
-  const report = parseCallReport(fields, nowMs);
   let leadId = report.leadId;
   if (leadId !== null && !(await leadInScope(sql, actor.orgId, leadId))) throw new AppError("not_found");
   if (report.dialId !== null) {

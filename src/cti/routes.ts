@@ -1,34 +1,68 @@
-// CTI: dial and lookup on api_v1, and the bound agent's queue (operations.md §4).
-import { Elysia } from "elysia";
-import { bodyFields } from "../http/body";
+// CTI: dial and lookup on api_v1, and the bound agent's queue (operations.md §4), declared
+// (src/http/route.ts).
+import { Type as t } from "@sinclair/typebox";
 import type { Deps } from "../http/deps";
-import { runKeyed, type KeyedSpec } from "../http/keyed";
-import { API_V1_BODY_LIMIT, type ApiV1Operation } from "../http/operation";
+import { API_V1_PATH, BODY_LIMIT, keyedRoute } from "../http/keyed";
+import { fieldsInput, type Route } from "../http/route";
+import { DialInput, DialResult, LookupResult, QueueResult } from "./model";
 import { claimNextDial, dial, lookup, lookupReads } from "./service";
 
-/** POST r=cti/dial and GET r=cti/lookup */
-export function ctiOperations(deps: Deps): ApiV1Operation[] {
+const dialInput = fieldsInput(DialInput, (f) => f.phone);
+
+export function ctiRoutes(deps: Deps): Route[] {
   const reads = lookupReads(deps.sql, deps.limits);
   return [
-    {
-      method: "POST",
-      r: "cti/dial",
-      spec: { need: { scope: "cti", limit: "api_v1", scopeError: "wrong_scope", agent: true }, bodyLimit: API_V1_BODY_LIMIT },
-      run: ({ grant, body }) => dial(deps.sql, grant.actor, bodyFields(body)?.phone),
-    },
-    {
-      method: "GET",
-      r: "cti/lookup",
-      spec: { need: { scope: "cti", limit: "api_v1", scopeError: "wrong_scope", countInRead: true } },
-      run: ({ grant, query }) => lookup(reads, grant.actor, grant.hit!, query.phone),
-    },
+    keyedRoute(
+      deps,
+      {
+        id: "queueDial",
+        tag: "CTI",
+        summary: "Queue a dial for the key's bound agent",
+        description:
+          "The phone is sanitized to digits and matched by its last 10 to the newest lead in the key's scope; `lead_id` " +
+          "is null when none matches, and the dial is still queued. The answer does not mean the call connected.",
+        method: "POST",
+        path: API_V1_PATH,
+        select: { param: "r", value: "cti/dial" },
+        access: { kind: "key", scope: "cti", limit: "api_v1", scopeError: "wrong_scope", agent: true },
+        body: { input: dialInput, limit: BODY_LIMIT, form: true },
+        answers: { 200: { description: "The dial queued", schema: DialResult } },
+        errors: ["bad_phone"],
+      },
+      (grant, phone) => dial(deps.sql, grant.actor, phone),
+    ),
+    keyedRoute(
+      deps,
+      {
+        id: "lookupCaller",
+        tag: "CTI",
+        summary: "Look a caller up by phone",
+        description: "Matches the last 10 digits to the newest lead in the key's scope; discloses only `lead_id` and `name`.",
+        method: "GET",
+        path: API_V1_PATH,
+        select: { param: "r", value: "cti/lookup" },
+        query: t.Object({ phone: t.String({ description: "at least 10 digits, any format" }) }),
+        access: { kind: "key", scope: "cti", limit: "api_v1", scopeError: "wrong_scope" },
+        countInRead: true,
+        answers: { 200: { description: "Found, or not", schema: LookupResult } },
+        errors: ["bad_phone"],
+      },
+      (grant, _input, { query }) => lookup(reads, grant.actor, grant.hit!, query.phone),
+    ),
+    keyedRoute(
+      deps,
+      {
+        id: "claimDial",
+        tag: "CTI",
+        summary: "Claim the bound agent's oldest pending dial",
+        description: "Moves the dial from `pending` to `dialing`; `dial` is null when the agent has none within the key's reach.",
+        method: "GET",
+        path: "/hooks/cti_queue.php",
+        access: { kind: "key", scope: "cti", limit: "api_v1", scopeError: "wrong_scope", agent: true },
+        answers: { 200: { description: "The claimed dial, or null", schema: QueueResult } },
+        errors: [],
+      },
+      ({ actor }) => claimNextDial(deps.sql, actor),
+    ),
   ];
 }
-
-const CLAIM: KeyedSpec = { need: { scope: "cti", limit: "api_v1", scopeError: "wrong_scope", agent: true } };
-
-/** GET /hooks/cti_queue.php: the bound agent claims its oldest pending dial. */
-export const ctiRoutes = (deps: Deps) =>
-  new Elysia({ name: "cti" }).get("/hooks/cti_queue.php", ({ request }) =>
-    runKeyed(deps, request, CLAIM, ({ actor }) => claimNextDial(deps.sql, actor)),
-  );

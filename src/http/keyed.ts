@@ -15,7 +15,15 @@ import type { KeyHit } from "../limits/key-counter";
 import type { KeyLimit } from "../limits/limits";
 import { bodyFields, readBody, type Body } from "./body";
 import type { Deps } from "./deps";
+import { guarded } from "./native";
 import { errorOf } from "./respond";
+import type { Access, Declaration, Input, Route, Selected } from "./route";
+
+/** The contract's path of the five query-routed operations. */
+export const API_V1_PATH = "/hooks/api_v1.php";
+
+/** Bodies of intake, the api_v1 POSTs and calls are at most 64 KiB. */
+export const BODY_LIMIT = 64 * 1024;
 
 export interface Need {
   scope: Scope;
@@ -142,3 +150,59 @@ function admit(deps: Deps, key: ApiKey | null, need: Need): Grant | Promise<Gran
   return grant;
 }
 
+
+/** A key-authenticated route's declaration: its body is an Input, read once through the skeleton above. */
+export interface KeyedDeclaration<T> extends Omit<Declaration, "access" | "body"> {
+  access: Extract<Access, { kind: "key" }>;
+  body?: {
+    input: Input<T>;
+    limit: number;
+    /** Form data accepted as well as JSON. */
+    form: boolean;
+    /** JSON that is not an object reaches the input (KPI takes bare arrays); otherwise malformed_body. */
+    anyJson?: boolean;
+  };
+  /** The route's read draws the hit in its own statement (src/limits/fused.ts). */
+  countInRead?: boolean;
+  /** See KeyedSpec.deadlineMs. */
+  deadlineMs?: number;
+}
+
+/** The value an Input reads from a body that was read. */
+const bodyValue = (body: ReadBody): unknown => (body.kind === "empty" ? undefined : body.value);
+
+/**
+ * A key-authenticated route from its declaration: the key, scope, agent and limit from `access`,
+ * the body read within its limit and checked by its input, then `run` with what the input read.
+ * Errors are rendered by the one renderer on the key surface; any other value is answered as JSON.
+ */
+export function keyedRoute<T = undefined>(
+  deps: Deps,
+  decl: KeyedDeclaration<T>,
+  run: (grant: Grant, input: T, selected: Selected) => unknown,
+): Route {
+  const { access, body, countInRead, deadlineMs, ...rest } = decl;
+  const spec: KeyedSpec = {
+    need: { scope: access.scope, limit: access.limit, scopeError: access.scopeError, agent: access.agent, countInRead },
+    bodyLimit: body?.limit,
+    jsonOnly: body ? !body.form : undefined,
+    anyJson: body?.anyJson,
+    deadlineMs,
+  };
+  const read = body?.input.read;
+  const errors = new Set<ErrorCode>(["forbidden", access.scopeError, "rate_limited", "unavailable"]);
+  if (access.agent) errors.add("no_bound_agent");
+  if (body) for (const code of ["malformed_json", "malformed_body", "body_too_large", "body_timeout"] as const) errors.add(code);
+  for (const code of decl.errors) errors.add(code);
+  const handle = guarded((request: Request, selected: Selected) =>
+    runKeyed(deps, request, spec, (grant, b) => run(grant, (read ? read(bodyValue(b), deps.clock.now()) : undefined) as T, selected)),
+  );
+  return {
+    ...rest,
+    access,
+    body: body && { schema: body.input.schema, form: body.form, limit: body.limit },
+    // Every key route can refuse a key, its scope or its limit, and fail with the database.
+    errors: [...errors],
+    handle: (request, _server, selected) => handle(request, selected),
+  };
+}

@@ -15,17 +15,17 @@ export const toResponse = (value: unknown): Response => (value instanceof Respon
 
 /**
  * A handler whose exceptions and rejections are answered by the error renderer on `surface`,
- * as Elysia's onError answers them for its own routes.
+ * as Elysia's onError answers them for its own routes; any value but a Response is sent as JSON.
  */
-export function guarded(
-  handler: (request: Request, server: PeerSource) => unknown,
+export function guarded<A = PeerSource>(
+  handler: (request: Request, arg: A) => unknown,
   surface: Surface = "key",
   headers?: Record<string, string>,
-): NativeHandler {
+): (request: Request, arg: A) => Response | Promise<Response> {
   const fail = (err: unknown) => errorResponse(err, surface, headers);
-  return (request, server) => {
+  return (request, arg) => {
     try {
-      const out = handler(request, server);
+      const out = handler(request, arg);
       if (out instanceof Response) return out;
       return out instanceof Promise ? out.then(toResponse, fail) : toResponse(out);
     } catch (err) {

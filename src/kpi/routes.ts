@@ -1,25 +1,30 @@
-import { Elysia } from "elysia";
-import { AppError } from "../errors";
+// POST /hooks/kpi_ingest.php, declared (src/http/route.ts).
 import type { Deps } from "../http/deps";
-import { runKeyed, type KeyedSpec } from "../http/keyed";
+import { keyedRoute } from "../http/keyed";
+import type { Route } from "../http/route";
+import { kpiInput, KpiResult } from "./model";
 import { ingestKpi } from "./service";
 
-const INGEST: KeyedSpec = {
-  need: { scope: "metrics:write", limit: "kpi", scopeError: "wrong_scope" },
-  // 500 points with long keys fit well inside a megabyte.
-  bodyLimit: 1024 * 1024,
-  jsonOnly: true,
-  anyJson: true,
-};
-
-/** POST /hooks/kpi_ingest.php */
-export const kpiRoutes = (deps: Deps) =>
-  new Elysia({ name: "kpi" }).post(
-    "/hooks/kpi_ingest.php",
-    ({ request }) =>
-      runKeyed(deps, request, INGEST, ({ actor }, body) => {
-        if (body.kind !== "json") throw new AppError("malformed_json", "empty body");
-        return ingestKpi(deps.sql, actor, body.value, new Date(deps.clock.now()));
-      }),
-    { parse: "none" },
-  );
+export const kpiRoutes = (deps: Deps): Route[] => [
+  keyedRoute(
+    deps,
+    {
+      id: "ingestKpi",
+      tag: "KPI",
+      summary: "Upsert daily KPI metric points",
+      description:
+        "A single point, a batch `{org_id?, points}` or a bare array of 1 to 500 points. Processing is partial: valid " +
+        "points are upserted even when siblings fail, and `errors` lists each failed point by its index " +
+        "(`bad_point`, `bad_metric_key`, `bad_value`, `bad_day`, `bad_dim_key`). An unknown `metric_key` is registered " +
+        "with sum aggregation. A tenant key's own organization always overrides `org_id`.",
+      method: "POST",
+      path: "/hooks/kpi_ingest.php",
+      access: { kind: "key", scope: "metrics:write", limit: "kpi", scopeError: "wrong_scope" },
+      // 500 points with long keys fit well inside a megabyte.
+      body: { input: kpiInput, limit: 1024 * 1024, form: false, anyJson: true },
+      answers: { 200: { description: "Points upserted, with the failed ones' errors", schema: KpiResult } },
+      errors: ["no_valid_points", "no_points", "too_many_points"],
+    },
+    ({ actor }, batch) => ingestKpi(deps.sql, actor, batch, new Date(deps.clock.now())),
+  ),
+];

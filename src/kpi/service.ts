@@ -1,7 +1,7 @@
 import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
 import { AppError } from "../errors";
-import { parsePoint, splitBatch, type KpiPoint, type PointError } from "./model";
+import type { KpiBatch, PointError } from "./model";
 import { upsertPoints } from "./queries";
 
 /** The server's current date (its local time zone, as the contract says), as YYYY-MM-DD. */
@@ -13,15 +13,10 @@ export function localDay(now: Date): string {
 export type KpiResult = { ok: true; upserts: number; errors?: PointError[] };
 
 /** Partial batch processing: valid points are upserted even when siblings fail. */
-export async function ingestKpi(sql: Sql, actor: Actor, value: unknown, now: Date): Promise<KpiResult> {
-  const { points, batchOrg } = splitBatch(value);
-  const valid: KpiPoint[] = [];
-  const errors: PointError[] = [];
-  points.forEach((raw, i) => {
-    const p = parsePoint(raw, i, batchOrg);
-    if ("error" in p) errors.push(p);
-    else valid.push(actor.orgId === null ? p : { ...p, orgId: actor.orgId });
-  });
+export async function ingestKpi(sql: Sql, actor: Actor, batch: KpiBatch, now: Date): Promise<KpiResult> {
+  const { errors } = batch;
+  // A tenant key's own organization always overrides request input (api-v1.md).
+  const valid = actor.orgId === null ? batch.valid : batch.valid.map((p) => ({ ...p, orgId: actor.orgId }));
   if (valid.length === 0) throw new AppError("no_valid_points", "no point is valid", { errors });
   await upsertPoints(sql, valid, localDay(now));
   return errors.length ? { ok: true, upserts: valid.length, errors } : { ok: true, upserts: valid.length };

@@ -2,7 +2,8 @@
 // applied once after the shape check.
 import { Type as t, type Static } from "@sinclair/typebox";
 import { cut, emailField, idField, text, textField, truthy } from "../http/fields";
-import { fieldChecker } from "../http/input";
+import type { Fields } from "../http/input";
+import { fieldsInput } from "../http/route";
 import { phone10 } from "./phone";
 
 const scalar = t.Union([t.String(), t.Number()]);
@@ -78,11 +79,8 @@ function consentOf(v: unknown): { sms: boolean; email: boolean } {
   return { sms: all, email: all };
 }
 
-const intakeFields = fieldChecker(LeadIntakeInput);
-
-/** Null when the phone has fewer than 10 digits (the caller answers bad_phone). */
-export function parseLeadInput(raw: Record<string, unknown>): LeadInput | null {
-  const f = intakeFields(raw);
+/** The lenient rules of lead creation input; null when the phone has fewer than 10 digits (bad_phone). */
+function normalizeIntake(f: Fields<typeof LeadIntakeInput>): LeadInput | null {
   const phone = phone10(f.phone);
   if (!phone) return null;
   return {
@@ -100,3 +98,8 @@ export function parseLeadInput(raw: Record<string, unknown>): LeadInput | null {
     consent: consentOf(f.consent),
   };
 }
+
+/** Lead intake's body: checked on the wire, then normalized (null: bad_phone). */
+export const leadIntake = fieldsInput(LeadIntakeInput, normalizeIntake);
+
+export const parseLeadInput = (raw: Record<string, unknown>): LeadInput | null => leadIntake.read(raw, 0);

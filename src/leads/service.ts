@@ -4,16 +4,15 @@ import { AppError } from "../errors";
 import { countedReads, type CountedReads } from "../limits/fused";
 import type { KeyHit } from "../limits/key-counter";
 import type { Limits } from "../limits/limits";
-import { parseLeadInput, type Lead } from "./model";
+import type { Lead, LeadInput } from "./model";
 import { countedLeads, createOrDedupLead, resolveList, type LeadRead } from "./queries";
 
 export async function intakeLead(
   sql: Sql,
   actor: Actor,
-  fields: Record<string, unknown>,
+  input: LeadInput | null,
   inboundListId: number | null,
 ): Promise<{ ok: true; lead_id: number; deduped: boolean }> {
-  const input = parseLeadInput(fields);
   if (!input) throw new AppError("bad_phone", "phone must have at least 10 digits");
   const list = await resolveList(sql, actor.orgId, input.listId, inboundListId);
   if (!list) throw new AppError("invalid_list", "no list could be resolved for this key");

@@ -4,6 +4,7 @@ import { Type as t } from "@sinclair/typebox";
 import type { Actor } from "../auth/actor";
 import { AppError } from "../errors";
 import { idField } from "../http/fields";
+import { objectFields, type Input } from "../http/route";
 
 export type { Actor };
 
@@ -83,8 +84,8 @@ export interface SendAnswer {
   text: string;
 }
 
-// The contract's shapes, for the API description. The input is checked by parseSendInput, which
-// answers each kind of junk with its own code.
+// The contract's shapes. The input is checked by parseSendInput, which answers each kind of junk
+// with its own code.
 export const MessageInput = t.Object(
   {
     lead_id: t.Integer({ description: "a lead in the key's organization" }),
@@ -105,3 +106,19 @@ export const MessageResultSchema = t.Object(
   },
   { additionalProperties: true },
 );
+
+/**
+ * The send's body as read: the input, or the refusal it earned, as a value, because a refused
+ * request still draws its hit before it is answered (sendFromApi).
+ */
+export const sendInput: Input<SendInput | AppError> = {
+  schema: MessageInput,
+  read(value) {
+    try {
+      return parseSendInput(objectFields(value));
+    } catch (err) {
+      if (err instanceof AppError) return err;
+      throw err;
+    }
+  },
+};

@@ -3,31 +3,51 @@ import { Elysia } from "elysia";
 import { AppError } from "../errors";
 import { bodyFields, readBody } from "../http/body";
 import type { Deps } from "../http/deps";
-import { API_V1_BODY_LIMIT, type ApiV1Operation } from "../http/operation";
+import { API_V1_PATH, BODY_LIMIT, keyedRoute } from "../http/keyed";
+import type { Route } from "../http/route";
 import { errorOf, errorResponse, rawJson } from "../http/respond";
 import { inboundSms, statusCallback, type CallbackAnswer, type TwilioCallback } from "./callbacks";
+import { MessageResultSchema, sendInput } from "./model";
 import { messageProbes, sendDeadline, sendEnv, sendFromApi } from "./service";
 
 /** POST r=messages: the Message result, with HTTP 402 for billing reasons. */
-export function messageOperations(deps: Deps): ApiV1Operation[] {
+export function messageSendRoutes(deps: Deps): Route[] {
   const env = sendEnv(deps.config);
   const probes = messageProbes(deps.sql, deps.limits);
   return [
-    {
-      method: "POST",
-      r: "messages",
-      spec: {
-        need: { scope: "messages:write", limit: "api_v1", scopeError: "wrong_scope", countInRead: true },
-        bodyLimit: API_V1_BODY_LIMIT,
+    keyedRoute(
+      deps,
+      {
+        id: "sendMessage",
+        tag: "Messages",
+        summary: "Send an SMS or an email, or store a note, for a lead",
+        description:
+          "Through the same path as the console and automations: consent, quiet hours, idempotency and billing. A note " +
+          "calls no provider and is never billed. Domain failures come back as HTTP 200 with `ok: false` and a `reason` " +
+          "(`empty_body`, `no_contact`, `no_consent`, `opted_out`, `provider_not_configured`, `provider_error`, …); " +
+          "billing reasons (`billing_not_configured`, `billing_unavailable`, `billing_frozen`, `subscription_required`, " +
+          "`insufficient_credits`) as HTTP 402. A send inside the recipient's quiet hours is queued: `ok: true` with " +
+          "`defer_until`. `operation_id` is the idempotency identity: a retry replays the first answer; reusing it for a " +
+          "different send is `operation_id_conflict`.",
+        method: "POST",
+        path: API_V1_PATH,
+        select: { param: "r", value: "messages" },
+        access: { kind: "key", scope: "messages:write", limit: "api_v1", scopeError: "wrong_scope" },
+        countInRead: true,
+        body: { input: sendInput, limit: BODY_LIMIT, form: true },
         // A send may wait on its provider (bounded); its database steps keep the usual deadline.
         deadlineMs: sendDeadline(env),
+        answers: {
+          200: { description: "Sent, queued, stored (a note), or refused by a gate", schema: MessageResultSchema },
+          402: { description: "Refused by the billing gate", schema: MessageResultSchema },
+        },
+        errors: ["bad_operation_id", "invalid_input", "not_found", "operation_id_conflict"],
       },
-      run: async ({ grant, body }) => {
-        // An empty body has no operation_id: bad_operation_id, like any other missing field's first check.
-        const answer = await sendFromApi(deps.sql, probes, grant.hit!, grant.actor, bodyFields(body) ?? {}, deps.clock.now(), env);
+      async (grant, input) => {
+        const answer = await sendFromApi(deps.sql, probes, grant.hit!, grant.actor, input, deps.clock.now(), env);
         return rawJson(answer.text, answer.status);
       },
-    },
+    ),
   ];
 }
 

@@ -29,7 +29,7 @@ import type { Limits } from "../limits/limits";
 import { sendEmail } from "./email";
 import { billingGate, contactGate, emailConfig, quietGate, smsConfig, type GateReason, type OrgSettings } from "./gates";
 import { emailOf, mergeValues, renderEmail, renderSms } from "./merge";
-import { parseSendInput, requestHash, resultText, type Actor, type SendAnswer, type SendInput } from "./model";
+import { requestHash, resultText, type Actor, type SendAnswer, type SendInput } from "./model";
 import {
   chargeDeferred,
   countedProbes,
@@ -114,17 +114,13 @@ export const messageProbes = (sql: Sql, limits: Limits): Probes => countedReads(
  * and draws the request's hit, so a retry costs one shared statement. A request refused before it
  * reads still counts.
  */
-export async function sendFromApi(sql: Sql, probes: Probes, hit: KeyHit, actor: Actor, fields: Record<string, unknown>, now: number, env: SendEnv): Promise<SendAnswer> {
-  let input: SendInput;
-  try {
-    input = parseSendInput(fields);
-    if (input.leadId === null) throw new AppError("not_found");
-  } catch (err) {
+export async function sendFromApi(sql: Sql, probes: Probes, hit: KeyHit, actor: Actor, read: SendInput | AppError, now: number, env: SendEnv): Promise<SendAnswer> {
+  if (read instanceof AppError || read.leadId === null) {
     await probes.countAlone(hit);
-    throw err;
+    throw read instanceof AppError ? read : new AppError("not_found");
   }
-  const probe = await step(probes.load(hit, { orgId: actor.orgId, scope: scopeOf(actor), leadId: input.leadId, operationId: input.operationId }));
-  return sendMessage(sql, actor, input, now, env, probe);
+  const probe = await step(probes.load(hit, { orgId: actor.orgId, scope: scopeOf(actor), leadId: read.leadId, operationId: read.operationId }));
+  return sendMessage(sql, actor, read, now, env, probe);
 }
 
 /**

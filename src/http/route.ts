@@ -1,0 +1,94 @@
+// One declaration per route (the practice of Stripe's and Twilio's APIs): what it answers (method,
+// path and, on a query-routed path, the value of `r` or `action` that selects it), who may call it,
+// the schemas of its inputs, its answers by status with their schemas, the error codes it can give,
+// and its handler. The server (src/app/app.ts), the query dispatchers and /openapi.json are all
+// built from these, so a route cannot be served without being declared, nor documented otherwise
+// than it is served.
+import type { TObject, TSchema } from "@sinclair/typebox";
+import type { Scope } from "../auth/keys";
+import type { ErrorCode } from "../errors";
+import type { KeyLimit } from "../limits/limits";
+import type { PeerSource } from "./client";
+import { fieldChecker, type Fields } from "./input";
+
+export type Method = "GET" | "POST" | "OPTIONS";
+
+/** Who may call a route. */
+export type Access =
+  /** `X-Api-Key` (or the body's `api_key`) with a scope; every hit counts against the key's hourly counter. */
+  | { kind: "key"; scope: Scope; limit: KeyLimit; scopeError: Extract<ErrorCode, "forbidden" | "wrong_scope">; agent?: boolean }
+  /** Anyone; `cors`: answers carry `Access-Control-Allow-Origin: *`; `limit` says what is counted per client address. */
+  | { kind: "public"; cors?: boolean; limit?: string }
+  /** A provider's signed callback (Twilio's `X-Twilio-Signature`). */
+  | { kind: "provider"; signature: string };
+
+export interface Answer {
+  description: string;
+  /** The JSON body's schema; absent when the answer is not JSON (then `contentType` says what it is). */
+  schema?: TSchema;
+  contentType?: string;
+}
+
+/** What a route is, without its handler: everything /openapi.json says of it. */
+export interface Declaration {
+  /** Unique; the OpenAPI operationId. */
+  id: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  method: Method;
+  /** In OpenAPI's form: `/book/{slug}`. */
+  path: string;
+  /** On a query-routed path (`api_v1.php?r=`, `dni.php?action=`): the parameter and its value; `{id}` stands for a numeric id. */
+  select?: { param: string; value: string };
+  access: Access;
+  query?: TObject;
+  body?: { schema: TSchema; form: boolean; limit: number };
+  answers: Readonly<Record<number, Answer>>;
+  errors: readonly ErrorCode[];
+}
+
+/** What the dispatcher found in the URL: the numeric id of `r=name/{id}` (else 0) and the query. */
+export interface Selected {
+  id: number;
+  query: Record<string, string | undefined>;
+  /** Path parameters (`/book/{slug}`), decoded. */
+  params: Record<string, string>;
+}
+
+export type RouteHandler = (request: Request, server: PeerSource | null, selected: Selected) => Response | Promise<Response>;
+
+export interface Route extends Declaration {
+  handle: RouteHandler;
+  /** Served by Bun before Elysia's router (src/http/native.ts): the hot paths. */
+  native?: boolean;
+}
+
+/**
+ * A route's input: its documented schema, checked on the wire, and the contract's lenient rules,
+ * applied once after the check (`read`). Throws the contract's AppError for input it refuses.
+ */
+export interface Input<T> {
+  schema: TSchema;
+  /** `value`: the JSON or form body as read (undefined when empty); `now`: the clock, for rules about time. */
+  read(value: unknown, now: number): T;
+}
+
+/** A JSON object's or form's fields; anything else has none. */
+export const objectFields = (value: unknown): Record<string, unknown> =>
+  value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+
+/**
+ * An object of loosely typed fields (JSON or form): each declared field is kept when it has one of
+ * its documented types and dropped otherwise, so junk in a field reads as that field being absent
+ * (the contract's leniency); additional fields are accepted. `normalize` then applies the lenient
+ * rules (numeric strings, truncation, truthy values, lowercasing) once. The checks are compiled
+ * once, when the route is declared.
+ */
+export function fieldsInput<S extends TObject, T>(schema: S, normalize: (fields: Fields<S>) => T): Input<T> {
+  const check = fieldChecker(schema);
+  return {
+    schema,
+    read: (value) => normalize(check(objectFields(value))),
+  };
+}
