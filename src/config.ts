@@ -20,6 +20,13 @@ export interface Config {
   poolMax: number | null;
   /** Visitors each instance keeps in its DNI lease cache (src/dni/engine.ts). */
   dniCacheSize: number;
+  /**
+   * LEADLINE_SECRET_KEY: the AES-256 key that seals provider credentials and webhook secrets at
+   * rest (src/secrets/); null stores them as given (serve warns once).
+   */
+  secretKey: Buffer | null;
+  /** LEADLINE_SECRET_KEY_OLD: the key being replaced, read only by `leadline secrets rotate`. */
+  secretKeyOld: Buffer | null;
 }
 
 export class ConfigError extends Error {}
@@ -39,6 +46,19 @@ function oneOf<T extends string>(name: string, raw: string | undefined, allowed:
     throw new ConfigError(`${name} must be one of ${allowed.join(", ")}, got ${JSON.stringify(raw)}`);
   }
   return raw as T;
+}
+
+/** 32 bytes, as 64 hex digits or as base64 (padded or not, standard or URL alphabet). */
+function aesKey(name: string, raw: string | undefined): Buffer | null {
+  const v = raw?.trim() ?? "";
+  if (v === "") return null;
+  if (/^[0-9a-fA-F]{64}$/.test(v)) return Buffer.from(v, "hex");
+  if (/^[A-Za-z0-9+/_-]{43}={0,1}$/.test(v)) {
+    const key = Buffer.from(v.replace(/-/g, "+").replace(/_/g, "/"), "base64");
+    if (key.length === 32) return key;
+  }
+  // Never echo the value: it is (a mistyped) key.
+  throw new ConfigError(`${name} must be 32 bytes as 64 hex digits or as base64 (openssl rand -base64 32)`);
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -62,5 +82,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookAllowPrivate: oneOf("WEBHOOK_ALLOW_PRIVATE", env.WEBHOOK_ALLOW_PRIVATE, ["true", "false"] as const, "false") === "true",
     poolMax: intIn("DB_POOL_MAX", env.DB_POOL_MAX, 1, 200),
     dniCacheSize: intIn("DNI_CACHE_SIZE", env.DNI_CACHE_SIZE, 1, 10_000_000) ?? 100_000,
+    secretKey: aesKey("LEADLINE_SECRET_KEY", env.LEADLINE_SECRET_KEY),
+    secretKeyOld: aesKey("LEADLINE_SECRET_KEY_OLD", env.LEADLINE_SECRET_KEY_OLD),
   };
 }

@@ -15,6 +15,7 @@ import { Workers, type Worker } from "../jobs/worker";
 import { Limits } from "../limits/limits";
 import { errorFields, log } from "../log";
 import { messageJobs, messageWorkers } from "../messages/worker";
+import { checkStoredSecrets } from "../secrets/stored";
 import { VERSION } from "../version";
 import { buildApp } from "./app";
 import { loadIpSalt, withProvisionedSettings } from "./settings";
@@ -45,6 +46,9 @@ function jobHandlers(deps: Deps): JobHandler[] {
 /** Starts the service on an open database; used by `serve` and by tests. */
 export async function start(given: Config, db: Database, options: StartOptions = {}): Promise<Running> {
   await migrate(db.sql);
+  // Refuses to start (one line naming the key ids) when a stored secret does not open with
+  // LEADLINE_SECRET_KEY, rather than failing every send and delivery that needs it later.
+  await checkStoredSecrets(db.sql, given.secretKey);
   const config = await withProvisionedSettings(db.sql, given);
   const clock = options.clock ?? systemClock;
   const keys = new KeyStore(db.sql, clock);
@@ -120,6 +124,9 @@ export async function serve(config: Config): Promise<number> {
   }
   log.info("listening", { version: VERSION, host: config.host, port: running.port, embedded: db.embedded });
   if (!config.ipSalt) log.warn("NPK_IP_SALT is not set; client-address hashes use a generated per-installation salt");
+  if (!config.secretKey) {
+    log.warn("LEADLINE_SECRET_KEY is not set; provider credentials and webhook secrets are stored in clear (README: Secrets at rest)");
+  }
   await new Promise<void>((resolve) => {
     const onSignal = (signal: string) => {
       log.info("stopping", { signal });
