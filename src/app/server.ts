@@ -114,6 +114,10 @@ function logFatalErrors(): void {
 
 export async function serve(config: Config): Promise<number> {
   logFatalErrors();
+  // Before "listening", so that whoever waits for that line has seen it.
+  if (!config.secretKey) {
+    log.warn("LEADLINE_SECRET_KEY is not set; provider credentials and webhook secrets are stored in clear (README: Secrets at rest)");
+  }
   const db = await openDatabase(config, "serve");
   let running: Running;
   try {
@@ -124,9 +128,6 @@ export async function serve(config: Config): Promise<number> {
   }
   log.info("listening", { version: VERSION, host: config.host, port: running.port, embedded: db.embedded });
   if (!config.ipSalt) log.warn("NPK_IP_SALT is not set; client-address hashes use a generated per-installation salt");
-  if (!config.secretKey) {
-    log.warn("LEADLINE_SECRET_KEY is not set; provider credentials and webhook secrets are stored in clear (README: Secrets at rest)");
-  }
   await new Promise<void>((resolve) => {
     const onSignal = (signal: string) => {
       log.info("stopping", { signal });
