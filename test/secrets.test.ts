@@ -11,6 +11,7 @@ import { Webhook } from "standardwebhooks";
 import { ConfigError, loadConfig } from "../src/config";
 import { connect } from "../src/db/client";
 import { start } from "../src/app/server";
+import { webhooksCommand } from "../src/events/command";
 import { provisionCommand } from "../src/provision/command";
 import { secretsCommand } from "../src/secrets/command";
 import { isSealed, keyId, openSecret, seal, SecretError } from "../src/secrets/seal";
@@ -21,7 +22,7 @@ import { testDatabase, type TestDatabase } from "./harness/db";
 import { makeKey, seedWorld } from "./harness/factory";
 import { signCallback, startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
 import { startFakeSmtp, type FakeSmtp } from "./harness/fake-smtp";
-import { WebhookReceiver } from "./harness/webhook-receiver";
+import { WebhookReceiver, type Received } from "./harness/webhook-receiver";
 
 const PG_DUMP = "/usr/lib/postgresql/15/bin/pg_dump";
 const PUBLIC = "https://leadline.example";
@@ -158,9 +159,13 @@ async function deliveryWorks(db: TestDatabase) {
   await emit(db);
   await rx.waitFor(1, 10_000);
   expect(rx.received).toHaveLength(1);
-  const r = rx.received[0];
+  expect(() => verify(rx.received[0])).not.toThrow();
+}
+
+/** standardwebhooks (independent of src/events/sign.ts) checks the signature with the plaintext secret. */
+function verify(r: Received): unknown {
   const headers = { "webhook-id": r.headers["webhook-id"], "webhook-timestamp": r.headers["webhook-timestamp"], "webhook-signature": r.headers["webhook-signature"] };
-  expect(() => new Webhook(HOOK_SECRET).verify(r.body, headers)).not.toThrow();
+  return new Webhook(HOOK_SECRET).verify(r.body, headers);
 }
 
 function pgDump(url: string): string {
@@ -361,6 +366,17 @@ describe("with LEADLINE_SECRET_KEY", () => {
     app = await startApp(db.url, { ...APP_ENV, LEADLINE_SECRET_KEY: K2_ENV }, { clock });
     await sendsWork(db, app);
     await deliveryWorks(db);
+
+    // An operator's replay opens the secret with the CLI's key too.
+    const [{ id }] = await db.sql`select id from webhook_deliveries where status = 'delivered' order by id desc limit 1`;
+    rx.clear();
+    const replay = (secretKey: Buffer | null) =>
+      capture(() => webhooksCommand(db.sql, ["replay", String(id)], { allowPrivate: true, secretKey, clock }));
+    await expect(replay(null)).rejects.toThrow(`webhook 1's secret is sealed with key ${keyId(K2)} but LEADLINE_SECRET_KEY is not set`);
+    expect(rx.received).toHaveLength(0);
+    expect((await replay(K2)).code).toBe(0);
+    expect(rx.received).toHaveLength(1);
+    expect(() => verify(rx.received[0])).not.toThrow();
   });
 
   test("the command's help and usage", async () => {
@@ -369,6 +385,11 @@ describe("with LEADLINE_SECRET_KEY", () => {
     expect(help.out).toContain("LEADLINE_SECRET_KEY_OLD");
     await expect(secretsCommand(db.sql, ["rotate"], { key: null, old: null })).rejects.toThrow("LEADLINE_SECRET_KEY (the new key) is not set");
     await expect(secretsCommand(db.sql, ["spin"], { key: K2, old: null })).rejects.toThrow('secrets: unknown subcommand "spin"');
+    // --help needs no database: the executable's entry answers it before opening one.
+    const env = { ...process.env, DATABASE_URL: "postgres://nobody@127.0.0.1:1/none", LEADLINE_SECRET_KEY: "" };
+    const proc = Bun.spawnSync([process.execPath, "src/main.ts", "secrets", "rotate", "--help"], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" });
+    expect([proc.exitCode, proc.stderr.toString()]).toEqual([0, ""]);
+    expect(proc.stdout.toString()).toStartWith("usage: leadline secrets rotate | status");
   });
 });
 
