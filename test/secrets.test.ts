@@ -68,7 +68,7 @@ beforeEach(() => {
 const smtpUrl = () => smtp.url(SMTP_USER, SMTP_PASS);
 const plaintexts = () => [TOKEN, SMTP_PASS, smtpUrl(), HOOK_SECRET, HOOK_KEY.toString("base64")];
 
-function provisioningFile(): string {
+function provisioningFile(token = TOKEN): string {
   const dir = mkdtempSync(join(tmpdir(), "leadline-secrets-"));
   const path = join(dir, "provision.json");
   writeFileSync(
@@ -80,7 +80,7 @@ function provisioningFile(): string {
           name: "Acme",
           company: "Acme Roofing LLC",
           billing: { status: "active", subscription: "active", credits: 100, sms_cost: 0.01, email_cost: 0.001 },
-          sms: { base_url: twilio.url, account_sid: "ACacme", auth_token: TOKEN, from: "5125550100" },
+          sms: { base_url: twilio.url, account_sid: "ACacme", auth_token: token, from: "5125550100" },
           email: { smtp_url: smtpUrl(), from: "Acme <hello@acme.example>" },
         },
       ],
@@ -90,8 +90,8 @@ function provisioningFile(): string {
   return path;
 }
 
-const provision = (db: TestDatabase, key: Buffer | null) =>
-  capture(() => provisionCommand(db.sql, [provisioningFile()], clock, key));
+const provision = (db: TestDatabase, key: Buffer | null, token = TOKEN) =>
+  capture(() => provisionCommand(db.sql, [provisioningFile(token)], clock, key));
 
 async function storedRow(db: TestDatabase) {
   const [row] = await db.sql<{ token: string; smtp: string; secret: string; orgs: string; webhooks: string }[]>`
@@ -377,6 +377,28 @@ describe("with LEADLINE_SECRET_KEY", () => {
     expect((await replay(K2)).code).toBe(0);
     expect(rx.received).toHaveLength(1);
     expect(() => verify(rx.received[0])).not.toThrow();
+  });
+
+  test("a changed credential is used at once by a running instance (the opened values are cached by stored text)", async () => {
+    const k = (await makeKey(db.sql, { scopes: ["messages:write"], org: 1 })).key;
+    const send = async () =>
+      call(app!.base, "/hooks/api_v1.php?r=messages", {
+        method: "POST",
+        key: k,
+        json: { lead_id: await lead(db), channel: "sms", body: "Hi", operation_id: `op-${randomBytes(6).toString("hex")}` },
+      });
+    expect((await send()).body.ok).toBe(true);
+    expect(twilio.requests.at(-1)!.auth!.pass).toBe(TOKEN);
+    const newer = "twilio-auth-" + randomBytes(8).toString("hex");
+    expect((await provision(db, K2, newer)).err).toContain("orgs: 1 updated");
+    expect((await send()).body.ok).toBe(true);
+    expect(twilio.requests.at(-1)!.auth!.pass).toBe(newer);
+    expect(pgDump(db.url)).not.toContain(newer);
+    expect((await provision(db, K2)).err).toContain("orgs: 1 updated");
+  });
+
+  test("a provisioning file cannot give a value in the sealed form (it would be read back as sealed)", async () => {
+    await expect(provision(db, K2, seal(K2, TOKEN))).rejects.toThrow("orgs[0].sms.auth_token: give the token itself, not a sealed value");
   });
 
   test("the command's help and usage", async () => {
