@@ -3,10 +3,10 @@
 import type { Clock } from "../clock";
 import type { Sql } from "../db/client";
 import type { Job, Outcome } from "../jobs/queue";
+import { openSecret, SecretError } from "../secrets/seal";
 import { failDelivery, finishAttempt, loadDelivery, type DeliveryRow, type Trigger } from "./queries";
 import { MAX_ATTEMPTS, nextAttemptAt } from "./schedule";
 import { isSuccess, sendAttempt, type AttemptOutcome, type SendOptions } from "./send";
-import { openSecret, SecretError } from "../secrets/seal";
 import { signedHeaders } from "./sign";
 import { systemLookup } from "./target";
 

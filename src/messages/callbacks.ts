@@ -44,8 +44,7 @@ function tokenOf(env: CallbackEnv, org: { id: number; sms: unknown }): string | 
 /** The signed URL is the public one: BASE_URL (as configured) followed by the path and query received. */
 function signedBy(env: CallbackEnv, cb: TwilioCallback, org: { id: number; sms: unknown }): boolean {
   const token = tokenOf(env, org);
-  const baseUrl = env.baseUrl;
-  return token !== null && validTwilioSignature(token, baseUrl.replace(/\/+$/, "") + cb.pathAndQuery, cb.params, cb.signature);
+  return token !== null && validTwilioSignature(token, env.baseUrl.replace(/\/+$/, "") + cb.pathAndQuery, cb.params, cb.signature);
 }
 
 /** The first value of a parameter ('' when absent). */
