@@ -50,7 +50,7 @@ export async function checkStoredSecrets(sql: Sql | Tx, key: Buffer | null): Pro
   }
   if (failed.length > 0) {
     const more = failed.length > 1 ? ` (and ${failed.length - 1} more)` : "";
-    throw new SecretError(`${failed[0]}${more}; start with the key that sealed them, or re-seal them with \`leadline secrets rotate\``);
+    throw new SecretError(`${failed[0]}${more}; set LEADLINE_SECRET_KEY to the key that sealed them, or re-seal them with \`leadline secrets rotate\``);
   }
   return { sealed, plain: all.length - sealed };
 }
