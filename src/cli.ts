@@ -28,6 +28,9 @@ commands:
   webhooks replay DELIVERY_ID [--json]
                              send a delivery again now, as a new attempt of the same event id
   webhooks enable ID         enable an endpoint disabled by a 410 response
+  secrets rotate             re-seal stored provider credentials and webhook secrets under
+                             LEADLINE_SECRET_KEY (the previous key in LEADLINE_SECRET_KEY_OLD)
+  secrets status             how many stored secrets are in clear and under which key
   dni report [--pool KEY] [--since YYYY-MM-DD] [--json]
                              visitors, page views, form events and calls per pool and UTM source/medium/campaign
   version                    print the version
@@ -36,7 +39,8 @@ commands:
 scopes: leads:read leads:write conversations:read messages:write cti metrics:write calls:write
 environment: DATABASE_URL DATA_DIR PORT HOST BASE_URL COMMS_INBOUND_LIST_ID NPK_IP_SALT
              TRUST_PROXY LOG_LEVEL WEBHOOK_ALLOW_PRIVATE DB_POOL_MAX DNI_CACHE_SIZE
-             DNI_MAX_HOLDS_PER_ADDRESS (see README.md)
+             DNI_MAX_HOLDS_PER_ADDRESS DNI_VISITOR_RETENTION_DAYS DNI_EVENT_RETENTION_DAYS
+             BODY_DEADLINE_MS LEADLINE_SECRET_KEY LEADLINE_SECRET_KEY_OLD (see README.md)
 `;
 
 /**
@@ -184,7 +188,7 @@ export async function runCli(argv: string[]): Promise<number> {
       }
       case "provision": {
         const { provisionCommand } = await import("./provision/command");
-        return await withDb(config, (db) => provisionCommand(db.sql, rest));
+        return await withDb(config, (db) => provisionCommand(db.sql, rest, undefined, config.secretKey));
       }
       case "keys": {
         const { keysCommand } = await import("./auth/command");
@@ -192,7 +196,15 @@ export async function runCli(argv: string[]): Promise<number> {
       }
       case "webhooks": {
         const { webhooksCommand } = await import("./events/command");
-        return await withDb(config, (db) => webhooksCommand(db.sql, rest, { allowPrivate: config.webhookAllowPrivate }));
+        return await withDb(config, (db) => webhooksCommand(db.sql, rest, { allowPrivate: config.webhookAllowPrivate, secretKey: config.secretKey }));
+      }
+      case "secrets": {
+        const { secretsCommand, SECRETS_HELP, wantsHelp } = await import("./secrets/command");
+        if (wantsHelp(rest)) {
+          process.stdout.write(SECRETS_HELP);
+          return 0;
+        }
+        return await withDb(config, (db) => secretsCommand(db.sql, rest, { key: config.secretKey, old: config.secretKeyOld }));
       }
       case "dni": {
         const { dniCommand } = await import("./dni/command");

@@ -28,6 +28,13 @@ export interface Config {
   dniEventRetentionDays: number;
   /** Live DNI holds one client address (an IPv6 /64) may have in one pool; its next new visitors get the fallback. */
   dniMaxHoldsPerAddress: number;
+  /**
+   * LEADLINE_SECRET_KEY: the AES-256 key that seals provider credentials and webhook secrets at
+   * rest (src/secrets/); null stores them as given (serve warns once).
+   */
+  secretKey: Buffer | null;
+  /** LEADLINE_SECRET_KEY_OLD: the key being replaced, read only by `leadline secrets rotate`. */
+  secretKeyOld: Buffer | null;
 }
 
 export class ConfigError extends Error {}
@@ -59,6 +66,19 @@ export function withoutTrailingSlashes(s: string): string {
   return s.slice(0, end);
 }
 
+/** 32 bytes, as 64 hex digits or as base64 (padded or not, standard or URL alphabet). */
+function aesKey(name: string, raw: string | undefined): Buffer | null {
+  const v = raw?.trim() ?? "";
+  if (v === "") return null;
+  if (/^[0-9a-fA-F]{64}$/.test(v)) return Buffer.from(v, "hex");
+  if (/^[A-Za-z0-9+/_-]{43}={0,1}$/.test(v)) {
+    const key = Buffer.from(v.replace(/-/g, "+").replace(/_/g, "/"), "base64");
+    if (key.length === 32) return key;
+  }
+  // Never echo the value: it is (a mistyped) key.
+  throw new ConfigError(`${name} must be 32 bytes as 64 hex digits or as base64 (openssl rand -base64 32)`);
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const databaseUrl = env.DATABASE_URL?.trim() || null;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -84,5 +104,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dniVisitorRetentionDays: intIn("DNI_VISITOR_RETENTION_DAYS", env.DNI_VISITOR_RETENTION_DAYS, 1, 36_500) ?? 400,
     dniEventRetentionDays: intIn("DNI_EVENT_RETENTION_DAYS", env.DNI_EVENT_RETENTION_DAYS, 1, 36_500) ?? 90,
     dniMaxHoldsPerAddress: intIn("DNI_MAX_HOLDS_PER_ADDRESS", env.DNI_MAX_HOLDS_PER_ADDRESS, 1, 1_000_000) ?? 100,
+    secretKey: aesKey("LEADLINE_SECRET_KEY", env.LEADLINE_SECRET_KEY),
+    secretKeyOld: aesKey("LEADLINE_SECRET_KEY_OLD", env.LEADLINE_SECRET_KEY_OLD),
   };
 }

@@ -99,7 +99,7 @@ describe("status callbacks", () => {
     const r = await sendSms(await lead("5125550311"));
     const sid = twilio.requests[0].sid!;
     const status = (s: string, extra: Record<string, string> = {}) =>
-      statusCallback(db.sql, BASE, signed("/hooks/sms_status.php", { MessageSid: sid, MessageStatus: s, AccountSid: "ACacme", ...extra }), DAY + 1000);
+      statusCallback(db.sql, { baseUrl: BASE }, signed("/hooks/sms_status.php", { MessageSid: sid, MessageStatus: s, AccountSid: "ACacme", ...extra }), DAY + 1000);
     expect(await status("queued")).toBe("ok");
     expect((await message(r.message_id)).status).toBe("sent"); // queued is behind sent
     expect(await status("sent")).toBe("ok");
@@ -116,15 +116,15 @@ describe("status callbacks", () => {
     const sid = twilio.requests[0].sid!;
     const before = await credits();
     const cb = signed("/hooks/sms_status.php", { SmsSid: sid, SmsStatus: "undelivered", MessageSid: sid, MessageStatus: "undelivered", ErrorCode: "30003", AccountSid: "ACacme" });
-    expect(await statusCallback(db.sql, BASE, cb, DAY + 2000)).toBe("ok");
+    expect(await statusCallback(db.sql, { baseUrl: BASE }, cb, DAY + 2000)).toBe("ok");
     expect(await message(r.message_id)).toMatchObject({ status: "undelivered", error: "30003" });
     expect(await credits()).toBeCloseTo(before + 0.01, 6);
-    expect(await statusCallback(db.sql, BASE, cb, DAY + 3000)).toBe("ok"); // Twilio retried it
+    expect(await statusCallback(db.sql, { baseUrl: BASE }, cb, DAY + 3000)).toBe("ok"); // Twilio retried it
     expect(await credits()).toBeCloseTo(before + 0.01, 6);
     const failed = (await events("message.failed")).filter((e) => e.data.message_id === r.message_id);
     expect(failed.length).toBe(1);
     expect(failed[0].data).toMatchObject({ status: "undelivered", reason: "delivery_failed", error: "30003" });
-    await statusCallback(db.sql, BASE, signed("/hooks/sms_status.php", { MessageSid: sid, MessageStatus: "delivered" }), DAY + 4000);
+    await statusCallback(db.sql, { baseUrl: BASE }, signed("/hooks/sms_status.php", { MessageSid: sid, MessageStatus: "delivered" }), DAY + 4000);
     expect((await message(r.message_id)).status).toBe("undelivered");
   });
 
@@ -140,25 +140,25 @@ describe("status callbacks", () => {
       { ...signed("/hooks/sms_status.php", p), signature: null },
       { ...signed("/hooks/sms_status.php", p), signature: "" },
     ];
-    for (const cb of forged) expect(await statusCallback(db.sql, BASE, cb, DAY)).toBe("forbidden");
+    for (const cb of forged) expect(await statusCallback(db.sql, { baseUrl: BASE }, cb, DAY)).toBe("forbidden");
     expect((await message(r.message_id)).status).toBe("sent");
     // The query is part of what is signed.
-    expect(await statusCallback(db.sql, BASE, signed("/hooks/sms_status.php?org=1", { ...p, MessageStatus: "delivered" }), DAY)).toBe("ok");
+    expect(await statusCallback(db.sql, { baseUrl: BASE }, signed("/hooks/sms_status.php?org=1", { ...p, MessageStatus: "delivered" }), DAY)).toBe("ok");
     expect((await message(r.message_id)).status).toBe("delivered");
   });
 
   test("an unknown sid: 200 when its account's org signed it, 403 otherwise", async () => {
     const p = { MessageSid: "SMnope", MessageStatus: "delivered", AccountSid: "ACacme" };
-    expect(await statusCallback(db.sql, BASE, signed("/hooks/sms_status.php", p), DAY)).toBe("ok");
-    expect(await statusCallback(db.sql, BASE, signed("/hooks/sms_status.php", p, "x"), DAY)).toBe("forbidden");
-    expect(await statusCallback(db.sql, BASE, signed("/hooks/sms_status.php", { ...p, AccountSid: "ACzzz" }), DAY)).toBe("forbidden");
-    expect(await statusCallback(db.sql, BASE, signed("/hooks/sms_status.php", {}), DAY)).toBe("forbidden");
+    expect(await statusCallback(db.sql, { baseUrl: BASE }, signed("/hooks/sms_status.php", p), DAY)).toBe("ok");
+    expect(await statusCallback(db.sql, { baseUrl: BASE }, signed("/hooks/sms_status.php", p, "x"), DAY)).toBe("forbidden");
+    expect(await statusCallback(db.sql, { baseUrl: BASE }, signed("/hooks/sms_status.php", { ...p, AccountSid: "ACzzz" }), DAY)).toBe("forbidden");
+    expect(await statusCallback(db.sql, { baseUrl: BASE }, signed("/hooks/sms_status.php", {}), DAY)).toBe("forbidden");
   });
 });
 
 describe("inbound SMS", () => {
   const inbound = (from: string, body: string, sid = `SMin${++seq}`, token = TOKEN, to = "+15125550100") =>
-    inboundSms(db.sql, BASE, signed("/hooks/sms_inbound.php", { From: from, To: to, Body: body, MessageSid: sid, AccountSid: "ACacme" }, token), DAY + seq * 1000);
+    inboundSms(db.sql, { baseUrl: BASE }, signed("/hooks/sms_inbound.php", { From: from, To: to, Body: body, MessageSid: sid, AccountSid: "ACacme" }, token), DAY + seq * 1000);
   const inbox = async (leadId: number) => db.sql`select * from messages where lead_id = ${leadId} and direction = 'in' order by id`;
 
   test("stored exactly as given on the org's newest lead with that phone, status received, with message.received", async () => {

@@ -15,6 +15,7 @@ import { Workers, type Worker } from "../jobs/worker";
 import { Limits } from "../limits/limits";
 import { errorFields, log } from "../log";
 import { messageJobs, messageWorkers } from "../messages/worker";
+import { checkStoredSecrets } from "../secrets/stored";
 import { VERSION } from "../version";
 import { buildApp } from "./app";
 import { loadIpSalt, withProvisionedSettings } from "./settings";
@@ -53,6 +54,9 @@ function jobHandlers(deps: Deps): JobHandler[] {
 /** Starts the service on an open database; used by `serve` and by tests. */
 export async function start(given: Config, db: Database, options: StartOptions = {}): Promise<Running> {
   await migrate(db.sql);
+  // Refuses to start (one line naming the key ids) when a stored secret does not open with
+  // LEADLINE_SECRET_KEY, rather than failing every send and delivery that needs it later.
+  await checkStoredSecrets(db.sql, given.secretKey);
   const config = await withProvisionedSettings(db.sql, given);
   const clock = options.clock ?? systemClock;
   const keys = new KeyStore(db.sql, clock);
@@ -119,6 +123,10 @@ function logFatalErrors(): void {
 
 export async function serve(config: Config): Promise<number> {
   logFatalErrors();
+  // Before "listening", so that whoever waits for that line has seen it.
+  if (!config.secretKey) {
+    log.warn("LEADLINE_SECRET_KEY is not set; provider credentials and webhook secrets are stored in clear (README: Secrets at rest)");
+  }
   const db = await openDatabase(config, "serve");
   let running: Running;
   try {

@@ -9,6 +9,8 @@ import { deliveryOptions, replayDelivery, type DeliveryOptions } from "./deliver
 export interface WebhooksCommandOptions {
   /** WEBHOOK_ALLOW_PRIVATE, for replays. */
   allowPrivate: boolean;
+  /** LEADLINE_SECRET_KEY, which opens the endpoint's stored secret for replays. */
+  secretKey?: Buffer | null;
   clock?: Clock;
   /** Overrides of the delivery settings (timeouts), for replays. */
   delivery?: Partial<DeliveryOptions>;
@@ -88,7 +90,7 @@ async function replay(sql: Sql, args: string[], opts: WebhooksCommandOptions): P
   const { flags, positional } = parseArgs("webhooks replay", args, [], ["--json"]);
   const id = oneId("webhooks replay", "DELIVERY_ID", positional);
   const clock = opts.clock ?? { now: () => Date.now() };
-  const r = await replayDelivery(sql, clock, id, deliveryOptions(opts.allowPrivate, opts.delivery));
+  const r = await replayDelivery(sql, clock, id, deliveryOptions(opts.allowPrivate, { secretKey: opts.secretKey ?? null, ...opts.delivery }));
   const o = r.outcome;
   const ok = o.status !== null && o.status >= 200 && o.status < 300;
   if (flags.has("--json")) {

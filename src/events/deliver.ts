@@ -3,6 +3,7 @@
 import type { Clock } from "../clock";
 import type { Sql } from "../db/client";
 import type { Job, Outcome } from "../jobs/queue";
+import { openSecret, SecretError } from "../secrets/seal";
 import { failDelivery, finishAttempt, loadDelivery, type DeliveryRow, type Trigger } from "./queries";
 import { MAX_ATTEMPTS, nextAttemptAt } from "./schedule";
 import { isSuccess, sendAttempt, type AttemptOutcome, type SendOptions } from "./send";
@@ -12,6 +13,8 @@ import { systemLookup } from "./target";
 export interface DeliveryOptions extends SendOptions {
   /** [0, 1) for the retry jitter. */
   random: () => number;
+  /** LEADLINE_SECRET_KEY: opens the endpoint's stored secret (src/secrets/). */
+  secretKey: Buffer | null;
 }
 
 export function deliveryOptions(allowPrivate: boolean, overrides: Partial<DeliveryOptions> = {}): DeliveryOptions {
@@ -21,6 +24,7 @@ export function deliveryOptions(allowPrivate: boolean, overrides: Partial<Delive
     timeoutMs: 15_000,
     responseCap: 2048,
     random: Math.random,
+    secretKey: null,
     ...overrides,
   };
 }
@@ -33,9 +37,18 @@ export function eventBody(payload: Record<string, unknown>): string {
   return JSON.stringify({ type: payload.type, timestamp: payload.timestamp, data: payload.data });
 }
 
-function send(d: DeliveryRow, now: number, opts: DeliveryOptions): Promise<AttemptOutcome> {
+async function send(d: DeliveryRow, now: number, opts: DeliveryOptions): Promise<AttemptOutcome> {
   const body = eventBody(d.payload);
-  const headers = signedHeaders(d.secret, eventId(d.event_id), Math.floor(now / 1000), body);
+  let secret: string;
+  try {
+    secret = openSecret(opts.secretKey, d.secret, `webhook ${d.webhook_id}'s secret`);
+  } catch (err) {
+    // A secret this process cannot open (sealed under another key since it started): the attempt
+    // fails, nothing is sent unsigned, and the retry schedule goes on as for any failure.
+    if (!(err instanceof SecretError)) throw err;
+    return { status: null, error: err.message, response: null, address: null, durationMs: 0 };
+  }
+  const headers = signedHeaders(secret, eventId(d.event_id), Math.floor(now / 1000), body);
   return sendAttempt(d.url, headers, body, opts);
 }
 

@@ -19,7 +19,7 @@ export const DELIVERY_CONCURRENCY = 256;
 export const ENDPOINT_CONCURRENCY = 16;
 
 export function webhookDeliveryHandler(deps: Deps, overrides: Partial<DeliveryOptions> = {}): JobHandler {
-  const opts = deliveryOptions(deps.config.webhookAllowPrivate, overrides);
+  const opts = deliveryOptions(deps.config.webhookAllowPrivate, { secretKey: deps.config.secretKey, ...overrides });
   return {
     kind: DELIVER_KIND,
     concurrency: DELIVERY_CONCURRENCY,

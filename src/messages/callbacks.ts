@@ -3,6 +3,8 @@
 // beyond what finds that org; a forgery changes nothing and is answered 403.
 import { withoutTrailingSlashes } from "../config";
 import type { Sql } from "../db/client";
+import { log } from "../log";
+import { openSecret, SecretError } from "../secrets/seal";
 import { applyStatus, messageBySid, orgsByAccount, orgsByNumber, recordInbound } from "./callback-queries";
 import { validTwilioSignature } from "./twilio";
 
@@ -16,15 +18,34 @@ export interface TwilioCallback {
 
 export type CallbackAnswer = "ok" | "forbidden";
 
-const tokenOf = (sms: unknown): string | null => {
-  const t = sms !== null && typeof sms === "object" ? (sms as Record<string, unknown>).auth_token : null;
-  return typeof t === "string" && t !== "" ? t : null;
-};
+/** What checking a callback needs of the configuration. */
+export interface CallbackEnv {
+  /** BASE_URL as configured: the URL Twilio signed. */
+  baseUrl: string;
+  /** LEADLINE_SECRET_KEY: opens the org's stored auth token (src/secrets/). */
+  secretKey?: Buffer | null;
+}
+
+/**
+ * The org's auth token, opened. One this process cannot open (sealed under another key since
+ * serve started) verifies nothing, so the callback is refused (403), and the reason is logged.
+ */
+function tokenOf(env: CallbackEnv, org: { id: number; sms: unknown }): string | null {
+  const t = org.sms !== null && typeof org.sms === "object" ? (org.sms as Record<string, unknown>).auth_token : null;
+  if (typeof t !== "string" || t === "") return null;
+  try {
+    return openSecret(env.secretKey ?? null, t, `org ${org.id}'s sms.auth_token`);
+  } catch (err) {
+    if (!(err instanceof SecretError)) throw err;
+    log.warn("cannot check a Twilio callback's signature", { error: err.message });
+    return null;
+  }
+}
 
 /** The signed URL is the public one: BASE_URL (as configured) followed by the path and query received. */
-function signedBy(baseUrl: string, cb: TwilioCallback, sms: unknown): boolean {
-  const token = tokenOf(sms);
-  return token !== null && validTwilioSignature(token, withoutTrailingSlashes(baseUrl) + cb.pathAndQuery, cb.params, cb.signature);
+function signedBy(env: CallbackEnv, cb: TwilioCallback, org: { id: number; sms: unknown }): boolean {
+  const token = tokenOf(env, org);
+  return token !== null && validTwilioSignature(token, withoutTrailingSlashes(env.baseUrl) + cb.pathAndQuery, cb.params, cb.signature);
 }
 
 /** The first value of a parameter ('' when absent). */
@@ -59,15 +80,15 @@ const MOVABLE: [string, number][] = [
  * message's org signs it; for a sid we do not know (yet), the org of its AccountSid, so that a
  * genuine callback is still answered 200 and a forgery 403.
  */
-export async function statusCallback(sql: Sql, baseUrl: string, cb: TwilioCallback, now: number): Promise<CallbackAnswer> {
+export async function statusCallback(sql: Sql, env: CallbackEnv, cb: TwilioCallback, now: number): Promise<CallbackAnswer> {
   const sid = param(cb, "MessageSid") || param(cb, "SmsSid");
   const message = sid ? await messageBySid(sql, sid) : null;
   if (message) {
-    if (!signedBy(baseUrl, cb, message.sms)) return "forbidden";
+    if (!signedBy(env, cb, { id: message.org_id ?? 0, sms: message.sms })) return "forbidden";
   } else {
     const account = param(cb, "AccountSid");
     const orgs = account ? await orgsByAccount(sql, account) : [];
-    return orgs.some((o) => signedBy(baseUrl, cb, o.sms)) ? "ok" : "forbidden";
+    return orgs.some((o) => signedBy(env, cb, o)) ? "ok" : "forbidden";
   }
   const next = STATUS[(param(cb, "MessageStatus") || param(cb, "SmsStatus")).toLowerCase()];
   if (!next) return "ok";
@@ -96,10 +117,10 @@ export function keywordConsent(body: string): "out" | "in" | null {
  * phone `From` (last 10 digits), as status `received`. STOP words opt every org lead on that phone
  * out, START words back in. A text from an unknown phone is acknowledged and not stored.
  */
-export async function inboundSms(sql: Sql, baseUrl: string, cb: TwilioCallback, now: number): Promise<CallbackAnswer> {
+export async function inboundSms(sql: Sql, env: CallbackEnv, cb: TwilioCallback, now: number): Promise<CallbackAnswer> {
   const to10 = last10(param(cb, "To"));
   const orgs = to10 ? await orgsByNumber(sql, to10) : [];
-  const org = orgs.find((o) => signedBy(baseUrl, cb, o.sms));
+  const org = orgs.find((o) => signedBy(env, cb, o));
   if (!org) return "forbidden";
   const from10 = last10(param(cb, "From"));
   const sid = param(cb, "MessageSid") || param(cb, "SmsSid");

@@ -6,6 +6,7 @@
 // come last because a deferral is not a refusal: the message is recorded and sent later, so every
 // reason it could never go must be checked first.
 import { emailField } from "../http/fields";
+import { isSealed } from "../secrets/seal";
 import { quietHoursEnd, recipientZone, type QuietHours } from "./quiet-hours";
 
 export type SendChannel = "sms" | "email";
@@ -28,11 +29,13 @@ export type GateReason = (typeof GATE_REASONS)[number];
 export interface SmsConfig {
   base_url: string;
   account_sid: string;
+  /** As stored (possibly sealed: src/secrets/) until the provider call opens it. */
   auth_token: string;
   from: string;
 }
 
 export interface EmailConfig {
+  /** As stored (possibly sealed: src/secrets/) until the provider call opens it. */
   smtp_url: string;
   from: string;
 }
@@ -92,12 +95,15 @@ export function smsConfig(v: unknown): SmsConfig | null {
   return { base_url: c.base_url, account_sid: c.account_sid, auth_token: c.auth_token, from: c.from };
 }
 
-/** The org's SMTP settings when complete, else null. */
+/**
+ * The org's SMTP settings when complete, else null. A sealed URL (src/secrets/) is opened only at
+ * the call, so its form is checked when it is provisioned, not here.
+ */
 export function emailConfig(v: unknown): EmailConfig | null {
   if (v === null || typeof v !== "object") return null;
   const c = v as Record<string, unknown>;
   if (!nonEmpty(c.smtp_url) || !nonEmpty(c.from)) return null;
-  if (!/^smtps?:\/\/[^/]/i.test(c.smtp_url)) return null;
+  if (!isSealed(c.smtp_url) && !/^smtps?:\/\/[^/]/i.test(c.smtp_url)) return null;
   return { smtp_url: c.smtp_url, from: c.from };
 }
 

@@ -6,7 +6,7 @@ import type { Deps } from "../http/deps";
 import { API_V1_PATH, BODY_LIMIT, keyedRoute } from "../http/keyed";
 import type { Route } from "../http/route";
 import { errorOf, errorResponse, rawJson } from "../http/respond";
-import { inboundSms, statusCallback, type CallbackAnswer, type TwilioCallback } from "./callbacks";
+import { inboundSms, statusCallback, type CallbackAnswer, type CallbackEnv, type TwilioCallback } from "./callbacks";
 import { MessageResultSchema, sendInput } from "./model";
 import { messageProbes, sendDeadline, sendEnv, sendFromApi } from "./service";
 
@@ -54,7 +54,7 @@ export function messageSendRoutes(deps: Deps): Route[] {
 const CALLBACK_BODY_LIMIT = 64 * 1024;
 const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';
 
-type Handler = (sql: Deps["sql"], baseUrl: string, cb: TwilioCallback, now: number) => Promise<CallbackAnswer>;
+type Handler = (sql: Deps["sql"], env: CallbackEnv, cb: TwilioCallback, now: number) => Promise<CallbackAnswer>;
 
 /** Reads a provider callback (form fields) and answers 403 to anything not signed by the org concerned. */
 async function callback(deps: Deps, request: Request, handle: Handler, ok: () => Response): Promise<Response> {
@@ -66,7 +66,7 @@ async function callback(deps: Deps, request: Request, handle: Handler, ok: () =>
     const params = Object.entries(fields).filter((e): e is [string, string] => typeof e[1] === "string");
     const url = new URL(request.url);
     const cb: TwilioCallback = { pathAndQuery: url.pathname + url.search, params, signature: request.headers.get("x-twilio-signature") };
-    const answer = await handle(deps.sql, deps.config.baseUrl, cb, deps.clock.now());
+    const answer = await handle(deps.sql, { baseUrl: deps.config.baseUrl, secretKey: deps.config.secretKey }, cb, deps.clock.now());
     return answer === "ok" ? ok() : errorOf("forbidden", "public");
   } catch (err) {
     return errorResponse(err, "public");

@@ -27,7 +27,8 @@ import { countedReads, type CountedReads } from "../limits/fused";
 import type { KeyHit } from "../limits/key-counter";
 import type { Limits } from "../limits/limits";
 import { sendEmail } from "./email";
-import { billingGate, contactGate, emailConfig, quietGate, smsConfig, type GateReason, type OrgSettings } from "./gates";
+import { openSecret, SecretError } from "../secrets/seal";
+import { billingGate, contactGate, emailConfig, quietGate, smsConfig, type EmailConfig, type GateReason, type OrgSettings, type SmsConfig } from "./gates";
 import { emailOf, mergeValues, renderEmail, renderSms } from "./merge";
 import { requestHash, resultText, type Actor, type SendAnswer, type SendInput } from "./model";
 import {
@@ -60,10 +61,12 @@ export interface SendEnv {
   providerTimeoutMs?: number;
   /** The longest wait for the org's billing row lock (default 2 s); past it, billing_unavailable. */
   billingLockMs?: number;
+  /** LEADLINE_SECRET_KEY: opens the org's stored auth token / SMTP URL (src/secrets/). */
+  secretKey?: Buffer | null;
 }
 
 /** What the send path needs of the configuration. */
-export const sendEnv = (config: Config): SendEnv => ({ baseUrl: config.baseUrl });
+export const sendEnv = (config: Config): SendEnv => ({ baseUrl: config.baseUrl, secretKey: config.secretKey });
 
 export const BILLING_LOCK_MS = 2_000;
 
@@ -255,10 +258,13 @@ async function deliverAndRecord(
   env: SendEnv,
 ): Promise<string> {
   // The text as stored (asSent): the provider gets exactly what the conversation shows.
-  const outcome: ProviderOutcome =
-    channel === "sms"
-      ? await sendSms(smsConfig(org.sms)!, { to, body, statusCallback: statusCallbackUrl(env.baseUrl) }, timeoutOf(env))
-      : await sendEmail(emailConfig(org.email)!, to, emailOf(subject, body), timeoutOf(env));
+  const outcome: ProviderOutcome = await callProvider(
+    channel,
+    org,
+    env,
+    (sms) => sendSms(sms, { to, body, statusCallback: statusCallbackUrl(env.baseUrl) }, timeoutOf(env)),
+    (email) => sendEmail(email, to, emailOf(subject, body), timeoutOf(env)),
+  );
   const text = resultText(outcome.ok ? { ok: true, message_id: id } : { ok: false, message_id: id, reason: outcome.reason });
   const at = new Date(now);
   const stored = await step(recordOutcome(sql, id, {
@@ -271,6 +277,33 @@ async function deliverAndRecord(
   }));
   if (!outcome.ok && channel === "sms" && outcome.code === TWILIO_UNSUBSCRIBED) await step(optOutPhone(sql, org.id, to, "provider:21610", at));
   return stored?.result ?? (await step(settledResult(sql, id, at))) ?? text;
+}
+
+/**
+ * The provider call with the org's stored secret opened. One this process cannot open (sealed
+ * under another key since serve started, which otherwise refuses to start) fails the send as a
+ * provider_error whose stored error says which key sealed it; the charge is refunded as for any
+ * failed call.
+ */
+async function callProvider(
+  channel: "sms" | "email",
+  org: OrgSettings,
+  env: SendEnv,
+  sms: (cfg: SmsConfig) => Promise<ProviderOutcome>,
+  email: (cfg: EmailConfig) => Promise<ProviderOutcome>,
+): Promise<ProviderOutcome> {
+  const key = env.secretKey ?? null;
+  try {
+    if (channel === "sms") {
+      const cfg = smsConfig(org.sms)!;
+      return await sms({ ...cfg, auth_token: openSecret(key, cfg.auth_token, `org ${org.id}'s sms.auth_token`) });
+    }
+    const cfg = emailConfig(org.email)!;
+    return await email({ ...cfg, smtp_url: openSecret(key, cfg.smtp_url, `org ${org.id}'s email.smtp_url`) });
+  } catch (err) {
+    if (!(err instanceof SecretError)) throw err;
+    return { ok: false, reason: "provider_error", error: err.message };
+  }
 }
 
 /** A job's outcome (src/jobs/queue.ts): finished, or due again at `retryAt` (epoch ms). */

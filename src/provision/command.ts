@@ -9,7 +9,8 @@ import { CHOSEN_KEY_MIN_LENGTH } from "../auth/keys";
 import { applyProvisioning, type ProvisionSummary } from "./service";
 import { parseProvisioning } from "./validate";
 
-export async function provisionCommand(sql: Sql, args: string[], clock: Clock = systemClock): Promise<number> {
+/** `secretKey`: LEADLINE_SECRET_KEY, which seals the credentials and webhook secrets written. */
+export async function provisionCommand(sql: Sql, args: string[], clock: Clock = systemClock, secretKey: Buffer | null = null): Promise<number> {
   const option = args.find((a) => a.startsWith("-") && a !== "-");
   if (option !== undefined) throw new UsageError(`provision: unknown option ${option}`);
   if (args.length !== 1) throw new UsageError("usage: leadline provision FILE");
@@ -20,7 +21,7 @@ export async function provisionCommand(sql: Sql, args: string[], clock: Clock = 
   } catch (err) {
     throw new Error(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
-  const summary = await applyProvisioning(sql, parseProvisioning(text), { now: new Date(clock.now()) });
+  const summary = await applyProvisioning(sql, parseProvisioning(text), { now: new Date(clock.now()), secretKey });
   for (const k of summary.generatedKeys) {
     process.stdout.write(`key ${k.id} ${textCell(k.name)} ${k.key}\n`);
   }

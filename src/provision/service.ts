@@ -5,6 +5,8 @@
 import type { Sql, Tx } from "../db/client";
 import { canonicalScopes, insertKey, notifyKeysChanged, putKey } from "../auth/admin";
 import { CHOSEN_KEY_MIN_LENGTH, hashKey } from "../auth/keys";
+import { inFormOf, openSecret, seal } from "../secrets/seal";
+import { checkStoredSecrets } from "../secrets/stored";
 import type { ApiKeySpec, ProvisioningFile } from "./model";
 import { ProvisioningError, referenceProblems, referencedIds, type KnownRows } from "./validate";
 
@@ -43,9 +45,10 @@ type Written = { inserted: boolean }[];
 export async function applyProvisioning(
   sql: Sql,
   file: ProvisioningFile,
-  opts: { now?: Date } = {},
+  opts: { now?: Date; secretKey?: Buffer | null } = {},
 ): Promise<ProvisionSummary> {
   const now = opts.now ?? new Date();
+  const key = opts.secretKey ?? null;
   const summary: ProvisionSummary = { counts: {}, generatedKeys: [], shortKeys: [] };
   // `removed`: rows changed that the file does not list (billing dropped, numbers deactivated).
   const count = (section: string, total: number, written: Written, removed = 0) => {
@@ -59,13 +62,16 @@ export async function applyProvisioning(
     await tx`select pg_advisory_xact_lock(${PROVISION_LOCK})`;
     const problems = referenceProblems(file, await loadKnown(tx, file));
     if (problems.length > 0) throw new ProvisioningError(problems);
+    // A run without the key (or with another) that seals nothing still must not write values in
+    // another form beside sealed ones that serve could then not all open: refused, nothing written.
+    if (file.orgs || file.webhooks) await checkStoredSecrets(tx, key);
 
     if (file.settings) {
       const entries = Object.entries(file.settings).filter(([, v]) => v !== undefined);
       count("settings", entries.length, await upsertSettings(tx, entries, now));
     }
     if (file.orgs) {
-      count("orgs", file.orgs.length, await upsertOrgs(tx, file.orgs, now));
+      count("orgs", file.orgs.length, await upsertOrgs(tx, file.orgs, now, key));
       const [written, removed] = await applyBilling(tx, file.orgs, now);
       count("org_billing", file.orgs.filter((o) => o.billing).length, written, removed);
     }
@@ -97,7 +103,7 @@ export async function applyProvisioning(
       const links = file.calendars.flatMap((c) => (c.links ?? []).map((l) => ({ slug: l.slug, calendar_id: c.id })));
       count("calendar_links", links.length, await upsertLinks(tx, links, now));
     }
-    if (file.webhooks) count("webhooks", file.webhooks.length, await upsertWebhooks(tx, file.webhooks, now));
+    if (file.webhooks) count("webhooks", file.webhooks.length, await upsertWebhooks(tx, file.webhooks, now, key));
     if (file.automations) count("automations", file.automations.length, await upsertAutomations(tx, file.automations, now));
   });
   await notifyKeysChanged(sql);
@@ -141,7 +147,22 @@ function upsertSettings(tx: Tx, entries: [string, unknown][], now: Date): Promis
     returning (xmax = 0) as inserted`);
 }
 
-function upsertOrgs(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, now: Date): Promise<Written> {
+/**
+ * The stored form of a secret the file gives: the stored value when it already holds exactly that
+ * in the form the key gives (so that applying the same file again writes nothing, though sealing
+ * draws a fresh IV each time), else the value sealed (or as given, without a key).
+ */
+function storedForm(key: Buffer | null, existing: string | null | undefined, plaintext: string): string {
+  if (existing != null && inFormOf(key, existing) && openSecret(key, existing) === plaintext) return existing;
+  return seal(key, plaintext);
+}
+
+async function upsertOrgs(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, now: Date, key: Buffer | null): Promise<Written> {
+  const ids = orgs.map((o) => o.id);
+  const existing = new Map(
+    (await tx<{ id: number; token: string | null; smtp: string | null }[]>`
+      select id, sms->>'auth_token' as token, email->>'smtp_url' as smtp from orgs where id = any(${ids}::bigint[])`).map((r) => [r.id, r]),
+  );
   const rows = orgs.map((o) => ({
     id: o.id,
     name: o.name,
@@ -150,8 +171,8 @@ function upsertOrgs(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, now: Da
     quiet_start: o.quiet_hours?.start ?? null,
     quiet_end: o.quiet_hours?.end ?? null,
     consent: o.consent ?? "implied",
-    sms: o.sms ? tx.json(o.sms) : null,
-    email: o.email ? tx.json(o.email) : null,
+    sms: o.sms ? tx.json({ ...o.sms, auth_token: storedForm(key, existing.get(o.id)?.token, o.sms.auth_token) }) : null,
+    email: o.email ? tx.json({ ...o.email, smtp_url: storedForm(key, existing.get(o.id)?.smtp, o.email.smtp_url) }) : null,
     updated_at: now,
   }));
   return inBatches(rows, (batch) => tx<Written>`
@@ -394,12 +415,16 @@ function upsertLinks(tx: Tx, links: { slug: string; calendar_id: number }[], now
     returning (xmax = 0) as inserted`);
 }
 
-function upsertWebhooks(tx: Tx, hooks: NonNullable<ProvisioningFile["webhooks"]>, now: Date): Promise<Written> {
+async function upsertWebhooks(tx: Tx, hooks: NonNullable<ProvisioningFile["webhooks"]>, now: Date, key: Buffer | null): Promise<Written> {
+  const ids = hooks.map((h) => h.id);
+  const existing = new Map(
+    (await tx<{ id: number; secret: string }[]>`select id, secret from webhooks where id = any(${ids}::bigint[])`).map((r) => [r.id, r.secret]),
+  );
   const rows = hooks.map((h) => ({
     id: h.id,
     org_id: h.org_id,
     url: h.url,
-    secret: h.secret,
+    secret: storedForm(key, existing.get(h.id), h.secret),
     events: tx.array(h.events, 25),
     active: h.active ?? true,
     updated_at: now,

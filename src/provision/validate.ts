@@ -3,6 +3,7 @@
 // The schema pass is TypeBox; formats, duplicates and references are checked here by hand.
 import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value";
 import { agentProblem } from "../auth/admin";
+import { isSealed } from "../secrets/seal";
 import { isZone } from "../zone";
 import { EVENT_TYPES, isSubscription } from "../events/types";
 import { ProvisioningFile, DAYS } from "./model";
@@ -121,6 +122,10 @@ function formatProblems(root: Record<string, unknown>): string[] {
     checkTimezone(out, `orgs[${i}].timezone`, org.timezone);
     const sms = isRecord(org.sms) ? org.sms : {};
     checkUrl(out, `orgs[${i}].sms.base_url`, sms.base_url, ["http:", "https:"]);
+    // The stored form of a sealed value (src/secrets/): read back, it would be taken as sealed.
+    if (typeof sms.auth_token === "string" && isSealed(sms.auth_token)) {
+      out.push(`orgs[${i}].sms.auth_token: give the token itself, not a sealed value`);
+    }
     const email = isRecord(org.email) ? org.email : {};
     checkUrl(out, `orgs[${i}].email.smtp_url`, email.smtp_url, ["smtp:", "smtps:"]);
   }
