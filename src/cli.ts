@@ -123,6 +123,25 @@ example: leadline dni report --pool acme-site --since 2026-11-01
 Visitors, page views, form events and attributed calls per pool and first-touch source/medium/campaign.
 example: leadline dni report --pool acme-site --since 2026-11-01
 `,
+  secrets: `usage: leadline secrets rotate|status
+  secrets rotate    re-seal every stored secret under LEADLINE_SECRET_KEY
+  secrets status    how many stored secrets are in clear and under each key id
+example: LEADLINE_SECRET_KEY=$(openssl rand -base64 32) leadline secrets rotate
+`,
+  "secrets rotate": `usage: leadline secrets rotate
+Re-seals every stored secret (orgs' sms.auth_token and email.smtp_url, webhook endpoints' secret)
+under LEADLINE_SECRET_KEY, in one transaction. Values sealed with the previous key are opened with
+LEADLINE_SECRET_KEY_OLD; values stored in clear are sealed (so the first rotate after setting a key
+needs no old key). Nothing changes when one value opens with neither key; running it again changes
+nothing. Stop serve first (or restart it right after): a server started with the old key cannot
+open what is re-sealed under the new one.
+example: LEADLINE_SECRET_KEY_OLD=<old key> LEADLINE_SECRET_KEY=<new key> leadline secrets rotate
+`,
+  "secrets status": `usage: leadline secrets status
+How many stored secrets are in clear and how many are sealed under each key id (8 hex digits of
+the key's SHA-256); never prints a secret.
+example: leadline secrets status
+`,
   version: `usage: leadline version
 Prints the version.
 `,
@@ -199,11 +218,7 @@ export async function runCli(argv: string[]): Promise<number> {
         return await withDb(config, (db) => webhooksCommand(db.sql, rest, { allowPrivate: config.webhookAllowPrivate, secretKey: config.secretKey }));
       }
       case "secrets": {
-        const { secretsCommand, SECRETS_HELP, wantsHelp } = await import("./secrets/command");
-        if (wantsHelp(rest)) {
-          process.stdout.write(SECRETS_HELP);
-          return 0;
-        }
+        const { secretsCommand } = await import("./secrets/command");
         return await withDb(config, (db) => secretsCommand(db.sql, rest, { key: config.secretKey, old: config.secretKeyOld }));
       }
       case "dni": {

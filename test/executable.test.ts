@@ -174,7 +174,8 @@ describe.skipIf(missing)("the executable", () => {
     const commands = [
       ["serve"], ["migrate"], ["provision"], ["keys"], ["keys", "create"], ["keys", "list"], ["keys", "revoke"],
       ["keys", "rotate"], ["webhooks"], ["webhooks", "list"], ["webhooks", "deliveries"], ["webhooks", "attempts"],
-      ["webhooks", "replay"], ["webhooks", "enable"], ["dni"], ["dni", "report"],
+      ["webhooks", "replay"], ["webhooks", "enable"], ["dni"], ["dni", "report"], ["secrets"], ["secrets", "rotate"],
+      ["secrets", "status"],
     ];
     const env = { DATA_DIR: "./help-data", PORT: "1" };
     for (const words of commands) {

@@ -402,16 +402,14 @@ describe("with LEADLINE_SECRET_KEY", () => {
   });
 
   test("the command's help and usage", async () => {
-    const help = await capture(() => secretsCommand(db.sql, ["rotate", "--help"], { key: null, old: null }));
-    expect(help.code).toBe(0);
-    expect(help.out).toContain("LEADLINE_SECRET_KEY_OLD");
     await expect(secretsCommand(db.sql, ["rotate"], { key: null, old: null })).rejects.toThrow("LEADLINE_SECRET_KEY (the new key) is not set");
     await expect(secretsCommand(db.sql, ["spin"], { key: K2, old: null })).rejects.toThrow('secrets: unknown subcommand "spin"');
     // --help needs no database: the executable's entry answers it before opening one.
     const env = { ...process.env, DATABASE_URL: "postgres://nobody@127.0.0.1:1/none", LEADLINE_SECRET_KEY: "" };
     const proc = Bun.spawnSync([process.execPath, "src/main.ts", "secrets", "rotate", "--help"], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" });
     expect([proc.exitCode, proc.stderr.toString()]).toEqual([0, ""]);
-    expect(proc.stdout.toString()).toStartWith("usage: leadline secrets rotate | status");
+    expect(proc.stdout.toString()).toStartWith("usage: leadline secrets rotate\n");
+    expect(proc.stdout.toString()).toContain("LEADLINE_SECRET_KEY_OLD");
   });
 });
 
