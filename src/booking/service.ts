@@ -343,8 +343,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     }
   }
 
-  /** Whether a link with this slug exists (the page answers 404 otherwise). */
-  /** The booking page's lookup: null for an unknown link, else what the page shows of it. */
+  /** The booking page's lookup (it answers 404 for null): null for an unknown link, else what the page shows of it. */
   async function linkPageOf(slug: string): Promise<{ business: string } | null> {
     const s = slugOf({ slug });
     if (!s || unknown.has(s)) return null;
