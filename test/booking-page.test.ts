@@ -69,8 +69,10 @@ describe("booking page", () => {
     const { ctx, page, problems } = await open();
     await page.locator("button.time").first().waitFor();
     expect(await page.locator("h1").textContent()).toBe("Free roof estimate");
-    expect(await page.locator("#zone").textContent()).toBe("Times are in Central Time (America/Chicago)");
-    expect(await page.locator("#device").textContent()).toBe("Your device is set to America/New_York.");
+    expect(await page.locator("#business").textContent()).toBe("Acme Roofing LLC");
+    // The device (New York) differs from the calendar: both zones offered, the calendar's chosen.
+    expect(await page.getByRole("radio", { name: /^Central Time/ }).isChecked()).toBe(true);
+    expect(await page.getByRole("radio", { name: /^Eastern Time/ }).isChecked()).toBe(false);
     expect(await page.locator("#length").textContent()).toBe("30 minutes");
     const days = await page.locator(".day h3").allTextContents();
     expect(days[0]).toContain("Monday, November 23");
@@ -203,6 +205,8 @@ describe("booking page", () => {
     await page.locator("button.time").first().waitFor();
     await page.keyboard.press("Tab"); // skip link
     expect(await js(page, "document.activeElement?.textContent")).toBe("Skip to content");
+    await page.keyboard.press("Tab"); // the zone choice (the device is in New York)
+    expect(await js(page, "document.activeElement?.id")).toBe("zone-calendar");
     await page.keyboard.press("Tab");
     const firstFocused = await js<{ tag: string }>(page, "({ tag: document.activeElement?.tagName })");
     expect(firstFocused.tag).toBe("BUTTON");
@@ -225,7 +229,7 @@ describe("booking page", () => {
         .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
       const bgOf = (el) => { for (; el; el = el.parentElement) { const c = rgb(getComputedStyle(el).backgroundColor); if (c.length < 4 || c[3] > 0) return c; } return [255, 255, 255]; };
       const out = [];
-      for (const sel of [".eyebrow", "h1", ".facts li", ".device", ".time", ".chosen-label", ".field label", ".optional", ".help", ".error", ".primary", ".back", ".foot"]) {
+      for (const sel of [".eyebrow", "h1", ".business", ".facts li", ".zones legend", ".zone-main", ".zone-sub", ".time", ".chosen-label", ".field label", ".optional", ".help", ".error", ".primary", ".back", ".foot"]) {
         for (const el of document.querySelectorAll(sel)) {
           if (!el.offsetParent && sel !== ".foot") continue;
           const s = getComputedStyle(el);
@@ -237,7 +241,7 @@ describe("booking page", () => {
       }
       return out;
     })()`);
-    expect(ratios.length).toBeGreaterThanOrEqual(10);
+    expect(ratios.length).toBeGreaterThanOrEqual(14);
     for (const r of ratios) expect([r.sel, r.ratio >= (r.large ? 3 : 4.5)]).toEqual([r.sel, true]);
     await ctx.close();
   }, 30_000);

@@ -1,7 +1,10 @@
 // GET /book/{slug}: the booking page for people, and its script, style sheet and icon. The files
-// live in ./page and are embedded in the executable as text; the page is static (everything it
-// shows comes from book/api.php), so the only server-side decision is 200 or a friendly 404.
+// live in ./page and are embedded in the executable as text. Times, the calendar and its zone come
+// from book/api.php; the one thing written in here is the business's name, which that API's
+// token-less slots answer must not carry (its field set is fixed): it goes into the page as
+// escaped text, never as script, so the page's CSP stays `script-src 'self'`.
 import { createHash } from "node:crypto";
+import { escapeHtml } from "../http/html";
 import pageFile from "./page/book.html" with { type: "text" };
 import messageFile from "./page/message.html" with { type: "text" };
 import css from "./page/book.css" with { type: "text" };
@@ -16,7 +19,10 @@ const messageHtml = messageFile as unknown as string;
 const VERSION = createHash("sha1").update(pageHtml).update(messageHtml).update(css).update(script).update(icon).digest("hex").slice(0, 12);
 
 const stamp = (html: string) => html.replaceAll("__VERSION__", VERSION);
-const PAGE = stamp(pageHtml);
+// Split once at the one place per-link text goes. Joined rather than replaced: a replacement
+// string would give `$&`, `$'` and friends in operator data their special meaning.
+const [PAGE_HEAD, PAGE_TAIL] = stamp(pageHtml).split("__BUSINESS__");
+if (PAGE_TAIL === undefined || PAGE_TAIL.includes("__BUSINESS__")) throw new Error("book.html: expected __BUSINESS__ exactly once");
 /** A page with one message (the texts are constants of this file, so nothing needs escaping). */
 const messagePage = (mark: string, title: string, text: string) =>
   stamp(messageHtml).replaceAll("__MARK__", mark).replaceAll("__TITLE__", title).replaceAll("__TEXT__", text);
@@ -50,8 +56,10 @@ const ASSETS: Record<string, { body: string; type: string }> = {
   "icon.svg": { body: icon, type: "image/svg+xml" },
 };
 
-export function pageResponse(found: boolean): Response {
-  return new Response(found ? PAGE : NOT_FOUND, { status: found ? 200 : 404, headers: PAGE_HEADERS });
+/** The page for a link (its business's name, "" for none), or the friendly 404 for null. */
+export function pageResponse(link: { business: string } | null): Response {
+  if (!link) return new Response(NOT_FOUND, { status: 404, headers: PAGE_HEADERS });
+  return new Response(PAGE_HEAD + escapeHtml(link.business) + PAGE_TAIL, { status: 200, headers: PAGE_HEADERS });
 }
 
 /** The database did not answer: a page a person can act on, with a status that says try again. */

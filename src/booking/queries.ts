@@ -20,6 +20,20 @@ const calendarColumns = (sql: Sql | Tx) =>
   sql`c.id, c.org_id, c.name, c.timezone, c.slot_minutes, c.capacity, c.min_notice_minutes, c.horizon_days,
       c.hours::text as hours`;
 
+/**
+ * What the booking page shows before its script runs: the business behind the link (the org's
+ * company, else its name; "" for a calendar of no org). null when no link has the slug.
+ */
+export async function linkPage(sql: Sql, slug: string): Promise<{ business: string } | null> {
+  const [row] = await sql<{ business: string }[]>`
+    select coalesce(nullif(btrim(o.company), ''), o.name, '') as business
+    from calendar_links l
+    join calendars c on c.id = l.calendar_id
+    left join orgs o on o.id = c.org_id
+    where l.slug = ${slug}`;
+  return row ?? null;
+}
+
 export interface SeatsRead {
   slug: string;
   /** Unix seconds: seats from here on (through the calendar's horizon) are read. */

@@ -85,8 +85,8 @@ export const bookingRoutes = (deps: Deps) => {
     .post("/book/api.php", api, { parse: "none" })
     .options("/book/api.php", api)
     .all("/book/api.php", api, { parse: "none" })
-    .get("/book/_/:name", ({ params, query }) => assetResponse(params.name, typeof query.v === "string" ? query.v : null) ?? pageResponse(false))
-    .get("/book", () => pageResponse(false))
+    .get("/book/_/:name", ({ params, query }) => assetResponse(params.name, typeof query.v === "string" ? query.v : null) ?? pageResponse(null))
+    .get("/book", () => pageResponse(null))
     .get("/book/:slug", async ({ params, request }) => {
       // The page's asset and API addresses are relative to it: /book/x/ would resolve them under
       // /book/x/, so it is sent to /book/x (relatively too, so that a proxy's path prefix stays).
@@ -95,7 +95,7 @@ export const bookingRoutes = (deps: Deps) => {
         return new Response(null, { status: 308, headers: { location: `../${encodeURIComponent(params.slug)}${url.search}` } });
       }
       try {
-        return pageResponse(await withDeadline(svc.linkExists(params.slug)));
+        return pageResponse(await withDeadline(svc.linkPage(params.slug)));
       } catch (err) {
         log.warn("booking page: the link could not be looked up", errorFields(err));
         return unavailablePage();

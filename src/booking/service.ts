@@ -32,6 +32,7 @@ import {
   calendarsWithSeats,
   calendarWithSeatsAt,
   insertAppointment,
+  linkPage,
   lockAppointment,
   moveAppointment,
   type AppointmentRow,
@@ -342,16 +343,16 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     }
   }
 
-  /** Whether a link with this slug exists (the page answers 404 otherwise). */
-  async function linkExists(slug: string): Promise<boolean> {
+  /** The booking page's lookup (it answers 404 for null): null for an unknown link, else what the page shows of it. */
+  async function linkPageOf(slug: string): Promise<{ business: string } | null> {
     const s = slugOf({ slug });
-    if (!s || unknown.has(s)) return false;
-    const [row] = await sql<{ ok: number }[]>`select 1 as ok from calendar_links where slug = ${s}`;
-    if (!row) unknown.add(s);
-    return row !== undefined;
+    if (!s || unknown.has(s)) return null;
+    const page = await linkPage(sql, s);
+    if (!page) unknown.add(s);
+    return page;
   }
 
-  return { slots, slotsJson, book, reschedule, linkExists };
+  return { slots, slotsJson, book, reschedule, linkPage: linkPageOf };
 }
 
 /** A calendar's candidates and each one's JSON up to its `remaining` (see keptOf). */

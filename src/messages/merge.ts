@@ -3,6 +3,8 @@
 // HTML written by the sender but the values come from whoever filled in a lead form; into SMS
 // and subjects (plain text, not markup) they go as they are.
 
+import { escapeHtml } from "../http/html";
+
 export interface MergeValues {
   first_name: string;
   last_name: string;
@@ -46,9 +48,8 @@ export function merge(template: string, values: MergeValues, escape: (s: string)
   return template.replace(PLACEHOLDER, (whole, name: string) => (Object.hasOwn(values, name) ? escape(values[name]) : whole));
 }
 
-const HTML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
-
-export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
+// One escape for every HTML the server writes (the booking page uses it too).
+export { escapeHtml };
 
 export const DEFAULT_SUBJECT = "Message from {company}";
 

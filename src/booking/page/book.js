@@ -1,5 +1,8 @@
 // The booking page's script. A client of the public booking API (book/api.php) and nothing else:
-// every time, name and zone shown comes from its answers. No dependencies, no build step.
+// every time, name and zone shown comes from its answers, but the business's name, which the
+// server writes into the page (#business) because the API's answer must not carry it. Times are
+// shown in the calendar's zone (the API's labels) or, when the visitor picks it, in the device's
+// zone (labels made here from each slot's epoch). No dependencies, no build step.
 (function () {
   "use strict";
 
@@ -11,7 +14,11 @@
 
   var state = {
     name: "",
+    business: ($("business").textContent || "").trim(),
     tz: "",
+    visitorTz: "",     // the device's zone when it differs from the calendar's, else ""
+    zone: "calendar",  // which of the two the times are shown in: "calendar" | "visitor"
+    done: null,        // the time confirmed on the done view ({epoch, label})
     slots: [],
     appointment: null, // the appointment a reschedule link moves
     chosen: null,      // the slot picked
@@ -80,6 +87,61 @@
 
   function deviceZone() {
     try { return Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { return ""; }
+  }
+
+  /** The zone's canonical name ("US/Central" → "America/Chicago"); "" for one Intl does not know. */
+  function canonicalZone(tz) {
+    try { return new Intl.DateTimeFormat("en-US", { timeZone: tz }).resolvedOptions().timeZone || ""; } catch (e) { return ""; }
+  }
+
+  // The visitor's choice of zone outlives the page: the reschedule link (now or from a message
+  // later) opens a new one. Only "visitor" or "calendar" is kept; storage may be refused.
+  var ZONE_PREF = "leadline.book.zone";
+
+  function savedZone() {
+    try { return localStorage.getItem(ZONE_PREF) === "visitor" ? "visitor" : "calendar"; } catch (e) { return "calendar"; }
+  }
+
+  function saveZone(choice) {
+    try { localStorage.setItem(ZONE_PREF, choice); } catch (e) { /* kept for this page only */ }
+  }
+
+  function shownZone() {
+    return state.zone === "visitor" && state.visitorTz ? state.visitorTz : state.tz;
+  }
+
+  var WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+  var MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+  var civilFormats = {};
+
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+
+  /**
+   * A start (Unix seconds) as the API words it, in zone `tz`: dayKey, day, time and label. Built
+   * from numeric parts rather than Intl's formatted text, which varies with the ICU version (U+202F
+   * before "AM"), so both zones read alike.
+   */
+  function timesIn(tz, epoch) {
+    var f = civilFormats[tz];
+    if (!f) {
+      f = civilFormats[tz] = new Intl.DateTimeFormat("en-US", {
+        timeZone: tz, hourCycle: "h23", year: "numeric", month: "numeric", day: "numeric",
+        hour: "numeric", minute: "numeric", timeZoneName: "short"
+      });
+    }
+    var p = {};
+    f.formatToParts(new Date(epoch * 1000)).forEach(function (x) { p[x.type] = x.value; });
+    var y = Number(p.year), m = Number(p.month), d = Number(p.day);
+    var h = Number(p.hour) % 24, min = Number(p.minute);
+    var day = WEEKDAYS[new Date(Date.UTC(y, m - 1, d)).getUTCDay()] + ", " + MONTHS[m - 1] + " " + d;
+    var time = (h % 12 === 0 ? 12 : h % 12) + ":" + pad(min) + " " + (h < 12 ? "AM" : "PM");
+    return { dayKey: y + "-" + pad(m) + "-" + pad(d), day: day, time: time, label: day + ", " + y + " at " + time + " " + (p.timeZoneName || tz) };
+  }
+
+  /** A slot's (or any {epoch, label}'s) words in the zone shown: the API's own for the calendar's. */
+  function shown(t) {
+    if (shownZone() === state.tz) return { dayKey: t.dayKey, day: t.day, time: t.time, label: t.label };
+    return timesIn(state.visitorTz, t.epoch);
   }
 
   function todayKey(tz, offsetDays) {
@@ -166,24 +228,52 @@
   // ---- rendering -------------------------------------------------------------------------------
 
   function renderHeader() {
-    document.title = (state.name ? state.name + " · " : "") + (token ? "Change your appointment" : "Book a time");
+    document.title = [state.name, state.business, token ? "Change your appointment" : "Book a time"].filter(Boolean).join(" · ");
     $("cal-name").textContent = state.name || "Book a time";
     if (token) $("eyebrow").textContent = "Change your appointment";
-    $("badge").textContent = initials(state.name);
-    var friendly = zoneName(state.tz);
-    $("zone").textContent = "Times are in " + (friendly ? friendly + " (" + state.tz + ")" : state.tz);
-    $("fact-zone").hidden = !state.tz;
+    $("badge").textContent = initials(state.business || state.name);
     $("length").textContent = duration(state.minutes);
     $("fact-length").hidden = state.slots.length === 0;
-    var mine = deviceZone();
-    $("device").textContent = mine && mine !== state.tz ? "Your device is set to " + mine + "." : "";
-    $("device").hidden = !(mine && mine !== state.tz);
+    renderZones();
     if (state.appointment) {
-      $("current-time").textContent = state.appointment.label;
+      $("current-time").textContent = shown(state.appointment).label;
       $("current").hidden = false;
     } else {
       $("current").hidden = true;
     }
+  }
+
+  /** One zone as a fact, or the choice between the calendar's and the device's when they differ. */
+  function renderZones() {
+    var mine = canonicalZone(deviceZone());
+    state.visitorTz = mine && mine !== canonicalZone(state.tz) ? mine : "";
+    var friendly = zoneName(state.tz);
+    $("zone").textContent = "Times are in " + (friendly ? friendly + " (" + state.tz + ")" : state.tz);
+    $("fact-zone").hidden = !state.tz || !!state.visitorTz;
+    $("zones").hidden = !state.visitorTz;
+    if (!state.visitorTz) return;
+    var theirs = zoneName(state.visitorTz);
+    $("zone-calendar-name").textContent = friendly || state.tz;
+    $("zone-calendar-note").textContent = friendly ? "Calendar's time zone (" + state.tz + ")" : "Calendar's time zone";
+    $("zone-visitor-name").textContent = theirs || state.visitorTz;
+    $("zone-visitor-note").textContent = theirs ? "Your time zone (" + state.visitorTz + ")" : "Your time zone";
+    $("zone-" + state.zone).checked = true;
+  }
+
+  /** The zone was switched: every time on the page is worded again, in the zone now shown. */
+  function zoneSwitched(ev) {
+    state.zone = ev.target.value === "visitor" ? "visitor" : "calendar";
+    saveZone(state.zone);
+    if (state.appointment) {
+      $("current-time").textContent = shown(state.appointment).label;
+      $("move-from").textContent = shown(state.appointment).label;
+    }
+    if (state.chosen) {
+      $("chosen-time").textContent = shown(state.chosen).label;
+      $("move-to").textContent = shown(state.chosen).label;
+    }
+    if (state.done) $("done-time").textContent = shown(state.done).label;
+    renderDays();
   }
 
   function renderDays() {
@@ -193,13 +283,15 @@
       box.appendChild(el("p", { "class": "empty" }, "There are no open times right now. Please check back later."));
       return;
     }
-    var today = todayKey(state.tz, 0);
-    var tomorrow = todayKey(state.tz, 1);
+    var today = todayKey(shownZone(), 0);
+    var tomorrow = todayKey(shownZone(), 1);
+    // Slots come in time order, so the shown zone's days are runs of them.
     var groups = [];
     state.slots.forEach(function (slot) {
+      var words = shown(slot);
       var last = groups[groups.length - 1];
-      if (!last || last.key !== slot.dayKey) groups.push((last = { key: slot.dayKey, day: slot.day, slots: [] }));
-      last.slots.push(slot);
+      if (!last || last.key !== words.dayKey) groups.push((last = { key: words.dayKey, day: words.day, slots: [] }));
+      last.slots.push({ slot: slot, time: words.time });
     });
     groups.forEach(function (g) {
       var id = "day-" + g.key;
@@ -209,9 +301,10 @@
       if (rel) heading.appendChild(el("span", { "class": "rel" }, " · " + rel));
       section.appendChild(heading);
       var list = el("ul", { "class": "times", "aria-labelledby": id });
-      g.slots.forEach(function (slot) {
+      g.slots.forEach(function (entry) {
+        var slot = entry.slot;
         var item = el("li");
-        var button = el("button", { type: "button", "class": "time", "data-epoch": String(slot.epoch) }, slot.time);
+        var button = el("button", { type: "button", "class": "time", "data-epoch": String(slot.epoch) }, entry.time);
         if (state.appointment && state.appointment.epoch === slot.epoch) {
           button.setAttribute("aria-current", "true");
           button.disabled = true;
@@ -256,7 +349,7 @@
         if (state.appointment.status !== "pending") {
           renderHeader();
           message("This appointment can't be changed online",
-            "Please contact " + (state.name || "the business") + " directly to change it.");
+            "Please contact " + (state.business || state.name || "the business") + " directly to change it.");
           return;
         }
         $("pick-title").textContent = "Pick a new time";
@@ -272,11 +365,11 @@
     state.chosen = slot;
     notice("");
     if (state.appointment) {
-      $("move-from").textContent = state.appointment.label;
-      $("move-to").textContent = slot.label;
+      $("move-from").textContent = shown(state.appointment).label;
+      $("move-to").textContent = shown(slot).label;
       show("view-move");
     } else {
-      $("chosen-time").textContent = slot.label;
+      $("chosen-time").textContent = shown(slot).label;
       show("view-form");
     }
   }
@@ -345,12 +438,17 @@
     });
   }
 
+  function withWhom() {
+    return state.name + (state.business ? " with " + state.business : "");
+  }
+
   function booked(r) {
     var link = r.reschedule_url;
     var here = location.pathname + "?r=" + encodeURIComponent(r.token);
+    state.done = { epoch: state.chosen.epoch, label: r.label };
     $("done-title").textContent = "You're booked";
-    $("done-time").textContent = r.label;
-    $("done-with").textContent = state.name;
+    $("done-time").textContent = shown(state.done).label;
+    $("done-with").textContent = withWhom();
     $("ics").href = calendarFile(r.appt_id, state.chosen.epoch, link);
     $("resched-url").value = link;
     $("resched-link").href = here;
@@ -369,9 +467,10 @@
       if (r && r.ok === true) {
         var link = location.href;
         state.appointment = { appt_id: r.appt_id, epoch: r.epoch, label: state.chosen.label, status: "pending" };
+        state.done = { epoch: r.epoch, label: state.chosen.label };
         $("done-title").textContent = "Your appointment has been moved";
-        $("done-time").textContent = state.chosen.label;
-        $("done-with").textContent = state.name;
+        $("done-time").textContent = shown(state.done).label;
+        $("done-with").textContent = withWhom();
         $("ics").href = calendarFile(r.appt_id, r.epoch, link);
         $("resched-url").value = link;
         $("resched-link").href = location.pathname + location.search;
@@ -412,7 +511,10 @@
   $("move-back").addEventListener("click", back);
   $("move-confirm").addEventListener("click", confirmMove);
   $("copy").addEventListener("click", copyLink);
+  $("zone-calendar").addEventListener("change", zoneSwitched);
+  $("zone-visitor").addEventListener("change", zoneSwitched);
   $("resched-url").addEventListener("focus", function () { this.select(); });
+  state.zone = savedZone();
   show("view-loading", false);
   load(false);
 })();
