@@ -4,14 +4,14 @@
 // webroot and the redirect, the access log's contents, and which failures send a request to the
 // next instance.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect, createServer, type Server } from "node:net";
 import { call, startApp, type TestApp } from "./harness/app";
 import { ManualClock } from "./harness/clock";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { poolNumbers, provisionPools, T0 } from "./harness/dni";
 import { makeKey, seedWorld } from "./harness/factory";
-import { checkAsDebian, ensureNginx, startNginx, type RunningNginx } from "./harness/nginx";
+import { checkAsDebian, ensureNginx, SHIPPED_FIRST_CERT, SHIPPED_SITE, startNginx, type RunningNginx } from "./harness/nginx";
 
 const nginx = ensureNginx();
 if ("missing" in nginx) console.warn(`nginx-site.test.ts: skipping: ${nginx.missing}`);
@@ -67,6 +67,15 @@ describe.skipIf(!NGINX)("nginx -t", () => {
     const check = checkAsDebian(NGINX);
     expect(check.output).toContain("test is successful");
     expect(check.status).toBe(0);
+  });
+
+  test("before the first certificate exists, the first-certificate server passes alone and answers the challenge as the site will", () => {
+    const check = checkAsDebian(NGINX, { firstCert: true });
+    expect(check.output).toContain("test is successful");
+    expect(check.status).toBe(0);
+    const challenge = (file: string) => readFileSync(file, "utf8").match(/location \^~ \/\.well-known\/acme-challenge\/ \{[^}]*\}/)?.[0];
+    expect(challenge(SHIPPED_FIRST_CERT)).toContain("root /var/www/letsencrypt;");
+    expect(challenge(SHIPPED_FIRST_CERT)).toBe(challenge(SHIPPED_SITE));
   });
 });
 
@@ -145,7 +154,7 @@ describe.skipIf(!NGINX)("through the shipped site", () => {
       expect(over.status).toBe(413);
       expect(over.body).toContain("<center>nginx</center>");
     }
-    // None of them counted as a failed instance: the next request is answered.
+    // The instance goes on answering.
     expect((await intake(site.base, "5125550306")).status).toBe(200);
   });
 

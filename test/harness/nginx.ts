@@ -12,6 +12,7 @@ import type { Subprocess } from "bun";
 const NGINX = "/usr/sbin/nginx";
 export const SHIPPED_SITE = resolve(import.meta.dir, "../../deploy/nginx/leadline.conf");
 export const SHIPPED_LOG_FORMAT = resolve(import.meta.dir, "../../deploy/nginx/leadline-log.conf");
+export const SHIPPED_FIRST_CERT = resolve(import.meta.dir, "../../deploy/nginx/leadline-first-cert.conf");
 
 /**
  * nginx's path, installed with apt-get when missing (as root; apt may be held for a while by
@@ -109,19 +110,24 @@ export function siteFor(shipped: string, dir: string, upstreamPorts: number[], t
 /**
  * `nginx -t` on a copy of this machine's Debian /etc/nginx (its nginx.conf, mime types, default
  * site …) with the shipped files placed as the README says: the log format in conf.d, the site in
- * sites-available linked from sites-enabled. Only paths the machine lacks are rewritten: certbot's
- * certificate (a throwaway one), and /etc/nginx, /var/log/nginx and the pid file (into the copy).
+ * sites-available linked from sites-enabled (or, with `firstCert`, only the first-certificate
+ * server in sites-enabled, and no certificate anywhere). Only paths the machine lacks are
+ * rewritten: certbot's certificate (a throwaway one), and /etc/nginx, /var/log/nginx and the pid
+ * file (into the copy).
  */
-export function checkAsDebian(nginx: string): { status: number | null; output: string } {
+export function checkAsDebian(nginx: string, options: { firstCert?: boolean } = {}): { status: number | null; output: string } {
   const dir = mkdtempSync(join(tmpdir(), "leadline-nginx-etc-"));
   try {
     const etc = join(dir, "etc");
     mkdirSync(join(dir, "log"));
     cpSync("/etc/nginx", etc, { recursive: true, dereference: true });
-    const cert = throwawayCertificate(dir);
     writeFileSync(join(etc, "conf.d/leadline-log.conf"), readFileSync(SHIPPED_LOG_FORMAT));
-    writeFileSync(join(etc, "sites-available/leadline"), withCertificate(readFileSync(SHIPPED_SITE, "utf8"), cert));
-    symlinkSync(join(etc, "sites-available/leadline"), join(etc, "sites-enabled/leadline"));
+    if (options.firstCert) {
+      writeFileSync(join(etc, "sites-enabled/leadline-first-cert"), readFileSync(SHIPPED_FIRST_CERT));
+    } else {
+      writeFileSync(join(etc, "sites-available/leadline"), withCertificate(readFileSync(SHIPPED_SITE, "utf8"), throwawayCertificate(dir)));
+      symlinkSync(join(etc, "sites-available/leadline"), join(etc, "sites-enabled/leadline"));
+    }
     const relocate = (text: string) =>
       text.replaceAll("/etc/nginx/", `${etc}/`).replaceAll("/var/log/nginx/", `${dir}/log/`).replaceAll("/run/nginx.pid", `${dir}/nginx.pid`);
     const walk = (d: string) => {
