@@ -4,6 +4,7 @@
 // webroot and the redirect, the access log's contents, and which failures send a request to the
 // next instance.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect, createServer, type Server } from "node:net";
 import { call, startApp, type TestApp } from "./harness/app";
@@ -104,6 +105,16 @@ describe.skipIf(!NGINX)("through the shipped site", () => {
     expect(redirect.headers.get("strict-transport-security")).toBeNull();
   });
 
+  test("TLS 1.2 and 1.3 only, HTTP/2 offered", () => {
+    const hello = (...args: string[]) =>
+      spawnSync("openssl", ["s_client", "-connect", new URL(site.base).host, "-servername", "leads.example.com", ...args], { input: "", encoding: "utf8", timeout: 10_000 });
+    expect(hello("-tls1_2").stdout).toMatch(/New, TLSv1\.2, Cipher is ECDHE-/);
+    expect(hello("-tls1_3").stdout).toMatch(/New, TLSv1\.3, Cipher is TLS_/);
+    // The client would go down to TLS 1.0 (OpenSSL's own floor lowered): the site refuses.
+    for (const version of ["-tls1", "-tls1_1"]) expect(hello(version, "-cipher", "DEFAULT@SECLEVEL=0").stdout).toMatch(/New, \(NONE\), Cipher is \(NONE\)/);
+    expect(hello("-alpn", "h2,http/1.1").stdout).toContain("ALPN protocol: h2");
+  });
+
   test("a DNI lease from a page on another site: 200 with the service's CORS header; the preflight 204", async () => {
     const r = await call(site.base, "/hooks/dni.php?action=lease", {
       method: "POST",
@@ -181,6 +192,8 @@ describe.skipIf(!NGINX)("through the shipped site", () => {
     expect(again.status).toBe(304);
     expect(again.headers.get("cache-control")).toBe("max-age=86400");
     expect(again.headers.get("etag")).toBe(etag);
+    // The caching rule keeps the site's HSTS (an add_header in a location would drop it).
+    expect(again.headers.get("strict-transport-security")).toBe("max-age=31536000");
   });
 
   test("port 80: certbot's challenge file is served from the webroot; everything else is redirected to https under the site's own name", async () => {
