@@ -1,15 +1,18 @@
-// A real nginx (Debian's package) in front of a test server, running the shipped site
-// (deploy/nginx.conf) with only its addresses, ports, certificate and log path rewritten: the
-// proxy headers a test sees are exactly the ones operators deploy.
+// A real nginx (Debian's package) in front of test servers, running the shipped site
+// (deploy/nginx/leadline.conf) and its log format (deploy/nginx/leadline-log.conf) with only their
+// addresses, ports, certificate, webroot and log paths rewritten: what a test sees through it is
+// what operators deploy.
 import { spawnSync, type SpawnSyncReturns } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 
 const NGINX = "/usr/sbin/nginx";
-export const SHIPPED_SITE = resolve(import.meta.dir, "../../deploy/nginx.conf");
+export const SHIPPED_SITE = resolve(import.meta.dir, "../../deploy/nginx/leadline.conf");
+export const SHIPPED_LOG_FORMAT = resolve(import.meta.dir, "../../deploy/nginx/leadline-log.conf");
+export const SHIPPED_FIRST_CERT = resolve(import.meta.dir, "../../deploy/nginx/leadline-first-cert.conf");
 
 /**
  * nginx's path, installed with apt-get when missing (as root; apt may be held for a while by
@@ -49,44 +52,109 @@ export async function freePort(): Promise<number> {
 export interface RunningNginx {
   /** https://127.0.0.1:PORT, the shipped TLS server (self-signed certificate). */
   base: string;
+  /** http://127.0.0.1:PORT, the shipped port-80 server (ACME challenge, redirect). */
+  plain: string;
+  /** The directory the port-80 server serves /.well-known/acme-challenge/ from. */
+  webroot: string;
   /** Output of `nginx -t` on the configuration. */
   check: { status: number | null; output: string };
+  /** The site's access log so far. */
+  accessLog(): string;
   stop(): Promise<void>;
 }
 
-/**
- * The shipped site, rewritten to run in a temp prefix: the upstream is `upstreamPort`, the TLS
- * server listens on a free loopback port with a throwaway certificate, the redirect server on
- * another, logs in the prefix. Everything inside `location /` is left exactly as shipped.
- */
-export function siteFor(shipped: string, dir: string, upstreamPort: number, tlsPort: number, plainPort: number): string {
-  const replace = (text: string, from: RegExp, to: string) => {
-    if (!from.test(text)) throw new Error(`deploy/nginx.conf no longer has ${from}; update test/harness/nginx.ts`);
-    return text.replace(from, to);
-  };
-  let site = shipped;
-  site = replace(site, /server 127\.0\.0\.1:8080;/, `server 127.0.0.1:${upstreamPort};`);
-  site = replace(site, /listen 443 ssl( http2)?;/, `listen 127.0.0.1:${tlsPort} ssl;`);
-  site = replace(site, /listen 80;/, `listen 127.0.0.1:${plainPort};`);
-  site = replace(site, /ssl_certificate\s+\S+;/, `ssl_certificate ${dir}/cert.pem;`);
-  site = replace(site, /ssl_certificate_key\s+\S+;/, `ssl_certificate_key ${dir}/key.pem;`);
-  site = replace(site, /access_log \/var\/log\/nginx\/leadline\.log/, `access_log ${dir}/leadline.log`);
-  return site;
+/** `text` with every match of `from` replaced; throws when the shipped file no longer has it. */
+function rewrite(text: string, from: RegExp, to: string): string {
+  if (!text.match(from)) throw new Error(`deploy/nginx/leadline.conf no longer has ${from}; update test/harness/nginx.ts`);
+  return text.replace(from, to);
 }
 
-export async function startNginx(nginx: string, upstreamPort: number): Promise<RunningNginx> {
-  const dir = mkdtempSync(join(tmpdir(), "leadline-nginx-"));
-  mkdirSync(join(dir, "logs"));
-  const cert = spawnSync(
+/** A throwaway self-signed certificate and key in `dir` (cert.pem, key.pem). */
+export function throwawayCertificate(dir: string): { cert: string; key: string } {
+  const [cert, key] = [join(dir, "cert.pem"), join(dir, "key.pem")];
+  const r = spawnSync(
     "openssl",
-    ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout", `${dir}/key.pem`, "-out", `${dir}/cert.pem`],
+    ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout", key, "-out", cert],
     { stdio: "pipe" },
   );
-  if (cert.status !== 0) throw new Error(`openssl req failed: ${cert.stderr}`);
+  if (r.status !== 0) throw new Error(`openssl req failed: ${r.stderr}`);
+  return { cert, key };
+}
+
+/** The shipped site with certbot's certificate paths pointed at `cert`/`key`; nothing else changed. */
+export function withCertificate(site: string, cert: { cert: string; key: string }): string {
+  site = rewrite(site, /ssl_certificate\s+\/etc\/letsencrypt\/live\/[^/]+\/fullchain\.pem;/, `ssl_certificate ${cert.cert};`);
+  return rewrite(site, /ssl_certificate_key\s+\/etc\/letsencrypt\/live\/[^/]+\/privkey\.pem;/, `ssl_certificate_key ${cert.key};`);
+}
+
+/**
+ * The shipped site, rewritten to run in a temp prefix: the upstream's instances are
+ * `upstreamPorts` (the first replaces 127.0.0.1:8080, a second the commented 127.0.0.1:8081), the
+ * TLS server listens on a free loopback port with a throwaway certificate, the port-80 server on
+ * another, IPv6 listens dropped, webroot and logs in the prefix. Every other line is left exactly
+ * as shipped.
+ */
+export function siteFor(shipped: string, dir: string, upstreamPorts: number[], tlsPort: number, plainPort: number): string {
+  let site = shipped;
+  site = rewrite(site, /server 127\.0\.0\.1:8080;/, `server 127.0.0.1:${upstreamPorts[0]};`);
+  if (upstreamPorts.length > 2) throw new Error("the shipped site names two instances");
+  if (upstreamPorts[1] !== undefined) site = rewrite(site, /# server 127\.0\.0\.1:8081;/, `server 127.0.0.1:${upstreamPorts[1]};`);
+  site = rewrite(site, /listen 443 ssl http2;/, `listen 127.0.0.1:${tlsPort} ssl http2;`);
+  site = rewrite(site, /listen 80;/, `listen 127.0.0.1:${plainPort};`);
+  site = rewrite(site, /\s*listen \[::\]:(80|443)[^;]*;/g, "");
+  site = withCertificate(site, { cert: `${dir}/cert.pem`, key: `${dir}/key.pem` });
+  site = rewrite(site, /root \/var\/www\/letsencrypt;/, `root ${dir}/webroot;`);
+  return rewrite(site, /access_log \/var\/log\/nginx\/leadline\.log/g, `access_log ${dir}/leadline.log`);
+}
+
+/**
+ * `nginx -t` on a copy of this machine's Debian /etc/nginx (its nginx.conf, mime types, default
+ * site …) with the shipped files placed as the README says: the log format in conf.d, the site in
+ * sites-available linked from sites-enabled (or, with `firstCert`, only the first-certificate
+ * server in sites-enabled, and no certificate anywhere). Only paths the machine lacks are
+ * rewritten: certbot's certificate (a throwaway one), and /etc/nginx, /var/log/nginx and the pid
+ * file (into the copy).
+ */
+export function checkAsDebian(nginx: string, options: { firstCert?: boolean } = {}): { status: number | null; output: string } {
+  const dir = mkdtempSync(join(tmpdir(), "leadline-nginx-etc-"));
+  try {
+    const etc = join(dir, "etc");
+    mkdirSync(join(dir, "log"));
+    cpSync("/etc/nginx", etc, { recursive: true, dereference: true });
+    writeFileSync(join(etc, "conf.d/leadline-log.conf"), readFileSync(SHIPPED_LOG_FORMAT));
+    if (options.firstCert) {
+      writeFileSync(join(etc, "sites-enabled/leadline-first-cert"), readFileSync(SHIPPED_FIRST_CERT));
+    } else {
+      writeFileSync(join(etc, "sites-available/leadline"), withCertificate(readFileSync(SHIPPED_SITE, "utf8"), throwawayCertificate(dir)));
+      symlinkSync(join(etc, "sites-available/leadline"), join(etc, "sites-enabled/leadline"));
+    }
+    const relocate = (text: string) =>
+      text.replaceAll("/etc/nginx/", `${etc}/`).replaceAll("/var/log/nginx/", `${dir}/log/`).replaceAll("/run/nginx.pid", `${dir}/nginx.pid`);
+    const walk = (d: string) => {
+      for (const name of readdirSync(d)) {
+        const path = join(d, name);
+        if (statSync(path).isDirectory()) walk(path);
+        else writeFileSync(path, relocate(readFileSync(path, "utf8")));
+      }
+    };
+    walk(etc);
+    const t = spawnSync(nginx, ["-t", "-c", join(etc, "nginx.conf")], { stdio: "pipe" });
+    return { status: t.status, output: `${t.stdout}${t.stderr}` };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The shipped site and log format in a temp prefix, in front of the instances on `upstream`. */
+export async function startNginx(nginx: string, upstream: number | number[]): Promise<RunningNginx> {
+  const dir = mkdtempSync(join(tmpdir(), "leadline-nginx-"));
+  mkdirSync(join(dir, "logs"));
+  mkdirSync(join(dir, "webroot"));
+  throwawayCertificate(dir);
   const [tlsPort, plainPort] = [await freePort(), await freePort()];
-  writeFileSync(join(dir, "site.conf"), siteFor(readFileSync(SHIPPED_SITE, "utf8"), dir, upstreamPort, tlsPort, plainPort));
-  // The main configuration of a Debian install, reduced to what a site needs; the site is
-  // included inside http, as sites-enabled is.
+  writeFileSync(join(dir, "site.conf"), siteFor(readFileSync(SHIPPED_SITE, "utf8"), dir, [upstream].flat(), tlsPort, plainPort));
+  // The main configuration of a Debian install, reduced to what a site needs; the log format is
+  // included inside http before the site, as conf.d is before sites-enabled.
   const temp = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map((t) => `  ${t}_temp_path ${dir}/${t};`).join("\n");
   writeFileSync(
     join(dir, "nginx.conf"),
@@ -97,7 +165,9 @@ error_log ${dir}/error.log warn;
 events { worker_connections 256; }
 http {
   access_log off;
+  include /etc/nginx/mime.types;
 ${temp}
+  include ${SHIPPED_LOG_FORMAT};
   include ${dir}/site.conf;
 }
 `,
@@ -105,15 +175,17 @@ ${temp}
   const args = ["-p", dir, "-c", join(dir, "nginx.conf")];
   const t = spawnSync(nginx, ["-t", ...args], { stdio: "pipe" });
   const check = { status: t.status, output: `${t.stdout}${t.stderr}` };
+  const accessLog = () => (existsSync(`${dir}/leadline.log`) ? readFileSync(`${dir}/leadline.log`, "utf8") : "");
+  const [base, plain, webroot] = [`https://127.0.0.1:${tlsPort}`, `http://127.0.0.1:${plainPort}`, `${dir}/webroot`];
   if (t.status !== 0) {
     rmSync(dir, { recursive: true, force: true });
-    return { base: "", check, stop: async () => {} };
+    return { base: "", plain: "", webroot, check, accessLog, stop: async () => {} };
   }
   const child: Subprocess = Bun.spawn([nginx, ...args], { stdout: "ignore", stderr: "pipe" });
-  const base = `https://127.0.0.1:${tlsPort}`;
   for (let i = 0; ; i++) {
     try {
-      await fetch(`${base}/`, { tls: { rejectUnauthorized: false } } as RequestInit);
+      // The port-80 redirect: answered by nginx itself, so no instance sees the probe.
+      await fetch(`${plain}/`, { redirect: "manual" });
       break;
     } catch (err) {
       if (i > 100 || child.exitCode !== null) {
@@ -125,7 +197,10 @@ ${temp}
   }
   return {
     base,
+    plain,
+    webroot,
     check,
+    accessLog,
     async stop() {
       child.kill("SIGQUIT");
       await child.exited;
