@@ -1,7 +1,7 @@
 // Twilio callbacks and message events against PostgreSQL, signed by the fake's own signer.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { inboundSms, keywordConsent, statusCallback, type TwilioCallback } from "../src/messages/callbacks";
-import { parseSendInput, type Actor } from "../src/messages/model";
+import { resultText, parseSendInput, type Actor } from "../src/messages/model";
 import { sendDeferred, sendMessage, type SendEnv } from "../src/messages/service";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
@@ -41,7 +41,7 @@ async function lead(phone: string, list = 101) {
   return row.id;
 }
 const sendSms = async (leadId: number, now = DAY) =>
-  JSON.parse((await sendMessage(db.sql, acme, parseSendInput({ operation_id: `cb-${++seq}`, channel: "sms", body: "hello", lead_id: leadId }), now, env)).text);
+  JSON.parse(resultText(await sendMessage(db.sql, acme, parseSendInput({ operation_id: `cb-${++seq}`, channel: "sms", body: "hello", lead_id: leadId }), now, env)));
 
 /** A callback as Twilio would sign it (or with the signature given). */
 function signed(path: string, params: Record<string, string>, token = TOKEN, signature?: string): TwilioCallback {

@@ -2,13 +2,17 @@
 // servers on 127.0.0.1. Through HTTP it is tested in messages.test.ts.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { connect, type Sql } from "../src/db/client";
-import { parseSendInput, type Actor } from "../src/messages/model";
+import { answerOf, parseSendInput, type Actor } from "../src/messages/model";
 import { recoverInterrupted } from "../src/messages/queries";
-import { sendDeferred, sendMessage, type SendEnv } from "../src/messages/service";
+import * as service from "../src/messages/service";
+import { sendDeferred, type SendEnv } from "../src/messages/service";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { startFakeSmtp, type FakeSmtp } from "./harness/fake-smtp";
 import { startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
+
+/** A send as the API answers it: the status and the exact JSON text (routes.ts renders with answerOf). */
+const sendMessage = async (...a: Parameters<typeof service.sendMessage>) => answerOf(await service.sendMessage(...a));
 
 let db: TestDatabase;
 let other: Sql; // a second "instance": its own pool on the same database

@@ -8,7 +8,7 @@ import type { Clock } from "../clock";
 import type { Sql } from "../db/client";
 import { AppError } from "../errors";
 import type { Outcome } from "../jobs/queue";
-import type { MessageResult } from "../messages/model";
+import type { MessageResult, SendReason } from "../messages/model";
 import { sendMessage, type SendEnv } from "../messages/service";
 import { finishRun, loadRun, type RunOutcome } from "./queries";
 
@@ -21,9 +21,9 @@ export const AUTOMATION_RUN = "automation.run";
 export const automationOperationId = (automationId: number, leadId: number) => `automation/${automationId}/lead/${leadId}`;
 
 /** Answers that say "not now", not "no": the run is tried again, under the same operation_id. */
-const TRANSIENT = new Set(["in_progress", "billing_unavailable"]);
+const TRANSIENT = new Set<SendReason>(["in_progress", "billing_unavailable"]);
 /** Refusals after a provider was tried: the message is recorded as failed (and refunded). */
-const FAILED = new Set(["provider_error", "provider_unavailable", "provider_timeout", "outcome_unknown"]);
+const FAILED = new Set<SendReason>(["provider_error", "provider_unavailable", "provider_timeout", "outcome_unknown"]);
 export const RETRY_MS = 30_000;
 
 /** What a send's answer means for the run; null when it should be tried again later. */
@@ -51,14 +51,14 @@ export async function runAutomation(sql: Sql, clock: Clock, env: SendEnv, runId:
   const actor = systemActor("automation", String(run.automation_id), run.org_id);
   let outcome: RunOutcome | null;
   try {
-    const answer = await sendMessage(
+    const result = await sendMessage(
       sql,
       actor,
       { leadId: run.lead_id, channel: run.channel, body: run.body, subject: run.subject, operationId: automationOperationId(run.automation_id, run.lead_id) },
       now,
       env,
     );
-    outcome = runOutcome(JSON.parse(answer.text) as MessageResult);
+    outcome = runOutcome(result);
   } catch (err) {
     if (!(err instanceof AppError)) throw err; // an outage: the job runs again later
     // not_found: the lead left the automation's organization (or was deleted).

@@ -1,6 +1,7 @@
 // The gates of an SMS or email send, as pure functions of what the database said and the clock.
-// One place decides whether a message may go; the API, the deferred-send worker and (later)
-// automations all pass through `gate`. Notes are never gated: callers do not call this for them.
+// One place applies them: sendNow (service.ts), through which the API, automations and the
+// deferred-send worker all send; it calls contactGate before its billing transaction and
+// billingGate and quietGate inside it, in `gate`'s order. Notes are never gated.
 //
 // Order, first failure wins: channel → consent → provider → billing → quiet hours. Quiet hours
 // come last because a deferral is not a refusal: the message is recorded and sent later, so every

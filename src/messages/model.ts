@@ -2,9 +2,11 @@
 import { createHash } from "node:crypto";
 import { Type as t } from "@sinclair/typebox";
 import type { Actor } from "../auth/actor";
-import { AppError } from "../errors";
+import { AppError, reasonStatus } from "../errors";
 import { idField } from "../http/fields";
 import { objectFields, type Input } from "../http/route";
+import type { GateReason } from "./gates";
+import type { ProviderFailure } from "./twilio";
 
 export type { Actor };
 
@@ -63,14 +65,33 @@ export function requestHash(input: SendInput): string {
   return createHash("sha256").update(JSON.stringify([input.leadId, input.channel, input.body, input.subject])).digest("base64");
 }
 
-/** The Message result. Field order is fixed: stored results are replayed byte for byte. */
+/** Every reason a send answers `ok: false` with (api-v1.md; billing reasons are HTTP 402). */
+export type SendReason =
+  | GateReason
+  | "empty_body"
+  | ProviderFailure
+  /** A retry while the first attempt is still with its provider. */
+  | "in_progress"
+  /** The sender stopped during the provider call: the provider may or may not have the message. */
+  | "outcome_unknown";
+
+/**
+ * What a send came to, as a value: the Message result of the contract. `message_id` is the
+ * message recorded (null when a gate refused before anything was recorded); `defer_until` (Unix
+ * seconds) says it was queued until the recipient's quiet hours end.
+ */
 export interface MessageResult {
   ok: boolean;
   message_id: number | null;
-  reason?: string;
+  reason?: SendReason;
   defer_until?: number;
 }
 
+/**
+ * The one serializer of a Message result: what the API answers and what a message row stores as
+ * its first answer. Field order is fixed: stored results are replayed byte for byte, and the few
+ * written by SQL (queries.ts: a note's, a deferral's, an interrupted send's) spell this same form.
+ */
 export function resultText(r: MessageResult): string {
   const out: MessageResult = { ok: r.ok, message_id: r.message_id };
   if (r.reason !== undefined) out.reason = r.reason;
@@ -78,11 +99,25 @@ export function resultText(r: MessageResult): string {
   return JSON.stringify(out);
 }
 
-/** A send's answer: the HTTP status and the result's exact JSON text. */
+/** A stored result (messages.result, written by resultText or in its form) read back as a value. */
+export function parseResult(text: string): MessageResult {
+  const v = JSON.parse(text) as Record<string, unknown>;
+  const r: MessageResult = { ok: v.ok === true, message_id: typeof v.message_id === "number" ? v.message_id : null };
+  if (typeof v.reason === "string") r.reason = v.reason as SendReason;
+  if (typeof v.defer_until === "number") r.defer_until = v.defer_until;
+  return r;
+}
+
+/** A send's answer over HTTP: the status (402 for billing reasons) and the result's exact JSON text. */
 export interface SendAnswer {
   status: 200 | 402;
   text: string;
 }
+
+export const answerOf = (r: MessageResult): SendAnswer => ({
+  status: r.reason === undefined ? 200 : reasonStatus(r.reason),
+  text: resultText(r),
+});
 
 // The contract's shapes. The input is checked by parseSendInput, which answers each kind of junk
 // with its own code.

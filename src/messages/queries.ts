@@ -301,7 +301,7 @@ export async function insertDeferred(tx: Tx, s: NewSend, deferUntil: Date): Prom
   return row ?? null;
 }
 
-/** A deferred message's own row and its lead, org and consent, locked; null unless still `queued`. */
+/** A deferred message's own row and its lead, org and consent; null unless still `queued`. */
 export interface DeferredRow {
   id: number;
   channel: "sms" | "email";
@@ -313,19 +313,24 @@ export interface DeferredRow {
   context: SendContext;
 }
 
-export async function lockDeferred(tx: Tx, id: number): Promise<DeferredRow | null> {
-  // The channel decides the consent statement, so read it first (the row is locked by the second).
-  const [head] = await tx<{ channel: "sms" | "email" }[]>`
-    select channel from messages where id = ${id} and status = 'queued' and channel in ('sms', 'email') for update`;
+/**
+ * Read without a lock, like a new send's context (sendContext): the statements that then record
+ * the message's fate (chargeDeferred, redefer, failDeferred) each act only on a row still `queued`,
+ * so of two runs of its job one sends it and the other finds nothing.
+ */
+export async function loadDeferred(sql: Sql, id: number): Promise<DeferredRow | null> {
+  // The channel decides the consent statement, so read it first.
+  const [head] = await sql<{ channel: "sms" | "email" }[]>`
+    select channel from messages where id = ${id} and status = 'queued' and channel in ('sms', 'email')`;
   if (!head) return null;
-  const [row] = await tx<(ContextRow & { m_body: string; m_subject: string; m_merged: boolean; m_defer_until: Date | null })[]>`
-    select ${leadColumns(tx)}, ${consentOf(tx, head.channel)} as consent,
+  const [row] = await sql<(ContextRow & { m_body: string; m_subject: string; m_merged: boolean; m_defer_until: Date | null })[]>`
+    select ${leadColumns(sql)}, ${consentOf(sql, head.channel)} as consent,
            null::bigint as p_id, null::text as p_hash, null::text as p_result,
            m.body as m_body, m.subject as m_subject, m.merged as m_merged, m.defer_until as m_defer_until
     from messages m
     join leads l on l.id = m.lead_id
     left join orgs o on o.id = l.org_id
-    where m.id = ${id}`;
+    where m.id = ${id} and m.status = 'queued'`;
   if (!row) return null;
   return {
     id,
@@ -338,7 +343,10 @@ export async function lockDeferred(tx: Tx, id: number): Promise<DeferredRow | nu
   };
 }
 
-/** A deferred message that now goes: charged, `sending`, leased, with the text it goes with. */
+/**
+ * A deferred message that now goes: charged, `sending`, leased, with the text it goes with. Its id,
+ * or null when it was no longer `queued` (another run of its job took it).
+ */
 export async function chargeDeferred(
   tx: Tx,
   id: number,
@@ -348,8 +356,8 @@ export async function chargeDeferred(
   text: { body: string; subject: string },
   now: Date,
   sendingUntil: Date,
-): Promise<void> {
-  await tx`
+): Promise<number | null> {
+  const [row] = await tx<{ id: number }[]>`
     with m as (
       update messages set status = 'sending', cost = ${cost}, sending_until = ${sendingUntil}, updated_at = ${now},
                           body = ${text.body}, subject = ${text.subject}, merged = true,
@@ -360,14 +368,18 @@ export async function chargeDeferred(
       update org_billing set credits = credits - ${cost}::numeric, updated_at = ${now}
       where org_id = ${orgId} and ${cost}::numeric > 0 and exists (select 1 from m)
       returning credits
+    ), ledger as (
+      insert into credit_ledger (org_id, message_id, kind, amount, balance, created_at)
+      select ${orgId}, m.id, 'charge', -${cost}::numeric, charged.credits, ${now} from m, charged
     )
-    insert into credit_ledger (org_id, message_id, kind, amount, balance, created_at)
-    select ${orgId}, m.id, 'charge', -${cost}::numeric, charged.credits, ${now} from m, charged`;
+    select id from m`;
+  return row?.id ?? null;
 }
 
-/** Moves a deferred message's time (its recipient's quiet hours moved under it). */
-export async function redefer(tx: Tx, id: number, deferUntil: Date, now: Date): Promise<void> {
-  await tx`update messages set defer_until = ${deferUntil}, updated_at = ${now} where id = ${id} and status = 'queued'`;
+/** Moves a deferred message's time (its recipient's quiet hours moved under it); false when no longer `queued`. */
+export async function redefer(tx: Tx, id: number, deferUntil: Date, now: Date): Promise<boolean> {
+  const rows = await tx`update messages set defer_until = ${deferUntil}, updated_at = ${now} where id = ${id} and status = 'queued' returning id`;
+  return rows.length > 0;
 }
 
 /**
@@ -391,13 +403,13 @@ export function eventFrom(sql: Db, type: "message.sent" | "message.failed" | "me
 }
 
 /** A deferred message refused by a gate when its time came: `failed`, with the reason as its error. */
-export async function failDeferred(tx: Tx, id: number, reason: string, now: Date): Promise<boolean> {
-  const rows = await tx`
+export async function failDeferred(sql: Db, id: number, reason: string, now: Date): Promise<boolean> {
+  const rows = await sql`
     with m as (
       update messages set status = 'failed', error = ${reason}, updated_at = ${now}
       where id = ${id} and status = 'queued'
       returning *
-    ), evt as (${eventFrom(tx, "message.failed", now, reason)})
+    ), evt as (${eventFrom(sql, "message.failed", now, reason)})
     select id from m`;
   return rows.length > 0;
 }

@@ -7,7 +7,7 @@ import { API_V1_PATH, BODY_LIMIT, keyedRoute } from "../http/keyed";
 import type { Route } from "../http/route";
 import { errorOf, errorResponse, rawJson } from "../http/respond";
 import { inboundSms, statusCallback, type CallbackAnswer, type CallbackEnv, type TwilioCallback } from "./callbacks";
-import { MessageResultSchema, sendInput } from "./model";
+import { answerOf, MessageResultSchema, sendInput } from "./model";
 import { messageProbes, sendDeadline, sendEnv, sendFromApi } from "./service";
 
 /** POST r=messages: the Message result, with HTTP 402 for billing reasons. */
@@ -44,7 +44,7 @@ export function messageSendRoutes(deps: Deps): Route[] {
         errors: ["bad_operation_id", "invalid_input", "not_found", "operation_id_conflict"],
       },
       async (grant, input) => {
-        const answer = await sendFromApi(deps.sql, probes, grant.hit!, grant.actor, input, deps.clock.now(), env);
+        const answer = answerOf(await sendFromApi(deps.sql, probes, grant.hit!, grant.actor, input, deps.clock.now(), env));
         return rawJson(answer.text, answer.status);
       },
     ),

@@ -1,36 +1,27 @@
-// The one send path for SMS, email and notes. The API, the deferred-send worker and automations
-// all call sendMessage; the gates (gates.ts) are applied here and nowhere else.
+// The one send path for SMS, email and notes. A new send (sendMessage: the API through
+// sendFromApi, automations, the console) and a send queued by quiet hours whose time has come
+// (sendDeferred, the worker's step) both go through sendNow, the only function that applies the
+// gates (gates.ts) and calls a provider; test/structure.test.ts keeps it so. The answer is a
+// value (MessageResult); the API renders it with answerOf, the one serializer being resultText.
 //
-// A send is recorded before the provider is called and its outcome after, with no transaction or
-// pooled connection held in between:
-//   1. read: the lead in the actor's scope and any message already recorded under the
-//      operation_id (from the API: one statement batched with other requests' that also draws the
-//      request's rate-limit hit), then the lead's org and the recipient's consent;
-//   2. record (one short transaction): lock the org's billing row, apply the billing gate, then
-//      either record the message `queued` until quiet hours end, or record it `sending` and deduct
-//      its cost with a ledger entry. Concurrent sends of one org serialize on that row lock, so the
-//      balance never goes below zero however many race for it. Marking the message `sending`
-//      before the call is what keeps a process killed mid-call from ever sending it again;
-//   3. call the provider, bounded in time (10 s);
-//   4. record the outcome (one statement): `sent`, or `failed` with the charge refunded.
 // The unique index on (sender's scope, operation_id) makes exactly one request record a send;
 // any other with the same operation_id and the same send replays the first's stored answer
 // (waiting for it while the first is still with its provider), and one with a different send is
 // a conflict.
 import { withoutTrailingSlashes, type Config } from "../config";
-import type { Sql } from "../db/client";
+import type { Sql, Tx } from "../db/client";
 import { DEADLINE_MS, withDeadline } from "../db/deadline";
 import { classify } from "../db/sqlstate";
-import { AppError, reasonStatus } from "../errors";
+import { AppError } from "../errors";
 import { enqueue } from "../jobs/queue";
 import { countedReads, type CountedReads } from "../limits/fused";
 import type { KeyHit } from "../limits/key-counter";
 import type { Limits } from "../limits/limits";
 import { sendEmail } from "./email";
 import { openSecret, SecretError } from "../secrets/seal";
-import { billingGate, contactGate, emailConfig, quietGate, smsConfig, type EmailConfig, type GateReason, type OrgSettings, type SmsConfig } from "./gates";
+import { billingGate, contactGate, emailConfig, quietGate, smsConfig, type ConsentState, type EmailConfig, type GateReason, type OrgSettings, type SmsConfig } from "./gates";
 import { emailOf, mergeValues, renderEmail, renderSms } from "./merge";
-import { requestHash, resultText, type Actor, type SendAnswer, type SendInput } from "./model";
+import { parseResult, requestHash, resultText, type Actor, type MessageResult, type SendInput } from "./model";
 import {
   chargeDeferred,
   countedProbes,
@@ -38,8 +29,8 @@ import {
   insertCharged,
   insertDeferred,
   insertNote,
+  loadDeferred,
   lockBilling,
-  lockDeferred,
   optOutPhone,
   recordOutcome,
   redefer,
@@ -93,17 +84,14 @@ const step = <T>(work: Promise<T>, ms = DEADLINE_MS) => withDeadline(work, ms);
 
 export const statusCallbackUrl = (baseUrl: string) => `${withoutTrailingSlashes(baseUrl)}/hooks/sms_status.php`;
 
-const refusal = (reason: GateReason | "empty_body"): SendAnswer => ({
-  status: reasonStatus(reason),
-  text: resultText({ ok: false, message_id: null, reason }),
-});
+const refusal = (reason: GateReason | "empty_body"): MessageResult => ({ ok: false, message_id: null, reason });
 
 class Refused extends Error {
   constructor(readonly reason: GateReason) {
     super(reason);
   }
 }
-const TAKEN = new Error("operation_id taken by a concurrent request");
+const TAKEN = new Error("the message was taken by a concurrent run");
 
 const isLockTimeout = (err: unknown) => classify(err) === "lock_timeout";
 
@@ -117,7 +105,7 @@ export const messageProbes = (sql: Sql, limits: Limits): Probes => countedReads(
  * and draws the request's hit, so a retry costs one shared statement. A request refused before it
  * reads still counts.
  */
-export async function sendFromApi(sql: Sql, probes: Probes, hit: KeyHit, actor: Actor, read: SendInput | AppError, now: number, env: SendEnv): Promise<SendAnswer> {
+export async function sendFromApi(sql: Sql, probes: Probes, hit: KeyHit, actor: Actor, read: SendInput | AppError, now: number, env: SendEnv): Promise<MessageResult> {
   if (read instanceof AppError || read.leadId === null) {
     await probes.countAlone(hit);
     throw read instanceof AppError ? read : new AppError("not_found");
@@ -127,10 +115,11 @@ export async function sendFromApi(sql: Sql, probes: Probes, hit: KeyHit, actor: 
 }
 
 /**
- * The one send function. `now` is epoch ms from the caller's clock. `probe`: the first read, when
- * the caller made it (sendFromApi).
+ * A new send, from the API, an automation or the console. `now` is epoch ms from the caller's
+ * clock. `probe`: the first read, when the caller made it (sendFromApi). The answer is a value;
+ * the API renders it with answerOf (model.ts), automations read it as it is.
  */
-export async function sendMessage(sql: Sql, actor: Actor, input: SendInput, now: number, env: SendEnv, probe?: Probe): Promise<SendAnswer> {
+export async function sendMessage(sql: Sql, actor: Actor, input: SendInput, now: number, env: SendEnv, probe?: Probe): Promise<MessageResult> {
   if (input.leadId === null) throw new AppError("not_found");
   const hash = requestHash(input);
   let first: Probe;
@@ -152,24 +141,21 @@ export async function sendMessage(sql: Sql, actor: Actor, input: SendInput, now:
   throw new Error(`operation_id ${input.operationId} changed hands three times`);
 }
 
-async function note(sql: Sql, actor: Actor, input: SendInput, hash: string, now: number, env: SendEnv): Promise<SendAnswer | null> {
+async function note(sql: Sql, actor: Actor, input: SendInput, hash: string, now: number, env: SendEnv): Promise<MessageResult | null> {
   const r = await step(insertNote(sql, actor, input.leadId!, input.body, input.subject ?? "", input.operationId, hash, new Date(now)));
   if (r.lead_id === null) throw new AppError("not_found");
-  if (r.id !== null) return { status: 200, text: r.result! };
+  if (r.id !== null) return parseResult(r.result!);
   return r.prior ? replay(sql, r.prior, hash, now, env) : null;
 }
 
-async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now: number, env: SendEnv): Promise<SendAnswer | null> {
+/** A new SMS or email: read its recipient, then sendNow records it as a new message. Null: read again. */
+async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now: number, env: SendEnv): Promise<MessageResult | null> {
   const channel = input.channel as "sms" | "email";
   const ctx = await step(sendContext(sql, actor, input.leadId, channel, input.operationId));
   if (!ctx.lead) throw new AppError("not_found");
   if (ctx.prior) return replay(sql, ctx.prior, hash, now, env);
-  const contact = contactGate(channel, ctx.org, ctx.lead, ctx.consent);
-  if (!contact.ok) return refusal(contact.reason);
-  const org = ctx.org!; // the provider gate passed, so there is an org
   const lead = ctx.lead;
-  const text = asSent(channel, input.body, input.subject, lead, org);
-  const s: NewSend = {
+  const row = (org: OrgSettings, to: string, text: Text): NewSend => ({
     actor,
     lead,
     orgId: org.id,
@@ -178,38 +164,122 @@ async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
     subject: text.subject,
     operationId: input.operationId,
     hash,
-    to: contact.to,
+    to,
     now: new Date(now),
-  };
-  let recorded: { kind: "deferred"; result: string } | { kind: "charged"; id: number };
+  });
+  const went = await sendNow(
+    sql,
+    {
+      channel,
+      lead,
+      org: ctx.org,
+      consent: ctx.consent,
+      text: { body: input.body, subject: input.subject ?? "", merged: false },
+      async defer(tx, org, until, to, text) {
+        const d = await insertDeferred(tx, row(org, to, text), new Date(until));
+        if (!d) return null;
+        // The worker's job, in the same transaction: a queued message always has one.
+        await enqueue(tx, { kind: DEFERRED_SEND, ref: d.id, runAt: until });
+        return parseResult(d.result);
+      },
+      charge: (tx, org, cost, to, text, sendingUntil) => insertCharged(tx, row(org, to, text), cost, sendingUntil),
+    },
+    now,
+    env,
+  );
+  if (went.kind === "refused") return refusal(went.reason);
+  if (went.kind === "taken") return null;
+  return went.result;
+}
+
+/** The text of a message as it goes out (asSent), or as given when `merged` is false. */
+interface Text {
+  body: string;
+  subject: string;
+}
+
+/**
+ * A message to send now, whatever asked for it: a new send (API, automation, console) or one
+ * queued by quiet hours whose time has come (the deferred-send worker). What the gates read of
+ * its recipient, and how its origin records the two ways the gates let it through; a refusal is
+ * recorded by the caller (a new send records nothing, a queued one becomes `failed`).
+ */
+interface Outgoing {
+  channel: "sms" | "email";
+  lead: LeadRow;
+  org: OrgSettings | null;
+  consent: ConsentState;
+  /** The request's template (merged: false), or the text stored merged when it was queued (sql/0014). */
+  text: Text & { merged: boolean };
+  /** In the billing transaction: it waits until `until` (epoch ms); its answer, null when taken meanwhile. */
+  defer(tx: Tx, org: OrgSettings, until: number, to: string, text: Text): Promise<MessageResult | null>;
+  /** In the billing transaction: recorded `sending` and charged; its message id, null when taken meanwhile. */
+  charge(tx: Tx, org: OrgSettings, cost: number, to: string, text: Text, sendingUntil: Date): Promise<number | null>;
+}
+
+/** How sendNow ended. `busy`: the billing row stayed locked past its wait (billing_unavailable). */
+type Went =
+  | { kind: "refused"; reason: GateReason; busy: boolean }
+  | { kind: "queued"; until: number; result: MessageResult }
+  | { kind: "delivered"; result: MessageResult }
+  | { kind: "taken" };
+
+/**
+ * THE send: the gates in their order (gates.ts), the record, the provider, the outcome; the only
+ * function that calls a gate or a provider. A send is recorded before the provider is called and
+ * its outcome after, with no transaction or pooled connection held in between:
+ *   1. contact gate (address, consent/opt-out, provider settings), on what the caller read;
+ *   2. one short transaction: lock the org's billing row, apply the billing gate, then quiet
+ *      hours: either `defer` it, or `charge` it (recorded `sending` with its lease, the cost
+ *      deducted beside a ledger entry). Concurrent sends of one org serialize on that row lock, so
+ *      the balance never goes below zero however many race for it. Marking the message `sending`
+ *      before the call is what keeps a process killed mid-call from ever sending it again;
+ *   3. the provider, bounded in time (10 s), with the org's stored secret opened (callProvider);
+ *   4. the outcome (settle): `sent`, or `failed` with the charge refunded.
+ * A queued message goes through all of it again when its time comes: a lead who opted out
+ * meanwhile is not texted, and billing is charged then.
+ */
+async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promise<Went> {
+  const contact = contactGate(m.channel, m.org, m.lead, m.consent);
+  if (!contact.ok) return { kind: "refused", reason: contact.reason, busy: false };
+  const org = m.org!; // the provider gate passed, so there is an org
+  const to = contact.to;
+  const text: Text = m.text.merged ? { body: m.text.body, subject: m.text.subject } : asSent(m.channel, m.text.body, m.text.subject, m.lead, org);
   const lockMs = env.billingLockMs ?? BILLING_LOCK_MS;
+  let recorded: { kind: "queued"; until: number; result: MessageResult } | { kind: "charged"; id: number };
   try {
     recorded = await step(
       sql.begin(async (tx) => {
-        const billing = billingGate(channel, await lockBilling(tx, org.id, lockMs));
+        const billing = billingGate(m.channel, await lockBilling(tx, org.id, lockMs));
         if (!billing.ok) throw new Refused(billing.reason);
-        const deferUntil = quietGate(org, lead, now);
-        if (deferUntil !== null) {
-          const d = await insertDeferred(tx, s, new Date(deferUntil));
-          if (!d) throw TAKEN;
-          // The worker's job, in the same transaction: a queued message always has one.
-          await enqueue(tx, { kind: DEFERRED_SEND, ref: d.id, runAt: deferUntil });
-          return { kind: "deferred" as const, result: d.result };
+        const until = quietGate(org, m.lead, now);
+        if (until !== null) {
+          const result = await m.defer(tx, org, until, to, text);
+          if (result === null) throw TAKEN;
+          return { kind: "queued" as const, until, result };
         }
-        const id = await insertCharged(tx, s, billing.cost, new Date(now + leaseOf(env)));
+        const id = await m.charge(tx, org, billing.cost, to, text, new Date(now + leaseOf(env)));
         if (id === null) throw TAKEN;
         return { kind: "charged" as const, id };
       }),
       lockMs + DEADLINE_MS,
     );
   } catch (err) {
-    if (err instanceof Refused) return refusal(err.reason);
-    if (isLockTimeout(err)) return refusal("billing_unavailable");
-    if (err === TAKEN) return null;
+    if (err instanceof Refused) return { kind: "refused", reason: err.reason, busy: false };
+    if (isLockTimeout(err)) return { kind: "refused", reason: "billing_unavailable", busy: true };
+    if (err === TAKEN) return { kind: "taken" };
     throw err;
   }
-  if (recorded.kind === "deferred") return { status: 200, text: recorded.result };
-  return { status: 200, text: await deliverAndRecord(sql, recorded.id, channel, contact.to, s.body, s.subject, org, now, env) };
+  if (recorded.kind === "queued") return recorded;
+  // The text as stored: the provider gets exactly what the conversation shows.
+  const outcome = await callProvider(
+    m.channel,
+    org,
+    env,
+    (sms) => sendSms(sms, { to, body: text.body, statusCallback: statusCallbackUrl(env.baseUrl) }, timeoutOf(env)),
+    (email) => sendEmail(email, to, emailOf(text.subject, text.body), timeoutOf(env)),
+  );
+  return { kind: "delivered", result: await settle(sql, recorded.id, m.channel, to, org, outcome, now) };
 }
 
 /**
@@ -220,63 +290,50 @@ async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
  * text stored now, so what the conversation showed all along is what the lead receives. The
  * request's own fields stay the idempotency identity (request_hash).
  */
-function asSent(channel: "sms" | "email", body: string, subject: string | null, lead: LeadRow, org: OrgSettings): { body: string; subject: string } {
+function asSent(channel: "sms" | "email", body: string, subject: string, lead: LeadRow, org: OrgSettings): Text {
   const values = mergeValues(lead, org);
-  if (channel === "sms") return { body: renderSms(body, values), subject: subject ?? "" };
+  if (channel === "sms") return { body: renderSms(body, values), subject };
   const mail = renderEmail(body, subject, values);
   return { body: mail.html, subject: mail.subject };
 }
 
 /**
- * A retry of a recorded send: the first answer, byte for byte. While the first request is still
- * with its provider there is no answer yet; the retry waits for it (polling, holding nothing) up
- * to twice the provider wait, then says `in_progress` (its sender may have died: after the lease,
- * the row becomes `unknown` and retries get outcome_unknown).
+ * A retry of a recorded send: the first answer (its stored text, which resultText renders back
+ * byte for byte). While the first request is still with its provider there is no answer yet; the
+ * retry waits for it (polling, holding nothing) up to twice the provider wait, then says
+ * `in_progress` (its sender may have died: after the lease, the row becomes `unknown` and retries
+ * get outcome_unknown).
  */
-async function replay(sql: Sql, prior: PriorRow, hash: string, now: number, env: SendEnv): Promise<SendAnswer> {
+async function replay(sql: Sql, prior: PriorRow, hash: string, now: number, env: SendEnv): Promise<MessageResult> {
   if (prior.request_hash !== hash) throw new AppError("operation_id_conflict", "operation_id was already used for a different send");
-  if (prior.result !== null) return { status: 200, text: prior.result };
+  if (prior.result !== null) return parseResult(prior.result);
   const deadline = performance.now() + replayWaitOf(env);
   for (let first = true; performance.now() < deadline; first = false) {
     if (!first) await Bun.sleep(20);
     const result = await step(settledResult(sql, prior.id, new Date(now)));
-    if (result !== null) return { status: 200, text: result };
+    if (result !== null) return parseResult(result);
   }
-  return { status: 200, text: resultText({ ok: false, message_id: prior.id, reason: "in_progress" }) };
+  return { ok: false, message_id: prior.id, reason: "in_progress" };
 }
 
-/** Calls the provider (outside any transaction) with the stored text and records the outcome; returns the stored answer. */
-async function deliverAndRecord(
-  sql: Sql,
-  id: number,
-  channel: "sms" | "email",
-  to: string,
-  body: string,
-  subject: string,
-  org: OrgSettings,
-  now: number,
-  env: SendEnv,
-): Promise<string> {
-  // The text as stored (asSent): the provider gets exactly what the conversation shows.
-  const outcome: ProviderOutcome = await callProvider(
-    channel,
-    org,
-    env,
-    (sms) => sendSms(sms, { to, body, statusCallback: statusCallbackUrl(env.baseUrl) }, timeoutOf(env)),
-    (email) => sendEmail(email, to, emailOf(subject, body), timeoutOf(env)),
-  );
-  const text = resultText(outcome.ok ? { ok: true, message_id: id } : { ok: false, message_id: id, reason: outcome.reason });
+/**
+ * Records how the provider call ended (and a Twilio 21610 as the phone's opt-out); the message's
+ * stored answer, which for a message queued first is its first answer.
+ */
+async function settle(sql: Sql, id: number, channel: "sms" | "email", to: string, org: OrgSettings, outcome: ProviderOutcome, now: number): Promise<MessageResult> {
+  const result: MessageResult = outcome.ok ? { ok: true, message_id: id } : { ok: false, message_id: id, reason: outcome.reason };
   const at = new Date(now);
   const stored = await step(recordOutcome(sql, id, {
     ok: outcome.ok,
     providerId: outcome.ok ? outcome.providerId : null,
     reason: outcome.ok ? null : outcome.reason,
     error: outcome.ok ? "" : outcome.error,
-    result: text,
+    result: resultText(result),
     now: at,
   }));
   if (!outcome.ok && channel === "sms" && outcome.code === TWILIO_UNSUBSCRIBED) await step(optOutPhone(sql, org.id, to, "provider:21610", at));
-  return stored?.result ?? (await step(settledResult(sql, id, at))) ?? text;
+  const text = stored?.result ?? (await step(settledResult(sql, id, at)));
+  return text === null ? result : parseResult(text);
 }
 
 /**
@@ -313,47 +370,36 @@ export type DeferredStep = { done: true } | { retryAt: number };
 const BILLING_RETRY_MS = 30_000;
 
 /**
- * The deferred-send worker's step for one message: when its time has come, the same gates again
- * (a lead who opted out meanwhile is not texted; billing is charged now), then the provider. Safe
- * to run twice: only a `queued` message is claimed, and claiming marks it `sending` first.
+ * The deferred-send worker's step for one message: when its time has come, it goes through
+ * sendNow like a new send (the same gates again, charged now), recorded on its own row. Safe to
+ * run twice: only a `queued` message is charged, and charging marks it `sending` first.
  */
 export async function sendDeferred(sql: Sql, messageId: number, now: number, env: SendEnv): Promise<DeferredStep> {
   const at = new Date(now);
-  type Step = { kind: "done" } | { kind: "later"; at: number } | { kind: "send"; to: string; channel: "sms" | "email"; text: { body: string; subject: string }; org: OrgSettings };
-  let next: Step;
-  const lockMs = env.billingLockMs ?? BILLING_LOCK_MS;
-  try {
-    next = await step(sql.begin(async (tx): Promise<Step> => {
-      const row = await lockDeferred(tx, messageId);
-      if (!row || !row.context.lead) return { kind: "done" };
-      if (row.defer_until && row.defer_until.getTime() > now) return { kind: "later", at: row.defer_until.getTime() };
-      const { lead, org, consent } = row.context;
-      const contact = contactGate(row.channel, org, lead, consent);
-      if (!contact.ok) {
-        await failDeferred(tx, messageId, contact.reason, at);
-        return { kind: "done" };
-      }
-      const billing = billingGate(row.channel, await lockBilling(tx, org!.id, lockMs));
-      if (!billing.ok) {
-        await failDeferred(tx, messageId, billing.reason, at);
-        return { kind: "done" };
-      }
-      const again = quietGate(org, lead, now);
-      if (again !== null) {
-        await redefer(tx, messageId, new Date(again), at);
-        return { kind: "later", at: again };
-      }
-      // A message queued before its text was stored merged (sql/0014) is merged now, like then.
-      const text = row.merged ? { body: row.body, subject: row.subject } : asSent(row.channel, row.body, row.subject, lead, org!);
-      await chargeDeferred(tx, messageId, org!.id, billing.cost, contact.to, text, at, new Date(now + leaseOf(env)));
-      return { kind: "send", to: contact.to, channel: row.channel, text, org: org! };
-    }), lockMs + DEADLINE_MS);
-  } catch (err) {
-    if (isLockTimeout(err)) return { retryAt: now + BILLING_RETRY_MS };
-    throw err;
+  const row = await step(loadDeferred(sql, messageId));
+  if (!row || !row.context.lead) return { done: true };
+  if (row.defer_until && row.defer_until.getTime() > now) return { retryAt: row.defer_until.getTime() };
+  const went = await sendNow(
+    sql,
+    {
+      channel: row.channel,
+      lead: row.context.lead,
+      org: row.context.org,
+      consent: row.context.consent,
+      text: { body: row.body, subject: row.subject, merged: row.merged },
+      async defer(tx, _org, until) {
+        if (!(await redefer(tx, messageId, new Date(until), at))) return null;
+        return { ok: true, message_id: messageId, defer_until: Math.ceil(until / 1000) };
+      },
+      charge: (tx, org, cost, to, text, sendingUntil) => chargeDeferred(tx, messageId, org.id, cost, to, text, at, sendingUntil),
+    },
+    now,
+    env,
+  );
+  if (went.kind === "queued") return { retryAt: went.until };
+  if (went.kind === "refused") {
+    if (went.busy) return { retryAt: now + BILLING_RETRY_MS };
+    await step(failDeferred(sql, messageId, went.reason, at));
   }
-  if (next.kind === "done") return { done: true };
-  if (next.kind === "later") return { retryAt: next.at };
-  await deliverAndRecord(sql, messageId, next.channel, next.to, next.text.body, next.text.subject, next.org, now, env);
   return { done: true };
 }
