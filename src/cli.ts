@@ -1,5 +1,5 @@
 // Subcommands of the executable. Each returns an exit status; errors print one line to stderr.
-import { ConfigError, loadConfig, type Config } from "./config";
+import { loadConfig, type Config } from "./config";
 import { openDatabase, type Database } from "./db/open";
 import { migrate } from "./db/migrate";
 import { escapeControls } from "./args";
@@ -230,9 +230,10 @@ export async function runCli(argv: string[]): Promise<number> {
     }
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err);
-    const prefix = err instanceof UsageError || err instanceof ConfigError ? "" : "error: ";
-    // Messages may quote outside text (a webhook's error, a name): escaped like every CLI output.
-    process.stderr.write(`leadline: ${prefix}${escapeControls(msg.split("\n")[0])}\n`);
+    // One form for every error line: `leadline: <what went wrong>`; the exit status tells a usage
+    // error (2) from a failure (1). Messages may quote outside text (a webhook's error, a name):
+    // escaped like every CLI output.
+    process.stderr.write(`leadline: ${escapeControls(msg.split("\n")[0])}\n`);
     return err instanceof UsageError ? 2 : 1;
   }
 }

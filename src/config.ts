@@ -79,18 +79,41 @@ function aesKey(name: string, raw: string | undefined): Buffer | null {
   throw new ConfigError(`${name} must be 32 bytes as 64 hex digits or as base64 (openssl rand -base64 32)`);
 }
 
+/** An http(s) address without query or fragment: links are built by appending paths to it. */
+export function publicUrl(name: string, raw: string): string {
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {}
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.search !== "" || url.hash !== "" || url.username !== "") {
+    throw new ConfigError(`${name} must be an http:// or https:// address without query, fragment or credentials, got ${JSON.stringify(raw)}`);
+  }
+  return raw;
+}
+
+/**
+ * An address or host name to listen on, by its form; whether a name resolves is checked when
+ * serve starts (resolveHost), naming HOST either way.
+ */
+function hostName(raw: string): string {
+  const ipv6 = raw.includes(":");
+  const ok = ipv6 ? /^[0-9A-Fa-f:.]+$/.test(raw) : /^[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*$/.test(raw) && raw.length <= 253;
+  if (!ok) throw new ConfigError(`HOST must be an IP address or a host name, got ${JSON.stringify(raw)}`);
+  return raw;
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const databaseUrl = env.DATABASE_URL?.trim() || null;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError("DATABASE_URL must be a postgres:// URL");
   }
   const port = intIn("PORT", env.PORT, 0, 65535) ?? 8080;
-  const baseUrl = withoutTrailingSlashes(env.BASE_URL?.trim() || `http://localhost:${port}`);
+  const baseUrl = withoutTrailingSlashes(env.BASE_URL?.trim() ? publicUrl("BASE_URL", env.BASE_URL.trim()) : `http://localhost:${port}`);
   return {
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || "./leadline-data",
     port,
-    host: env.HOST?.trim() || "0.0.0.0",
+    host: hostName(env.HOST?.trim() || "0.0.0.0"),
     baseUrl,
     baseUrlFromEnv: !!env.BASE_URL?.trim(),
     inboundListId: intIn("COMMS_INBOUND_LIST_ID", env.COMMS_INBOUND_LIST_ID, 1, Number.MAX_SAFE_INTEGER),

@@ -131,6 +131,6 @@ describe("commands", () => {
   test("the executable's one-line error is escaped too (JSON.stringify in a message leaves C1 raw)", async () => {
     const r = await spawnCli(db.url, "keys", "create", "--scopes", "cti", "--agent", "ghost\u009b2J\u2028");
     expect(r.code).toBe(1);
-    expect(r.err).toBe('leadline: error: user "ghost\\u009b2J\\u2028" does not exist\n');
+    expect(r.err).toBe('leadline: user "ghost\\u009b2J\\u2028" does not exist\n');
   });
 });

@@ -262,7 +262,7 @@ describe("the webhooks command as an operator runs it", () => {
     // The CLI process has no WEBHOOK_ALLOW_PRIVATE: a loopback http endpoint is refused, said in one line.
     expect(replay.code).toBe(1);
     expect(replay.err).toBe(
-      `leadline: error: delivery ${d.id} replayed as attempt ${(await db.sql`select max(id)::int as m from webhook_attempts`)[0].m} of evt_${d.event_id}: refused: http URL; endpoints must be https (WEBHOOK_ALLOW_PRIVATE=true allows http)\n`,
+      `leadline: delivery ${d.id} replayed as attempt ${(await db.sql`select max(id)::int as m from webhook_attempts`)[0].m} of evt_${d.event_id}: refused: http URL; endpoints must be https (WEBHOOK_ALLOW_PRIVATE=true allows http)\n`,
     );
     const usage = await spawnCli(db.url, "webhooks", "replay");
     expect(usage.code).toBe(2);

@@ -204,6 +204,21 @@ describe.skipIf(missing)("the executable", () => {
     expect(again.out).toBe("no migrations to apply: the database is up to date\n");
   }, 60_000);
 
+  test("a bad HOST, a HOST that does not resolve and a bad BASE_URL fail at once, naming the variable", async () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ HOST: "not a host" }, /^leadline: HOST must be an IP address or a host name, got "not a host"\n$/],
+      [{ HOST: "no-such-host.invalid" }, /^leadline: HOST "no-such-host\.invalid" does not resolve to an address \(\w+\)\n$/],
+      [{ BASE_URL: "ftp://leads.example.com" }, /^leadline: BASE_URL must be an http:\/\/ or https:\/\/ address without query, fragment or credentials, got "ftp:\/\/leads\.example\.com"\n$/],
+      [{ BASE_URL: "https://leads.example.com/?x=1" }, /^leadline: BASE_URL must be/],
+    ];
+    for (const [env, line] of cases) {
+      const r = await run(["serve"], { DATA_DIR: "./host-data", PORT: "0", ...env });
+      expect({ env, code: r.code }).toEqual({ env, code: 1 });
+      expect(r.err).toMatch(line);
+    }
+    expect(existsSync(join(dir, "host-data"))).toBe(false);
+  }, 60_000);
+
   test("an unknown command exits non-zero with exactly one line on stderr", async () => {
     const r = await run(["frobnicate"]);
     expect(r.code).not.toBe(0);

@@ -213,7 +213,7 @@ describe("the executable", () => {
     expect(r.code).toBe(1);
     expect(r.out).toBe("");
     expect(r.err).toBe(
-      'leadline: error: user "agent9" belongs to org 2, not 1 (a key of an organization may be bound only to a user of that organization or to a house user)\n',
+      'leadline: user "agent9" belongs to org 2, not 1 (a key of an organization may be bound only to a user of that organization or to a house user)\n',
     );
     expect((await db.sql`select count(*)::int as n from api_keys`)[0].n).toBe(before);
   });

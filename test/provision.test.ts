@@ -445,7 +445,7 @@ describe("provision FILE", () => {
     expect(refused.code).toBe(1);
     expect(refused.out).toBe("");
     expect(refused.err).toBe(
-      "leadline: error: provisioning file rejected: api_keys[1].agent: user \"agent9\" belongs to org 2, not 1 " +
+      "leadline: provisioning file rejected: api_keys[1].agent: user \"agent9\" belongs to org 2, not 1 " +
         "(a key of an organization may be bound only to a user of that organization or to a house user)\n",
     );
 

@@ -320,7 +320,7 @@ describe("with LEADLINE_SECRET_KEY", () => {
     expect(none.listening).toBe(false);
     expect(none.code).toBe(1);
     expect(none.stderr.trim().split("\n")).toHaveLength(1);
-    expect(none.stderr).toStartWith(`leadline: error: org 1's email.smtp_url is sealed with key ${keyId(K1)} but LEADLINE_SECRET_KEY is not set (and 2 more)`);
+    expect(none.stderr).toStartWith(`leadline: org 1's email.smtp_url is sealed with key ${keyId(K1)} but LEADLINE_SECRET_KEY is not set (and 2 more)`);
     const other = await serveOnce(db.url, { LEADLINE_SECRET_KEY: K2_ENV });
     expect([other.listening, other.code]).toEqual([false, 1]);
     expect(other.stderr).toContain(`sealed with key ${keyId(K1)}, not with LEADLINE_SECRET_KEY (key ${keyId(K2)})`);

@@ -1,9 +1,10 @@
 // `leadline serve`: connect → migrate → build the app → start workers → listen; SIGTERM stops
 // accepting, lets requests in flight finish, stops the workers in reverse order (flushing what
 // they buffer), closes the database and exits 0.
+import { lookup } from "node:dns/promises";
 import { KeyStore } from "../auth/service";
 import { systemClock, type Clock } from "../clock";
-import type { Config } from "../config";
+import { ConfigError, type Config } from "../config";
 import { migrate } from "../db/migrate";
 import { openDatabase, type Database } from "../db/open";
 import { automationHandler, automationWorkers } from "../automations/jobs";
@@ -105,7 +106,9 @@ function listen(app: ReturnType<typeof buildApp>, config: Config) {
       development: false,
     });
   } catch (err) {
-    throw new Error(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message.includes("in use") ? "the address is in use" : (err as Error).message}`);
+    const message = (err as Error).message;
+    const why = message.includes("in use") ? "the address is in use" : message.includes("EADDRNOTAVAIL") || message.includes("EINVAL") ? "HOST is not an address of this machine" : message;
+    throw new Error(`cannot listen on ${config.host}:${config.port} (HOST:PORT): ${why}`);
   }
   return app.server!;
 }
@@ -121,8 +124,18 @@ function logFatalErrors(): void {
   });
 }
 
+/** HOST's name resolved before anything else starts, so a typo fails at once, naming the variable. */
+async function resolveHost(host: string): Promise<void> {
+  try {
+    await lookup(host);
+  } catch (err) {
+    throw new ConfigError(`HOST ${JSON.stringify(host)} does not resolve to an address (${(err as { code?: string }).code ?? "lookup failed"})`);
+  }
+}
+
 export async function serve(config: Config): Promise<number> {
   logFatalErrors();
+  await resolveHost(config.host);
   // Before "listening", so that whoever waits for that line has seen it.
   if (!config.secretKey) {
     log.warn("LEADLINE_SECRET_KEY is not set; provider credentials and webhook secrets are stored in clear (README: Secrets at rest)");
