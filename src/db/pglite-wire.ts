@@ -120,12 +120,10 @@ export class PgliteWire extends EventEmitter {
     } catch (err) {
       this.destroy(err instanceof Error ? err : new Error(String(err)));
     } finally {
+      // Bytes written while this ran (by a 'data' listener, or during the session's reset) were
+      // appended to the inbox, which the loop looks at again before it stops; a partial message
+      // left there waits for the write that completes it.
       this.#pumping = false;
-    }
-    // Bytes written while the last call ran, after the loop looked.
-    if (this.readyState === "open" && this.#inbox.length > 0 && !this.#pumping) {
-      this.#pumping = true;
-      queueMicrotask(() => void this.#pump());
     }
   }
 
