@@ -95,6 +95,25 @@ describe("the in-process wire", () => {
     expect(answer.toString()).toBe("N");
   });
 
+  test("a cancel request is answered by closing, and leaves the connection that has the session alone", async () => {
+    const sql = client();
+    try {
+      expect([...(await sql`select 1::int as one`)]).toEqual([{ one: 1 }]);
+      const cancel = Buffer.alloc(16);
+      cancel.writeInt32BE(16, 0);
+      cancel.writeInt32BE(80877102, 4);
+      const wire = server.connect();
+      const closed = new Promise((ok) => wire.on("close", ok));
+      wire.write(cancel);
+      await closed;
+      // Still the same connection: a statement it prepared is still there.
+      const [row] = await sql`select count(*)::int as n from pg_prepared_statements where statement = 'select 1::int as one'`;
+      expect(row.n).toBe(1);
+    } finally {
+      await sql.end({ timeout: 5 });
+    }
+  });
+
   test("pipelined statements: an error fails its own statement only", async () => {
     const sql = client();
     try {
