@@ -55,6 +55,8 @@ export class PgliteSession {
 export class PgliteWire extends EventEmitter {
   readyState: "open" | "closed" = "open";
   #inbox: Buffer = Buffer.alloc(0);
+  /** Writes not yet joined to the inbox: joined once per batch, not once per write. */
+  #written: Buffer[] = [];
   #started = false;
   #pumping = false;
 
@@ -70,8 +72,8 @@ export class PgliteWire extends EventEmitter {
       if (done) queueMicrotask(() => done(new Error("the embedded database connection is closed")));
       return false;
     }
-    const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-    this.#inbox = this.#inbox.length === 0 ? Buffer.from(bytes) : Buffer.concat([this.#inbox, bytes]);
+    // Copied: postgres.js may reuse what it passed once write returns.
+    this.#written.push(Buffer.from(chunk));
     if (!this.#pumping) {
       this.#pumping = true;
       queueMicrotask(() => void this.#pump());
@@ -106,6 +108,7 @@ export class PgliteWire extends EventEmitter {
     if (this.readyState === "closed") return;
     this.readyState = "closed";
     this.#inbox = Buffer.alloc(0);
+    this.#written = [];
     // Asynchronously, as a socket closes: postgres.js detaches its listeners first.
     setImmediate(() => this.emit("close", hadError));
   }
@@ -113,6 +116,10 @@ export class PgliteWire extends EventEmitter {
   async #pump(): Promise<void> {
     try {
       while (this.readyState === "open") {
+        if (this.#written.length > 0) {
+          this.#inbox = Buffer.concat([this.#inbox, ...this.#written]);
+          this.#written = [];
+        }
         const answer = this.#started ? this.#messages() : await this.#startup();
         if (answer === null) break;
         if (answer.length > 0 && this.readyState === "open") this.emit("data", answer);
@@ -121,8 +128,8 @@ export class PgliteWire extends EventEmitter {
       this.destroy(err instanceof Error ? err : new Error(String(err)));
     } finally {
       // Bytes written while this ran (by a 'data' listener, or during the session's reset) were
-      // appended to the inbox, which the loop looks at again before it stops; a partial message
-      // left there waits for the write that completes it.
+      // queued, and the loop looks at them again before it stops; a partial message left in the
+      // inbox waits for the write that completes it.
       this.#pumping = false;
     }
   }
