@@ -4,11 +4,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Subprocess } from "bun";
 import { randomBytes } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import postgres from "postgres";
 import { connect } from "../src/db/client";
+import { startEmbedded } from "../src/db/embedded";
 import { migrations } from "../src/db/migrations";
 import { databaseUrl } from "./harness/db";
 
@@ -136,6 +138,35 @@ function listeningPorts(pid: number): number[] {
     }
   }
   return [...new Set(ports)].sort();
+}
+
+/** The Unix sockets process `pid` listens on (from /proc/net/unix: its inodes with SO_ACCEPTCON). */
+function listeningUnixSockets(pid: number): string[] {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const found: string[] = [];
+  for (const line of readFileSync("/proc/net/unix", "utf8").split("\n").slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length >= 7 && (parseInt(f[3], 16) & 0x10000) !== 0 && inodes.has(f[6])) found.push(f[7] ?? `inode ${f[6]}`);
+  }
+  return found;
+}
+
+/** Every entry under `root` (symbolic links not followed), with its permission bits. */
+function walk(root: string): { path: string; kind: string; mode: number }[] {
+  return readdirSync(root, { withFileTypes: true }).flatMap((e) => {
+    const path = join(root, e.name);
+    const mode = lstatSync(path).mode & 0o777;
+    const kind = e.isDirectory() ? "dir" : e.isSocket() ? "socket" : e.isSymbolicLink() ? "link" : "file";
+    return [{ path, kind, mode }, ...(e.isDirectory() ? walk(path) : [])];
+  });
 }
 
 async function get(url: string, key?: string) {
@@ -285,22 +316,103 @@ describe.skipIf(missing)("the executable", () => {
   );
 });
 
-describe.skipIf(missing)("start-up refusals", () => {
+describe.skipIf(missing)("the embedded database's directory and session", () => {
   test(
-    "a DATA_DIR too long for a Unix socket path still never serves the database on TCP",
+    "a 0755 DATA_DIR holding a 0666 file becomes private at start, and nothing outside the server reaches the database",
     async () => {
-      const deep = "./" + Array.from({ length: 6 }, (_, i) => `a-rather-long-directory-name-${i}`).join("/");
-      const s = await serve({ DATA_DIR: deep });
+      const data = join(dir, "deep", ...Array.from({ length: 4 }, (_, i) => `a-rather-long-directory-name-${i}`));
+      mkdirSync(join(data, "old"), { recursive: true, mode: 0o755 });
+      chmodSync(data, 0o755);
+      writeFileSync(join(data, "old", "secrets.txt"), "from an earlier version", { mode: 0o666 });
+      chmodSync(join(data, "old", "secrets.txt"), 0o666);
+      // The first start creates the database (initdb) and migrates it while serving.
+      const s = await serve({ DATA_DIR: data });
       try {
-        expect((await get(`${s.base}/readyz`)).status).toBe(200);
+        expect(statSync(data).mode & 0o777).toBe(0o700);
+        const loose = walk(data).filter((e) => e.mode & 0o077);
+        expect(loose).toEqual([]);
+        expect(walk(data).length).toBeGreaterThan(500);
+        expect(walk(data).filter((e) => e.kind === "socket")).toEqual([]);
+        // No way in: the process listens on the API's TCP port and on no Unix socket.
         expect(listeningPorts(s.pid)).toEqual([Number(new URL(s.base).port)]);
+        expect(listeningUnixSockets(s.pid)).toEqual([]);
+        // pg_dump (Debian's, where installed) and postgres.js, each told the directory: what
+        // `pg_dump -h DATA_DIR` did to a server that served on a socket there.
+        if (Bun.which("pg_dump")) {
+          const dump = Bun.spawnSync(["pg_dump", "-h", data, "-U", "postgres", "--schema-only", "postgres"], { env: { PATH: "/usr/bin:/bin" }, stdout: "pipe", stderr: "pipe" });
+          expect(dump.exitCode).not.toBe(0);
+        }
+        const sneaky = postgres("postgres://postgres@localhost/postgres", { path: join(data, ".s.PGSQL.5432"), max: 1, connect_timeout: 2 });
+        try {
+          await expect(sneaky.unsafe("set search_path = ''")).rejects.toThrow();
+        } finally {
+          await sneaky.end({ timeout: 0 });
+        }
+        // The server goes on answering from its database.
+        expect(await get(`${s.base}/readyz`)).toEqual({ status: 200, body: '{"ok":true}' });
+        expect(await get(`${s.base}/hooks/api_v1.php?r=leads/1`, "not-a-key-of-this-installation")).toEqual({ status: 403, body: '{"ok":false,"error":"forbidden"}' });
       } finally {
         expect(await s.stop()).toBe(0);
       }
+      // Files written while serving and at shutdown stayed private too.
+      expect(walk(data).filter((e) => e.mode & 0o077)).toEqual([]);
     },
     2 * START_MS,
   );
 
+  test.skipIf(process.getuid?.() !== 0)("a DATA_DIR owned by another user is refused with one line, and left untouched", async () => {
+    const data = mkdtempSync(join(dir, "others-"));
+    chownSync(data, 65534, 65534);
+    try {
+      for (const args of [["serve"], ["keys", "list"]]) {
+        const r = await run(args, { DATA_DIR: data, PORT: "0" });
+        expect({ args, code: r.code === 0 ? 0 : "non-zero" }).toEqual({ args, code: "non-zero" });
+        expect(r.err).toMatch(new RegExp(`^leadline: [^\\n]*DATA_DIR ${data} is owned by uid 65534[^\\n]*\\n$`));
+      }
+      expect(readdirSync(data)).toEqual([]);
+    } finally {
+      rmSync(data, { recursive: true, force: true });
+    }
+  });
+
+  test(
+    "/readyz is 503 while a core table is missing from the embedded database, 200 once it is back",
+    async () => {
+      const env = { DATA_DIR: "./readyz-data" };
+      const rename = async (from: string, to: string) => {
+        // Offline, as an operator would with the server stopped: this process holds the directory.
+        const db = await startEmbedded(join(dir, "readyz-data"));
+        const sql = connect(db.url, { max: 1, socket: db.connect, statementTimeoutMs: 0 });
+        try {
+          await sql.unsafe(`alter table ${from} rename to ${to}`);
+        } finally {
+          await sql.end({ timeout: 5 });
+          await db.close();
+        }
+      };
+      const first = await serve(env);
+      expect((await get(`${first.base}/readyz`)).status).toBe(200);
+      expect(await first.stop()).toBe(0);
+
+      await rename("outbox_events", "outbox_events_away");
+      const broken = await serve(env);
+      try {
+        expect(await get(`${broken.base}/readyz`)).toEqual({ status: 503, body: '{"ok":false,"error":"unavailable"}' });
+        expect(await get(`${broken.base}/healthz`)).toEqual({ status: 200, body: '{"ok":true}' });
+      } finally {
+        expect(await broken.stop()).toBe(0);
+      }
+
+      await rename("outbox_events_away", "outbox_events");
+      const mended = await serve(env);
+      expect(await get(`${mended.base}/readyz`)).toEqual({ status: 200, body: '{"ok":true}' });
+      expect(await mended.stop()).toBe(0);
+    },
+    5 * START_MS,
+  );
+});
+
+describe.skipIf(missing)("start-up refusals", () => {
   test("a DATABASE_URL whose server is not PostgreSQL fails serve, migrate and keys within seconds, with one line", async () => {
     // Answers like an HTTP server would, and hangs up.
     const impostor: Server = createServer((c) => c.end("HTTP/1.1 400 Bad Request\r\n\r\n"));

@@ -1,17 +1,55 @@
-// Operational routes (operations.md §4): the process is up; the database answers.
+// Operational routes (operations.md §4): the process is up; the database answers with a schema
+// this executable can use.
 import { Elysia } from "elysia";
 import type { Sql } from "../db/client";
 import { withDeadline } from "../db/deadline";
+import { migrations } from "../db/migrations";
 import { errorOf } from "../http/respond";
+import { errorFields, log } from "../log";
 
-export const healthRoutes = (sql: Sql) =>
-  new Elysia({ name: "health" })
+/**
+ * Ready means more than a socket that answers: a session whose search_path had been emptied (seen
+ * on the embedded database) answered `select 1` while every request failed with `relation ... does
+ * not exist`. So the probe names, unqualified as every query here does, the tables that every keyed
+ * request (api_keys), the core entity (leads) and every change (outbox_events) need, and asks for
+ * the schema version; a database behind this executable's version is missing what it needs. One
+ * ahead of it was migrated by a newer instance during a rolling upgrade: migrations only add, so
+ * this instance keeps serving until it is replaced (it would refuse to start on it, not to run). `limit 0` has PostgreSQL resolve each table and
+ * check its privileges without reading a row.
+ */
+async function schemaVersion(sql: Sql): Promise<number | null> {
+  const [row] = await sql<{ version: number | null }[]>`
+    select (select max(version) from schema_migrations) as version,
+      (select true from api_keys limit 0) as keys,
+      (select true from leads limit 0) as leads,
+      (select true from outbox_events limit 0) as events`;
+  return row.version;
+}
+
+const EXPECTED = migrations.length;
+
+export const healthRoutes = (sql: Sql) => {
+  // Logged when readiness changes, not at every probe: a load balancer asks every few seconds.
+  let failing = false;
+  const report = (reason: Record<string, unknown> | null) => {
+    if (reason && !failing) log.warn("readyz: not ready", reason);
+    if (!reason && failing) log.info("readyz: ready again");
+    failing = reason !== null;
+  };
+  return new Elysia({ name: "health" })
     .get("/healthz", () => ({ ok: true }))
     .get("/readyz", async () => {
       try {
-        await withDeadline(sql`select 1`, 800);
+        const version = await withDeadline(schemaVersion(sql), 800);
+        if (version === null || version < EXPECTED) {
+          report({ error: `the database is at schema version ${version}; this executable needs ${EXPECTED}` });
+          return errorOf("unavailable", "public");
+        }
+        report(null);
         return { ok: true };
-      } catch {
+      } catch (err) {
+        report(errorFields(err));
         return errorOf("unavailable", "public");
       }
     });
+};

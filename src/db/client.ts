@@ -10,8 +10,11 @@ export interface DbOptions {
   /** Server-side cap on one statement, in ms; 0 disables (migrations, provisioning). */
   statementTimeoutMs: number;
   applicationName?: string;
-  /** A Unix socket to connect through instead of the URL's host and port. */
-  path?: string | null;
+  /**
+   * Makes each connection's stream instead of dialling the URL's host and port (postgres.js's
+   * `socket` option): the embedded database is reached in-process this way.
+   */
+  socket?: () => unknown;
 }
 
 /**
@@ -22,7 +25,7 @@ export interface DbOptions {
  */
 export function connect(url: string, opts: DbOptions): Sql {
   return postgres(url, {
-    ...(opts.path ? { path: opts.path } : {}),
+    ...(opts.socket ? { socket: opts.socket } : {}),
     max: opts.max,
     connect_timeout: 2,
     idle_timeout: 60,

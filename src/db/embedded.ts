@@ -1,12 +1,12 @@
 // The embedded database: PGlite (PostgreSQL compiled to WebAssembly) stored under DATA_DIR and
-// served on a private Unix socket, so that postgres.js talks to it as to any PostgreSQL.
+// reached in-process (./pglite-wire), so that postgres.js talks to it as to any PostgreSQL while
+// nothing outside this process can.
 import { PGlite } from "@electric-sql/pglite";
-import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
 import { dlopen, FFIType } from "bun:ffi";
-import { chmodSync, closeSync, constants, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { closeSync, constants, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { errorFields, log } from "../log";
+import { checkOwner, restrictTree } from "./data-dir";
+import { PgliteSession, type PgliteWire } from "./pglite-wire";
 // Imported as files so that `bun build --compile` embeds them: PGlite otherwise loads them from
 // beside its own module, which does not exist inside the executable. The package's exports map
 // does not list them, hence the relative paths.
@@ -15,87 +15,54 @@ import pgliteWasmPath from "../../node_modules/@electric-sql/pglite/dist/pglite.
 import initdbWasmPath from "../../node_modules/@electric-sql/pglite/dist/initdb.wasm" with { type: "file" };
 
 export interface EmbeddedServer {
-  /** A postgres:// URL of the server, meant for this process alone (see below). */
+  /** A postgres:// URL naming the session's user and database (its host is never contacted). */
   url: string;
-  /** The Unix socket to connect through. */
-  path: string;
-  /** Stops serving, shuts PGlite down cleanly (so the data persists) and releases the lock. */
+  /** A new connection to the database, for postgres.js's `socket` option. */
+  connect(): PgliteWire;
+  /** Ends the connection, shuts PGlite down cleanly (so the data persists) and releases the lock. */
   close(): Promise<void>;
 }
 
 /**
- * PGlite is one PostgreSQL session. PGLiteSocketServer can accept several connections, but it
- * multiplexes them onto that session message by message: measured with two postgres.js clients,
- * 50 of 3,000 queries failed with `portal "" does not exist` (one client's Bind landing between
- * the other's Parse and Execute), and settings made by one client apply to all. So one process
- * owns the directory, and a second one (`leadline keys list` beside `leadline serve`) is refused
- * by the lock in `lockDataDir` rather than connected to the first one's socket.
+ * PGlite is one PostgreSQL session. It used to be served on a Unix socket in DATA_DIR, and whatever
+ * connected there shared that session with the server: `pg_dump -h DATA_DIR` set an empty
+ * search_path and every query of the server failed until it restarted. Now only this process's
+ * postgres.js reaches it, through an in-process wire (./pglite-wire.ts), one connection at a time.
+ * One process owns the directory: a second one (`leadline keys list` beside `leadline serve`) is
+ * refused by the lock in `lockDataDir`.
  */
 export async function startEmbedded(dataDir: string): Promise<EmbeddedServer> {
   const dir = resolve(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  checkOwner(dir, dataDir);
   const lock = lockDataDir(dir, dataDir);
   let db: PGlite | undefined;
-  let socketDir: (() => void) | null = null;
   try {
+    restrictTree(dir);
     const [pgliteWasmModule, initdbWasmModule] = await Promise.all([compile(pgliteWasmPath), compile(initdbWasmPath)]);
     db = await PGlite.create(join(dir, "pgdata"), { fsBundle: Bun.file(fsBundlePath), pgliteWasmModule, initdbWasmModule });
-    // More than one slot, so that postgres.js reconnecting (idle_timeout, max_lifetime) is not
-    // refused while the server has yet to notice the old socket closed.
-    // Never a TCP port: PGlite has no password, so any local user could connect. The socket lives
-    // in the 0700 data directory, or, where that path would exceed the Unix socket path limit
-    // (108 bytes), in a fresh 0700 directory of its own under the temp dir.
-    const { path, cleanup } = socketPath(dir);
-    socketDir = cleanup;
-    rmSync(path, { force: true });
-    const server = new PGLiteSocketServer({ db, path, maxConnections: 4 });
+    restrictTree(dir);
     const pglite = db;
-    server.addEventListener("connection", () => {
-      // Prepared statements outlive the connection that made them (the session never ends), and
-      // postgres.js names them afresh per connection: without this, every reconnect leaks them.
-      if (server.getStats().activeConnections === 1 && !pglite.isInTransaction()) {
-        pglite.exec("deallocate all").catch((err) => log.warn("embedded database: deallocate failed", errorFields(err)));
-      }
-    });
-    await server.start();
+    const session = new PgliteSession(pglite);
     let closing: Promise<void> | undefined;
     return {
       url: "postgres://postgres@localhost/postgres",
-      path,
+      connect: () => session.connect(),
       close: () =>
         (closing ??= (async () => {
           try {
-            await server.stop();
+            session.close();
             await pglite.close();
           } finally {
-            socketDir?.();
             lock.release();
           }
         })()),
     };
   } catch (err) {
     await db?.close().catch(() => {});
-    socketDir?.();
     lock.release();
     throw err;
   }
-}
-
-const SOCKET_NAME = ".s.PGSQL.5432";
-const MAX_SOCKET_PATH = 100;
-
-function socketPath(dir: string): { path: string; cleanup: (() => void) | null } {
-  const inDataDir = join(dir, SOCKET_NAME);
-  if (Buffer.byteLength(inDataDir) < MAX_SOCKET_PATH) return { path: inDataDir, cleanup: null };
-  const own = mkdtempSync(join(tmpdir(), "leadline-"));
-  chmodSync(own, 0o700);
-  const path = join(own, SOCKET_NAME);
-  if (Buffer.byteLength(path) >= MAX_SOCKET_PATH) {
-    rmSync(own, { recursive: true, force: true });
-    throw new Error(`DATA_DIR and the temp directory are too long for a Unix socket path; use a shorter DATA_DIR`);
-  }
-  log.info("embedded database: DATA_DIR is too long for a Unix socket path; the socket is in a private directory", { socket: path });
-  return { path, cleanup: () => rmSync(own, { recursive: true, force: true }) };
 }
 
 async function compile(path: string): Promise<WebAssembly.Module> {

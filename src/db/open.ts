@@ -29,7 +29,7 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
   const server = await startEmbedded(config.dataDir);
   // PGlite is a single connection: one client connection, so advisory locks never wait. It ignores
   // startup parameters and cannot cancel a running statement, so statement_timeout does not apply.
-  const sql = connect(server.url, { max: 1, path: server.path, statementTimeoutMs, applicationName: `leadline-${purpose}` });
+  const sql = connect(server.url, { max: 1, socket: server.connect, statementTimeoutMs, applicationName: `leadline-${purpose}` });
   return {
     sql,
     embedded: true,
