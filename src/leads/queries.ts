@@ -1,5 +1,6 @@
 import type { Sql, Tx } from "../db/client";
 import { inInputOrder } from "../db/batcher";
+import { outboxInsert } from "../events/envelope";
 import { drawHit } from "../limits/fused";
 import type { Lead, LeadInput } from "./model";
 import { inRowTenant, NO_ORG } from "./scope";
@@ -48,18 +49,21 @@ export function createOrDedupLead(
   sql: Sql,
   list: ResolvedList,
   input: LeadInput,
+  now: Date,
 ): Promise<{ lead_id: number; deduped: boolean }> {
-  return sql.begin((tx) => createOrDedupLeadIn(tx, list, input));
+  return sql.begin((tx) => createOrDedupLeadIn(tx, list, input, now));
 }
 
 /**
  * createOrDedupLead inside the caller's transaction (booking creates the lead with its appointment).
- * `via` names the path in the lead's source metadata and as the source of any consent recorded.
+ * `via` names the path in the lead's source metadata and as the source of any consent recorded;
+ * `now` (the clock's) is the time of the `lead.created` event.
  */
 export async function createOrDedupLeadIn(
   tx: Tx,
   list: ResolvedList,
   input: LeadInput,
+  now: Date,
   via = "lead_intake",
 ): Promise<{ lead_id: number; deduped: boolean }> {
   await tx`select pg_advisory_xact_lock(hashtextextended(${`lead:${list.id}:${input.phone}`}, 0))`;
@@ -94,17 +98,16 @@ export async function createOrDedupLeadIn(
     ), trg as (
       insert into automation_triggers (org_id, trigger, lead_id)
       select ${list.org_id}::bigint, 'new_lead', ins.id from ins
-    ), evt as (
-      insert into outbox_events (org_id, type, payload)
-      select ${list.org_id}::bigint, 'lead.created', jsonb_build_object(
-        'type', 'lead.created',
-        'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-        'data', jsonb_build_object(
-          'lead_id', ins.id, 'list_id', ${list.id}::bigint, 'campaign', ${list.campaign_id}::text,
-          'org_id', ${list.org_id}::bigint, 'phone', ${input.phone}::text, 'source', ${input.source}::text,
-          'created_at', to_char(ins.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
-      from ins
-    )
+    ), evt as (${outboxInsert(tx, {
+      type: "lead.created",
+      at: now,
+      orgId: tx`${list.org_id}::bigint`,
+      data: tx`jsonb_build_object(
+        'lead_id', ins.id, 'list_id', ${list.id}::bigint, 'campaign', ${list.campaign_id}::text,
+        'org_id', ${list.org_id}::bigint, 'phone', ${input.phone}::text, 'source', ${input.source}::text,
+        'created_at', to_char(ins.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`,
+      from: tx`ins`,
+    })})
     select coalesce((select id from ins), (select id from dup)) as lead_id,
            exists (select 1 from dup) as deduped`;
   return row;
