@@ -13,12 +13,13 @@ export const DOCS_CSP =
   "frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 /** The few Markdown forms the declarations use: `code`, **strong**, and "- " list lines. */
+const inline = (s: string) =>
+  esc(s)
+    .replace(/`([^`]+)`/g, "<code>$1</code>")
+    .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>");
+
 function prose(text: string | undefined): string {
   if (!text) return "";
-  const inline = (s: string) =>
-    esc(s)
-      .replace(/`([^`]+)`/g, "<code>$1</code>")
-      .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>");
   const out: string[] = [];
   for (const block of text.split(/\n{2,}/)) {
     const lines = block.split("\n");
@@ -39,10 +40,25 @@ function typeOf(s: Json | undefined): string {
   if (Array.isArray(alts)) return alts.map(typeOf).join(" | ");
   if (s.type === "array") return `${typeOf(s.items)}[]`;
   if (Array.isArray(s.type)) return s.type.join(" | ");
-  if (s.type) return s.type + (s.pattern ? ` (${s.pattern})` : "") + (s.format ? ` (${s.format})` : "");
+  if (s.type) return s.type + (s.format ? ` (${s.format})` : "");
   if (s.patternProperties || s.additionalProperties) return "object";
   return "any";
 }
+
+/** A field's description, with the constraints a type name leaves out. */
+function describe(s: Json | undefined, text = true): string {
+  if (!s) return "";
+  const own: string = text ? (s.description ?? s.title ?? "") : "";
+  const notes = [own && !/[.!?)]$/.test(own) && (s.pattern || s.maxLength !== undefined) ? `${own}.` : own];
+  if (s.pattern) notes.push(`Pattern: \`${s.pattern}\`.`);
+  if (s.maxLength !== undefined) notes.push(`At most ${s.maxLength} characters.`);
+  return notes.filter(Boolean).join(" ");
+}
+
+/** The first cell of a field's row: its name, whether required, where it goes, its type. */
+const nameCell = (name: string, type: string, required: boolean, where?: string) =>
+  `<td><code class="name">${esc(name)}</code>${required ? ' <span class="req">required</span>' : ""}` +
+  `<br><span class="type">${where ? `${esc(where)} · ` : ""}<code>${esc(type)}</code></span></td>`;
 
 interface Row {
   name: string;
@@ -63,7 +79,7 @@ function fields(s: Json | undefined, prefix = "", depth = 0, out: Row[] = []): R
   if (s.type === "array" && s.items?.properties) return fields(s.items, `${prefix}[].`.replace(/^\[\]\./, "[]."), depth + 1, out);
   const required = new Set<string>(s.required ?? []);
   for (const [name, f] of Object.entries<Json>(s.properties ?? {})) {
-    out.push({ name: prefix + name, type: typeOf(f), required: required.has(name), description: f.description ?? f.title ?? "" });
+    out.push({ name: prefix + name, type: typeOf(f), required: required.has(name), description: describe(f) });
     const inner = f.type === "array" ? f.items : f;
     const innerAlts: Json[] = inner?.anyOf ?? inner?.oneOf ?? [inner];
     for (const alt of innerAlts) {
@@ -78,21 +94,22 @@ function fieldTable(caption: string, s: Json | undefined): string {
   if (!rows.length) return `<p class="meta">${esc(caption)}: ${esc(typeOf(s))}</p>`;
   return (
     `<div class="scroll" role="region" tabindex="0" aria-label="${esc(caption)}"><table><caption>${esc(caption)}</caption>` +
-    `<thead><tr><th scope="col">Field</th><th scope="col">Type</th><th scope="col">Description</th></tr></thead><tbody>` +
-    rows
-      .map(
-        (r) =>
-          `<tr><td><code>${esc(r.name)}</code>${r.required ? ' <span class="req">required</span>' : ""}</td>` +
-          `<td><code>${esc(r.type)}</code></td><td>${prose(r.description)}</td></tr>`,
-      )
-      .join("") +
+    `<thead><tr><th scope="col">Field and type</th><th scope="col">Description</th></tr></thead><tbody>` +
+    rows.map((r) => `<tr>${nameCell(r.name, r.type, r.required)}<td>${prose(r.description)}</td></tr>`).join("") +
     `</tbody></table></div>`
   );
 }
 
 /** One table per alternative of a `oneOf` (each titled), else one. */
 function schemaTables(label: string, s: Json | undefined): string {
-  if (s && Array.isArray(s.oneOf)) return s.oneOf.map((alt: Json) => fieldTable(`${label}: ${alt.title ?? "alternative"}`, alt)).join("");
+  if (s && Array.isArray(s.oneOf)) return s.oneOf.map((alt: Json) => schemaTables(`${label}: ${alt.title ?? "alternative"}`, alt)).join("");
+  // A union of shapes (a KPI point, a batch, a bare array): a table per shape, not one mixed table.
+  const shapes = s?.anyOf as Json[] | undefined;
+  if (shapes?.length && shapes.every((a) => a.properties || a.items?.properties)) {
+    return shapes
+      .map((alt, i) => fieldTable(`${label}, form ${i + 1} of ${shapes.length}: ${alt.title ?? (alt.type === "array" ? "an array" : "an object")}`, alt))
+      .join("");
+  }
   return fieldTable(label, s);
 }
 
@@ -100,13 +117,9 @@ function parametersTable(params: Json[] | undefined, caption: string): string {
   if (!params?.length) return "";
   return (
     `<div class="scroll" role="region" tabindex="0" aria-label="${esc(caption)}"><table><caption>${esc(caption)}</caption>` +
-    `<thead><tr><th scope="col">Name</th><th scope="col">In</th><th scope="col">Type</th><th scope="col">Description</th></tr></thead><tbody>` +
+    `<thead><tr><th scope="col">Name, place and type</th><th scope="col">Description</th></tr></thead><tbody>` +
     params
-      .map(
-        (p) =>
-          `<tr><td><code>${esc(p.name)}</code>${p.required ? ' <span class="req">required</span>' : ""}</td><td>${esc(p.in)}</td>` +
-          `<td><code>${esc(typeOf(p.schema))}</code></td><td>${prose(p.description)}</td></tr>`,
-      )
+      .map((p) => `<tr>${nameCell(p.name, typeOf(p.schema), !!p.required, `in ${p.in}`)}<td>${prose([p.description ?? p.schema?.description, describe(p.schema, false)].filter(Boolean).join(" "))}</td></tr>`)
       .join("") +
     `</tbody></table></div>`
   );
@@ -118,14 +131,17 @@ function responsesTable(responses: Json, caption: string): string {
     const schema = r.content?.["application/json"]?.schema as Json | undefined;
     const alts: Json[] = schema?.oneOf ?? (schema ? [schema] : []);
     const codes = alts.flatMap((a) => (a.properties?.ok?.const === false ? (a.properties.error.enum as string[]) : []));
+    // The document's description ends with "Error: `code`, …"; the codes get a line of their own.
+    const meaning = String(r.description).replace(/(^|\. )Error: .*$/, "").trim();
     return (
-      `<tr><td><code>${esc(status)}</code></td><td>${prose(r.description)}</td>` +
-      `<td>${codes.map((c) => `<code>${esc(c)}</code>`).join(" ") || "—"}</td></tr>`
+      `<tr><td><code>${esc(status)}</code></td><td>${prose(meaning)}` +
+      (codes.length ? `<p class="codes">Error codes: ${codes.map((c) => `<code>${esc(c)}</code>`).join(", ")}</p>` : "") +
+      `</td></tr>`
     );
   });
   return (
     `<div class="scroll" role="region" tabindex="0" aria-label="${esc(caption)}"><table><caption>${esc(caption)}</caption>` +
-    `<thead><tr><th scope="col">Status</th><th scope="col">Meaning</th><th scope="col">Error codes</th></tr></thead><tbody>${rows.join("")}</tbody></table></div>`
+    `<thead><tr><th scope="col">Status</th><th scope="col">Meaning and error codes</th></tr></thead><tbody>${rows.join("")}</tbody></table></div>`
   );
 }
 
@@ -153,7 +169,7 @@ function operationHtml(path: string, method: string, op: Json): string {
     .join("");
   return (
     `<article class="op" id="${id}" aria-labelledby="${id}-h">` +
-    `<h3 id="${id}-h"><span class="method ${method}">${method.toUpperCase()}</span> <code class="path">${esc(path)}</code> <span>${esc(op.summary)}</span></h3>` +
+    `<h3 id="${id}-h"><span class="method ${method}">${method.toUpperCase()}</span> <code class="path">${esc(path)}</code> <span>${inline(op.summary)}</span></h3>` +
     `<p class="meta">Operation <code>${esc(op.operationId)}</code>. Security: ${securityText(op)}.</p>` +
     prose(op.description) +
     (op.parameters?.length ? `<h4>Parameters</h4>${parametersTable(op.parameters, `Parameters of ${op.operationId}`)}` : "") +
@@ -178,13 +194,44 @@ function webhookHtml(name: string, w: Json): string {
   );
 }
 
+interface Listed {
+  tag: string;
+  path: string;
+  method: string;
+  op: Json;
+}
+
+/**
+ * The operations of a tag, as the contents list them: a query-routed operation's members each
+ * under their own tag (`getLead (r=leads/{id})`), linking to the one article that documents them.
+ */
+function members(ops: readonly Listed[], tag: string): { label: string; target: string; home: boolean }[] {
+  return ops.flatMap((o) => {
+    const selected = o.op["x-operations"] as Json[] | undefined;
+    if (!selected) return o.tag === tag ? [{ label: o.op.operationId, target: o.op.operationId, home: true }] : [];
+    const param = Object.keys(selected[0]).find((k) => !["operationId", "summary", "tag", "security"].includes(k))!;
+    return selected
+      .filter((m) => m.tag === tag)
+      .map((m) => ({ label: `${m.operationId} (${param}=${m[param]})`, target: o.op.operationId, home: o.tag === tag }));
+  });
+}
+
+/** In a tag's section, pointers to its operations documented in another tag's query-routed article. */
+function elsewhere(ops: readonly Listed[], tag: string): string {
+  const away = members(ops, tag).filter((m) => !m.home);
+  if (!away.length) return "";
+  return `<p>Also in this group, documented with the other operations of their path: ${away
+    .map((m) => `<a href="#${anchor(m.target)}"><code>${esc(m.label)}</code></a>`)
+    .join(", ")}.</p>`;
+}
+
 /** The whole page, from the document. */
 export function referencePage(doc: Json): string {
-  const ops: { tag: string; path: string; method: string; op: Json }[] = [];
+  const ops: Listed[] = [];
   for (const [path, item] of Object.entries<Json>(doc.paths)) {
     for (const [method, op] of Object.entries<Json>(item)) ops.push({ tag: op.tags?.[0] ?? "Other", path, method, op });
   }
-  const tags: string[] = (doc.tags as Json[]).map((t) => t.name).filter((t: string) => ops.some((o) => o.tag === t));
+  const tags: string[] = (doc.tags as Json[]).map((t) => t.name).filter((t: string) => members(ops, t).length);
   const webhooks = Object.entries<Json>(doc.webhooks ?? {});
   const toc =
     `<nav class="toc" aria-labelledby="toc-h"><h2 id="toc-h">Contents</h2><ul>` +
@@ -193,9 +240,8 @@ export function referencePage(doc: Json): string {
       .map(
         (t) =>
           `<li><a href="#tag-${anchor(t)}">${esc(t)}</a><ul>` +
-          ops
-            .filter((o) => o.tag === t)
-            .map((o) => `<li><a href="#${anchor(o.op.operationId)}">${esc(o.op.operationId)}</a></li>`)
+          members(ops, t)
+            .map((m) => `<li><a href="#${anchor(m.target)}">${esc(m.label)}</a></li>`)
             .join("") +
           `</ul></li>`,
       )
@@ -215,6 +261,7 @@ export function referencePage(doc: Json): string {
             .filter((o) => o.tag === t)
             .map((o) => operationHtml(o.path, o.method, o.op))
             .join("") +
+          elsewhere(ops, t) +
           `</section>`,
       )
       .join("") +

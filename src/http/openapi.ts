@@ -192,7 +192,7 @@ function operation(group: readonly Declaration[]): Json {
   const op: Json = {
     tags,
     operationId: select ? `${camel(base)}${first.method[0]}${first.method.slice(1).toLowerCase()}` : first.id,
-    summary: select ? `${group.map((d) => d.summary).join("; ")} (selected by \`${select.param}\`)` : first.summary,
+    summary: select ? `${group.map((d) => d.summary).join("; ")} (selected by ${select.param})` : first.summary,
   };
   const access = [...new Set(group.map(accessText))];
   if (select) {
