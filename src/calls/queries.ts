@@ -18,7 +18,7 @@ export async function findDial(sql: Sql, actor: Actor, dialId: number): Promise<
 /**
  * Records the call, moves its dial out of pending/dialing and writes its `call.completed` outbox
  * event, in one statement. The event belongs to the lead's organization, else the reporter's; its
- * time is `now`, the clock's.
+ * time, and the call's when the report gives no epoch, is `now`, the clock's.
  */
 export async function insertCall(sql: Sql, actor: Actor, leadId: number | null, report: CallReport, now: Date): Promise<number> {
   const [row] = await sql<{ id: number }[]>`
@@ -30,7 +30,7 @@ export async function insertCall(sql: Sql, actor: Actor, leadId: number | null, 
                          ai_summary, occurred_at)
       values (${leadId}, ${report.dialId}, ${actor.keyId}, ${report.phone}, ${report.toNumber}, ${report.status},
               ${report.secs}, ${report.agent}, ${report.recordingId}, ${report.aiSummary},
-              coalesce(to_timestamp(${report.epoch}::bigint), now()))
+              coalesce(to_timestamp(${report.epoch}::bigint), ${now}::timestamptz))
       returning *
     ), evt as (${outboxInsert(sql, {
       type: "call.completed",

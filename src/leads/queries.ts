@@ -57,7 +57,7 @@ export function createOrDedupLead(
 /**
  * createOrDedupLead inside the caller's transaction (booking creates the lead with its appointment).
  * `via` names the path in the lead's source metadata and as the source of any consent recorded;
- * `now` (the clock's) is the time of the `lead.created` event.
+ * `now` (the clock's) is the lead's creation time, its consent's and its `lead.created` event's.
  */
 export async function createOrDedupLeadIn(
   tx: Tx,
@@ -77,17 +77,17 @@ export async function createOrDedupLeadIn(
       order by id desc limit 1
     ), ins as (
       insert into leads (list_id, phone, first_name, last_name, email, address1, city, state,
-                         postal_code, source, source_meta)
+                         postal_code, source, source_meta, created_at)
       select ${list.id}, ${input.phone}, ${input.firstName}, ${input.lastName}, ${input.email},
              ${input.address1}, ${input.city}, ${input.state}, ${input.postalCode}, ${input.source},
-             jsonb_build_object('source', ${input.source}::text, 'via', ${via}::text)
+             jsonb_build_object('source', ${input.source}::text, 'via', ${via}::text), ${now}::timestamptz
       where not exists (select 1 from dup)
       returning id, created_at
     ), ch as (
       insert into lead_channels (lead_id, channel, address, consent, consent_at, consent_source)
       select ins.id, x.channel, x.address,
              case when y.consent then 'in' else 'none' end,
-             case when y.consent then now() end,
+             case when y.consent then ${now}::timestamptz end,
              case when y.consent then ${via}::text end
       from ins, unnest(${channels.map((c) => c.channel)}::text[], ${channels.map((c) => c.address)}::text[],
                        ${channels.map((c) => (c.consent ? "t" : "f"))}::text[]) as x(channel, address, consent_text),
