@@ -155,6 +155,20 @@ describe("openApiDocument", () => {
     expect(Object.getOwnPropertySymbols(ok[0])).toEqual([]);
   });
 
+  test("a provider's callback: its signature header required, no API key; a query-routed path by `action`", () => {
+    const cb = { ...base, id: "smsStatus", method: "POST" as const, path: "/hooks/twilio/status", access: { kind: "provider" as const, signature: "X-Twilio-Signature" } };
+    const lease = { ...base, id: "lease", method: "POST" as const, path: "/hooks/dni.php", select: { param: "action", value: "lease" }, access: { kind: "public" as const, cors: true } };
+    const beat = { ...lease, id: "heartbeat", select: { param: "action", value: "heartbeat" } };
+    const doc = openApiDocument([cb, lease, beat], [], info) as any;
+    const op = doc.paths["/hooks/twilio/status"].post;
+    expect(op.parameters).toEqual([{ name: "X-Twilio-Signature", in: "header", required: true, description: expect.any(String), schema: { type: "string" } }]);
+    expect(op.security).toEqual([]);
+    const dni = doc.paths["/hooks/dni.php"].post;
+    expect(dni.operationId).toBe("dniPost");
+    expect(dni.parameters[0]).toMatchObject({ name: "action", in: "query", required: true, schema: { type: "string", enum: ["lease", "heartbeat"] } });
+    expect(dni["x-operations"].map((o: any) => o.operationId)).toEqual(["lease", "heartbeat"]);
+  });
+
   test("a path parameter is documented as one", () => {
     const d = { ...base, id: "page", method: "GET" as const, path: "/book/{slug}", access: { kind: "public" as const } };
     const op = (openApiDocument([d], [], info) as any).paths["/book/{slug}"].get;

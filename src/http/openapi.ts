@@ -46,7 +46,7 @@ function accessText(d: Declaration): string {
   if (a.kind === "key") {
     const perHour = LIMITS[a.limit].perHour;
     return (
-      `Requires an API key with scope \`${a.scope}\` (header \`X-Api-Key\`, or \`api_key\` in the body)` +
+      `Requires an API key with scope \`${a.scope}\` (header \`X-Api-Key\`${d.body ? ", or `api_key` in the body" : ""})` +
       (a.agent ? " bound to an agent" : "") +
       `; counts against the key's hourly counter, refused with \`rate_limited\` past ${perHour} per hour (\`${a.limit}\`).`
     );
@@ -255,7 +255,7 @@ export function openApiDocument(routes: readonly Declaration[], webhooks: readon
           in: "header",
           name: "X-Api-Key",
           description:
-            "An API key (`lk_…`); the scope each operation needs is listed in its `security`. Form and JSON bodies may carry it as `api_key` instead.",
+            "An API key (`lk_…`); the scope each operation needs is listed in its `security`. A JSON or form body may carry it as `api_key` instead (on routes that take a body).",
         },
       },
     },
