@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { startApp, type TestApp } from "./harness/app";
+import { poolNumbers, provisionPools } from "./harness/dni";
 import { makeKey, seedWorld } from "./harness/factory";
 
 const ROOT = join(import.meta.dir, "..");
@@ -101,19 +102,7 @@ describe("a client generated from /openapi.json", () => {
     writeFileSync(join(dir, "client.ts"), CLIENT);
     writeFileSync(
       join(dir, "tsconfig.json"),
-      JSON.stringify({
-        compilerOptions: {
-          strict: true,
-          noEmit: true,
-          target: "ES2022",
-          module: "ESNext",
-          moduleResolution: "Bundler",
-          lib: ["ES2022", "DOM"],
-          types: [],
-          skipLibCheck: false,
-        },
-        files: ["client.ts", "api.d.ts"],
-      }),
+      JSON.stringify({ compilerOptions: TSC_OPTIONS, files: ["client.ts", "api.d.ts"] }),
     );
     const tsc = await run([join(BIN, "tsc"), "-p", "tsconfig.json"]);
     expect(tsc.out + tsc.err).toBe("");
@@ -136,8 +125,81 @@ describe("a client generated from /openapi.json", () => {
     expect(kpi).toEqual({ status: 200, body: { ok: true, upserts: 2 } });
   }, 60_000);
 
-  // The DNI and booking routes are being declared on another branch; until they are in
-  // declaredRoutes the document has no path for them, so a typed client cannot be written yet.
-  test.todo("leases a DNI number (POST /hooks/dni.php?action=lease) — undeclared in this branch");
-  test.todo("books a slot (POST /book/{slug} action=book) — undeclared in this branch");
+  // SKIPPED until the DNI and booking routes are declared (another branch declares them): until
+  // they are in declaredRoutes the document has no path for them, so this client cannot
+  // typecheck. Written against api-v1.md; remove `.skip` once they are declared.
+  test.skip("typechecks and performs a DNI lease and a booking (slots, then book the first)", async () => {
+    await provisionPools(db.sql, [{ key: "acme-site", numbers: poolNumbers(2) }]);
+    const hours = { mon: [["00:00", "23:59"]], tue: [["00:00", "23:59"]], wed: [["00:00", "23:59"]], thu: [["00:00", "23:59"]], fri: [["00:00", "23:59"]], sat: [["00:00", "23:59"]], sun: [["00:00", "23:59"]] };
+    await db.sql`insert into calendars (id, org_id, name, timezone, slot_minutes, capacity, min_notice_minutes, horizon_days, hours)
+                 values (1, 1, 'Estimate', 'America/Chicago', 30, 1, 60, 14, ${db.sql.json(hours)})`;
+    await db.sql`insert into calendar_links (slug, calendar_id) values ('acme-estimate', 1)`;
+    const res = await fetch(app.base + "/openapi.json");
+    writeFileSync(join(dir, "openapi.json"), await res.text());
+    expect((await run([join(BIN, "openapi-typescript"), "openapi.json", "-o", "api.d.ts"])).code).toBe(0);
+    writeFileSync(join(dir, "public.ts"), PUBLIC_CLIENT);
+    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: TSC_OPTIONS, files: ["public.ts", "api.d.ts"] }));
+    const tsc = await run([join(BIN, "tsc"), "-p", "tsconfig.json"]);
+    expect(tsc.out + tsc.err).toBe("");
+    const client = await run([process.execPath, "public.ts"], { LEADLINE_BASE: app.base });
+    expect(client.err).toBe("");
+    const { lease, book } = JSON.parse(client.out);
+    expect(lease).toEqual({ status: 200, body: expect.objectContaining({ ok: true, fallback: false, ttl: 1800 }) });
+    expect(poolNumbers(2)).toContain(lease.body.number);
+    expect(book.status).toBe(200);
+    expect(book.body).toMatchObject({ ok: true, appt_id: expect.any(Number), token: expect.any(String) });
+  }, 60_000);
 });
+
+const TSC_OPTIONS = {
+  strict: true,
+  noEmit: true,
+  target: "ES2022",
+  module: "ESNext",
+  moduleResolution: "Bundler",
+  lib: ["ES2022", "DOM"],
+  types: [],
+};
+
+// The public routes' client: no key; DNI and booking are query-routed by \`action\`.
+const PUBLIC_CLIENT = `
+import type { paths } from "./api";
+
+declare const process: { env: Record<string, string | undefined>; exit(code: number): never };
+
+type JsonBody<T> = T extends { content: { "application/json": infer B } } ? B : never;
+type LeaseBody = JsonBody<NonNullable<paths["/hooks/dni.php"]["post"]["requestBody"]>>;
+type DniAnswer = JsonBody<paths["/hooks/dni.php"]["post"]["responses"][200]>;
+type SlotsAnswer = JsonBody<paths["/book/api.php"]["get"]["responses"][200]>;
+type BookBody = JsonBody<NonNullable<paths["/book/api.php"]["post"]["requestBody"]>>;
+type BookAnswer = JsonBody<paths["/book/api.php"]["post"]["responses"][200]>;
+
+const base = process.env.LEADLINE_BASE!;
+
+async function send<T>(path: string, method: "GET" | "POST", json?: unknown): Promise<{ status: number; body: T }> {
+  const res = await fetch(base + path, {
+    method,
+    headers: json === undefined ? {} : { "content-type": "application/json" },
+    body: json === undefined ? undefined : JSON.stringify(json),
+  });
+  return { status: res.status, body: (await res.json()) as T };
+}
+
+async function main() {
+  const lease: LeaseBody = { pool: "acme-site", visitor: "v_client_1", landing: "https://acme.example/roofs" };
+  const leased = await send<DniAnswer>("/hooks/dni.php?action=lease", "POST", lease);
+
+  const slots = await send<SlotsAnswer>("/book/api.php?action=slots&slug=acme-estimate", "GET");
+  const first = "slots" in slots.body && slots.body.slots.length ? slots.body.slots[0] : null;
+  if (!first || !("epoch" in first)) throw new Error("no slot offered");
+  const booking: BookBody = { slug: "acme-estimate", epoch: first.epoch, name: "Ada Client", phone: "5125550142" };
+  const book = await send<BookAnswer>("/book/api.php?action=book", "POST", booking);
+
+  console.log(JSON.stringify({ lease: leased, book }));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
+`;
