@@ -155,7 +155,7 @@ function operationHtml(path: string, method: string, op: Json): string {
   const id = anchor(op.operationId);
   const body = op.requestBody as Json | undefined;
   const bodyHtml = body
-    ? `<h4>Request body</h4><p class="meta">${prose(body.description)} Content types: ${Object.keys(body.content)
+    ? `<h4>Request body</h4><p class="meta">${inline(body.description ?? "")} Content types: ${Object.keys(body.content)
         .map((c) => `<code>${esc(c)}</code>`)
         .join(", ")}.</p>` + schemaTables(`Body of ${op.operationId}`, body.content["application/json"]?.schema)
     : "";
@@ -251,7 +251,7 @@ export function referencePage(doc: Json): string {
   const scheme = doc.components?.securitySchemes?.apiKey as Json | undefined;
   const sections =
     `<section id="authentication" aria-labelledby="authentication-h"><h2 id="authentication-h">Authentication</h2>` +
-    (scheme ? `<p>Header <code>${esc(scheme.name)}</code>. ${prose(scheme.description).replace(/^<p>|<\/p>$/g, "")}</p>` : "") +
+    (scheme ? `<p>Header <code>${esc(scheme.name)}</code>. ${inline(scheme.description ?? "")}</p>` : "") +
     `<p>Errors are <code>{"ok": false, "error": "code", "message"?}</code>; each operation lists its codes by status.</p></section>` +
     tags
       .map(
