@@ -140,7 +140,7 @@ function responsesTable(responses: Json, caption: string): string {
     );
   });
   return (
-    `<div class="scroll" role="region" tabindex="0" aria-label="${esc(caption)}"><table><caption>${esc(caption)}</caption>` +
+    `<div class="scroll" role="region" tabindex="0" aria-label="${esc(caption)}"><table class="statuses"><caption>${esc(caption)}</caption>` +
     `<thead><tr><th scope="col">Status</th><th scope="col">Meaning and error codes</th></tr></thead><tbody>${rows.join("")}</tbody></table></div>`
   );
 }
