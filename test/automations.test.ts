@@ -84,7 +84,7 @@ let phoneSeq = 5125570000;
 async function intake(fields: Record<string, unknown> = {}) {
   const input = parseLeadInput({ phone: String(phoneSeq++), list_id: 101, first_name: "Dana", state: "TX", email: "dana@example.com", ...fields })!;
   const list = (await resolveList(db.sql, null, input.listId, null))!;
-  return createOrDedupLead(db.sql, list, input);
+  return createOrDedupLead(db.sql, list, input, new Date(clock.now()));
 }
 
 const runs = (leadId: number) => db.sql`select * from automation_runs where lead_id = ${leadId} order by automation_id`;

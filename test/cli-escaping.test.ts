@@ -87,7 +87,7 @@ describe("commands", () => {
       const secret = "whsec_" + Buffer.from("0123456789abcdef0123456789abcdef").toString("base64");
       await db.sql`insert into webhooks (id, org_id, url, secret, events) values (9, 1, ${rx.url("/evil")}, ${secret}, '{*}')`;
       const input = parseLeadInput({ phone: "5125557001", list_id: 101, first_name: HOSTILE })!;
-      await createOrDedupLead(db.sql, (await resolveList(db.sql, null, 101, null))!, input);
+      await createOrDedupLead(db.sql, (await resolveList(db.sql, null, 101, null))!, input, new Date());
       const clock = { now: () => Date.now() };
       const { deliveries } = await fanOut(db.sql, clock);
       const mine = deliveries.filter((d) => d.webhook_id === 9);

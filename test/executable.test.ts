@@ -272,6 +272,12 @@ describe.skipIf(missing)("the executable", () => {
       expect(await get(`${first.base}/healthz`)).toEqual({ status: 200, body: '{"ok":true}' });
       expect((await get(`${first.base}/readyz`)).status).toBe(200);
       expect(await get(`${first.base}/no/such/path`)).toEqual({ status: 404, body: '{"ok":false,"error":"not_found"}' });
+      // The reference is built at start and its page's style is embedded: no file beside the executable.
+      const document = await get(`${first.base}/openapi.json`);
+      expect(JSON.parse(document.body)).toMatchObject({ openapi: "3.1.0", info: { title: "Leadline" } });
+      const docs = await get(`${first.base}/docs`);
+      expect(docs.status).toBe(200);
+      expect(docs.body).toMatch(/<style>[^<]*header\.top \{/);
       // 404 not_found (not 401): the key was found, so the lead lookup ran.
       const lead = await get(`${first.base}/hooks/api_v1.php?r=leads/999999`, key);
       expect(lead.status).toBe(404);

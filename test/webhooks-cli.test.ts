@@ -32,7 +32,7 @@ beforeAll(async () => {
       (2, null, ${rx.url("/bad")}, ${secret}, '{*}')`;
   for (const phone of ["5125551001", "5125551002"]) {
     const input = parseLeadInput({ phone, list_id: 101 })!;
-    await createOrDedupLead(db.sql, (await resolveList(db.sql, null, 101, null))!, input);
+    await createOrDedupLead(db.sql, (await resolveList(db.sql, null, 101, null))!, input, new Date(clock.now()));
   }
   const { deliveries } = await fanOut(db.sql, clock);
   for (const d of deliveries) await deliverWebhook(db.sql, clock, { ref: d.id, attempts: 1 }, deliveryOptions(true));

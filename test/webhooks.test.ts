@@ -65,7 +65,7 @@ let phoneSeq = 5125550000;
 async function intake(listId: number, fields: Record<string, unknown> = {}) {
   const input = parseLeadInput({ phone: String(phoneSeq++), list_id: listId, ...fields })!;
   const list = (await resolveList(db.sql, null, input.listId, null))!;
-  return createOrDedupLead(db.sql, list, input);
+  return createOrDedupLead(db.sql, list, input, new Date(clock.now()));
 }
 
 const opts = (o: Partial<DeliveryOptions> = {}) => deliveryOptions(true, { timeoutMs: 2000, ...o });
@@ -141,7 +141,7 @@ describe("lead.created", () => {
     expect(a.started_at.getTime()).toBe(Math.floor(clock.now()));
 
     // The same phone on the same list again is a duplicate: no event, nothing to deliver.
-    const dup = await createOrDedupLead(db.sql, (await resolveList(db.sql, null, 101, null))!, parseLeadInput({ phone: lead.phone, list_id: 101 })!);
+    const dup = await createOrDedupLead(db.sql, (await resolveList(db.sql, null, 101, null))!, parseLeadInput({ phone: lead.phone, list_id: 101 })!, new Date(clock.now()));
     expect(dup.deduped).toBe(true);
     expect(await pump()).toHaveLength(0);
     expect(rx.received).toHaveLength(1);

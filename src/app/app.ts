@@ -6,7 +6,9 @@ import { callRoutes } from "../calls/routes";
 import { conversationRoutes } from "../conversations/routes";
 import { ctiRoutes } from "../cti/routes";
 import { dniRoutes } from "../dni/routes";
+import { docsRoutes } from "../docs/routes";
 import { AppError } from "../errors";
+import { eventWebhooks } from "../events/document";
 import type { Deps } from "../http/deps";
 import { API_V1_PATH } from "../http/keyed";
 import { mountRoutes } from "../http/mount";
@@ -19,9 +21,9 @@ import { messageRoutes, messageSendRoutes } from "../messages/routes";
 import { apiV1Routes } from "./api-v1";
 import { healthRoutes } from "./health";
 
-/** Every declared route of the service. */
+/** Every declared route of the service, /openapi.json and /docs (built from all the others) last. */
 export function declaredRoutes(deps: Deps): Route[] {
-  return [
+  const features = [
     ...leadRoutes(deps),
     ...conversationRoutes(deps),
     ...messageSendRoutes(deps),
@@ -29,6 +31,7 @@ export function declaredRoutes(deps: Deps): Route[] {
     ...kpiRoutes(deps),
     ...callRoutes(deps),
   ];
+  return [...features, ...docsRoutes(features, eventWebhooks())];
 }
 
 export function buildApp(deps: Deps) {

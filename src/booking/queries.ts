@@ -1,6 +1,8 @@
 // Booking's SQL. Capacity is not checked here: the appointments_capacity trigger (sql/0004_booking.sql) locks
 // the slot and counts its seats for every write that puts an appointment into a slot.
 import type { Sql, Tx } from "../db/client";
+import { outboxInsert } from "../events/envelope";
+import type { EventType } from "../events/types";
 
 /** A calendar as stored, reached through one of its links. */
 export interface CalendarRow {
@@ -100,7 +102,7 @@ export interface ConversationEvent {
 }
 
 export interface OutboxEvent {
-  type: string;
+  type: Extract<EventType, `appointment.${string}`>;
   /** The payload's data; `appt_id` is added from the row written. */
   data: Record<string, unknown>;
 }
@@ -141,14 +143,13 @@ export async function insertAppointment(
       select ${a.leadId}::bigint, ${event.event}, ${event.label}, ${event.actor}, ${event.actorRole},
              ${event.note}, ${a.at}
       where ${a.leadId}::bigint is not null
-    ), ob as (
-      insert into outbox_events (org_id, type, payload, created_at)
-      select ${a.orgId}::bigint, ${outbox.type}, jsonb_build_object(
-        'type', ${outbox.type}::text,
-        'timestamp', ${a.at.toISOString()}::text,
-        'data', jsonb_build_object('appt_id', appt.id) || ${tx.json(outbox.data as never)}::jsonb), ${a.at}
-      from appt
-    )
+    ), ob as (${outboxInsert(tx, {
+      type: outbox.type,
+      at: a.at,
+      orgId: tx`${a.orgId}::bigint`,
+      data: tx`jsonb_build_object('appt_id', appt.id) || ${tx.json(outbox.data as never)}::jsonb`,
+      from: tx`appt`,
+    })})
     select id from appt`;
   return row;
 }
@@ -209,10 +210,11 @@ export async function moveAppointment(
              ${event.note}, ${m.at}
       from moved where ${m.leadId}::bigint is not null
     )
-    insert into outbox_events (org_id, type, payload, created_at)
-    select ${m.orgId}::bigint, ${outbox.type}, jsonb_build_object(
-      'type', ${outbox.type}::text,
-      'timestamp', ${m.at.toISOString()}::text,
-      'data', jsonb_build_object('appt_id', moved.id) || ${tx.json(outbox.data as never)}::jsonb), ${m.at}
-    from moved`;
+    ${outboxInsert(tx, {
+      type: outbox.type,
+      at: m.at,
+      orgId: tx`${m.orgId}::bigint`,
+      data: tx`jsonb_build_object('appt_id', moved.id) || ${tx.json(outbox.data as never)}::jsonb`,
+      from: tx`moved`,
+    })}`;
 }

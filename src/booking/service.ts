@@ -234,7 +234,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     const list = match ? null : await resolveList(sql, null, null, opts.inboundListId);
     try {
       const id = await sql.begin(async (tx) => {
-        const leadId = match ? match.id : list ? (await createOrDedupLeadIn(tx, list, lead, "booking")).lead_id : null;
+        const leadId = match ? match.id : list ? (await createOrDedupLeadIn(tx, list, lead, at, "booking")).lead_id : null;
         const data = {
           calendar_id: calendar.id,
           calendar: calendar.name,

@@ -1,6 +1,7 @@
 import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
 import { dialInReach } from "../cti/reach";
+import { outboxInsert } from "../events/envelope";
 import type { CallReport } from "./model";
 
 export interface ScopedDial {
@@ -16,9 +17,10 @@ export async function findDial(sql: Sql, actor: Actor, dialId: number): Promise<
 
 /**
  * Records the call, moves its dial out of pending/dialing and writes its `call.completed` outbox
- * event, in one statement. The event belongs to the lead's organization, else the reporter's.
+ * event, in one statement. The event belongs to the lead's organization, else the reporter's; its
+ * time, and the call's when the report gives no epoch, is `now`, the clock's.
  */
-export async function insertCall(sql: Sql, actor: Actor, leadId: number | null, report: CallReport): Promise<number> {
+export async function insertCall(sql: Sql, actor: Actor, leadId: number | null, report: CallReport, now: Date): Promise<number> {
   const [row] = await sql<{ id: number }[]>`
     with d as (
       update dials set status = 'done', ended_at = now()
@@ -28,22 +30,21 @@ export async function insertCall(sql: Sql, actor: Actor, leadId: number | null, 
                          ai_summary, occurred_at)
       values (${leadId}, ${report.dialId}, ${actor.keyId}, ${report.phone}, ${report.toNumber}, ${report.status},
               ${report.secs}, ${report.agent}, ${report.recordingId}, ${report.aiSummary},
-              coalesce(to_timestamp(${report.epoch}::bigint), now()))
+              coalesce(to_timestamp(${report.epoch}::bigint), ${now}::timestamptz))
       returning *
-    ), evt as (
-      insert into outbox_events (org_id, type, payload)
-      select o.org_id, 'call.completed', jsonb_build_object(
-        'type', 'call.completed',
-        'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-        'data', jsonb_build_object(
-          'call_id', c.id, 'lead_id', c.lead_id, 'org_id', o.org_id, 'dial_id', c.dial_id, 'phone', c.phone,
-          'to_number', c.to_number, 'status', c.status, 'secs', c.secs, 'agent', c.agent,
-          'recording_id', c.recording_id, 'ai_summary', c.ai_summary,
-          'occurred_at', to_char(c.occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
-      from c cross join lateral (
+    ), evt as (${outboxInsert(sql, {
+      type: "call.completed",
+      at: now,
+      orgId: sql`o.org_id`,
+      data: sql`jsonb_build_object(
+        'call_id', c.id, 'lead_id', c.lead_id, 'org_id', o.org_id, 'dial_id', c.dial_id, 'phone', c.phone,
+        'to_number', c.to_number, 'status', c.status, 'secs', c.secs, 'agent', c.agent,
+        'recording_id', c.recording_id, 'ai_summary', c.ai_summary,
+        'occurred_at', to_char(c.occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`,
+      from: sql`c cross join lateral (
         select coalesce((select l.org_id from leads l where l.id = c.lead_id), ${actor.orgId}::bigint) as org_id
-      ) o
-    )
+      ) o`,
+    })})
     select id from c`;
   return row.id;
 }

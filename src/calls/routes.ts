@@ -25,6 +25,6 @@ export const callRoutes = (deps: Deps): Route[] => [
       answers: { 200: { description: "The call recorded", schema: CallReportResult } },
       errors: ["invalid_input", "not_found"],
     },
-    ({ actor }, report) => reportCall(deps.sql, actor, report),
+    ({ actor }, report) => reportCall(deps.sql, actor, report, new Date(deps.clock.now())),
   ),
 ];

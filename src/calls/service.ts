@@ -16,6 +16,7 @@ export async function reportCall(
   sql: Sql,
   actor: Actor,
   report: CallReport,
+  now: Date,
 ): Promise<{ ok: true; call_id: number; lead_id: number | null }> {
   let leadId = report.leadId;
   if (leadId !== null && !(await leadInScope(sql, actor.orgId, leadId))) throw new AppError("not_found");
@@ -27,7 +28,7 @@ export async function reportCall(
   if (leadId === null && report.phone.length >= 10) {
     leadId = (await newestLeadByPhone(sql, actor.orgId, report.phone.slice(-10)))?.id ?? null;
   }
-  const callId = await insertCall(sql, actor, leadId, report);
+  const callId = await insertCall(sql, actor, leadId, report, now);
   // A call to a DNI pool number belongs to the visitor who held that number at the call's time.
   if (report.toNumber !== "") await attributeCall(sql, callId, actor.orgId);
   return { ok: true, call_id: callId, lead_id: leadId };

@@ -67,3 +67,7 @@ export const EVENT_DATA: Record<EventType, TSchema> = {
 
 /** The body of any event: its type, when it happened, and its data (per EVENT_DATA). */
 export const EventBody = t.Object({ type: t.String(), timestamp: time, data: t.Record(t.String(), t.Unknown()) }, closed);
+
+/** The whole body of one type of event: the envelope with that type's data (what is POSTed). */
+export const eventEnvelope = (type: EventType): TSchema =>
+  t.Object({ type: t.Literal(type), timestamp: time, data: EVENT_DATA[type] }, { ...closed, title: `${type} event` });

@@ -6,7 +6,7 @@
 // than it is served.
 import type { TObject, TSchema } from "@sinclair/typebox";
 import type { Scope } from "../auth/keys";
-import type { ErrorCode } from "../errors";
+import type { ErrorCode, Surface } from "../errors";
 import type { KeyLimit } from "../limits/limits";
 import type { PeerSource } from "./client";
 import { fieldChecker, type Fields } from "./input";
@@ -42,6 +42,8 @@ export interface Declaration {
   /** On a query-routed path (`api_v1.php?r=`, `dni.php?action=`): the parameter and its value; `{id}` stands for a numeric id. */
   select?: { param: string; value: string };
   access: Access;
+  /** Where its errors are answered (src/errors.ts): default `key` for key routes, else `public`. */
+  surface?: Surface;
   query?: TObject;
   body?: { schema: TSchema; form: boolean; limit: number };
   answers: Readonly<Record<number, Answer>>;

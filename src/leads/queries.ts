@@ -1,5 +1,6 @@
 import type { Sql, Tx } from "../db/client";
 import { inInputOrder } from "../db/batcher";
+import { outboxInsert } from "../events/envelope";
 import { drawHit } from "../limits/fused";
 import type { Lead, LeadInput } from "./model";
 import { inRowTenant, NO_ORG } from "./scope";
@@ -48,18 +49,21 @@ export function createOrDedupLead(
   sql: Sql,
   list: ResolvedList,
   input: LeadInput,
+  now: Date,
 ): Promise<{ lead_id: number; deduped: boolean }> {
-  return sql.begin((tx) => createOrDedupLeadIn(tx, list, input));
+  return sql.begin((tx) => createOrDedupLeadIn(tx, list, input, now));
 }
 
 /**
  * createOrDedupLead inside the caller's transaction (booking creates the lead with its appointment).
- * `via` names the path in the lead's source metadata and as the source of any consent recorded.
+ * `via` names the path in the lead's source metadata and as the source of any consent recorded;
+ * `now` (the clock's) is the lead's creation time, its consent's and its `lead.created` event's.
  */
 export async function createOrDedupLeadIn(
   tx: Tx,
   list: ResolvedList,
   input: LeadInput,
+  now: Date,
   via = "lead_intake",
 ): Promise<{ lead_id: number; deduped: boolean }> {
   await tx`select pg_advisory_xact_lock(hashtextextended(${`lead:${list.id}:${input.phone}`}, 0))`;
@@ -73,17 +77,17 @@ export async function createOrDedupLeadIn(
       order by id desc limit 1
     ), ins as (
       insert into leads (list_id, phone, first_name, last_name, email, address1, city, state,
-                         postal_code, source, source_meta)
+                         postal_code, source, source_meta, created_at)
       select ${list.id}, ${input.phone}, ${input.firstName}, ${input.lastName}, ${input.email},
              ${input.address1}, ${input.city}, ${input.state}, ${input.postalCode}, ${input.source},
-             jsonb_build_object('source', ${input.source}::text, 'via', ${via}::text)
+             jsonb_build_object('source', ${input.source}::text, 'via', ${via}::text), ${now}::timestamptz
       where not exists (select 1 from dup)
       returning id, created_at
     ), ch as (
       insert into lead_channels (lead_id, channel, address, consent, consent_at, consent_source)
       select ins.id, x.channel, x.address,
              case when y.consent then 'in' else 'none' end,
-             case when y.consent then now() end,
+             case when y.consent then ${now}::timestamptz end,
              case when y.consent then ${via}::text end
       from ins, unnest(${channels.map((c) => c.channel)}::text[], ${channels.map((c) => c.address)}::text[],
                        ${channels.map((c) => (c.consent ? "t" : "f"))}::text[]) as x(channel, address, consent_text),
@@ -94,17 +98,16 @@ export async function createOrDedupLeadIn(
     ), trg as (
       insert into automation_triggers (org_id, trigger, lead_id)
       select ${list.org_id}::bigint, 'new_lead', ins.id from ins
-    ), evt as (
-      insert into outbox_events (org_id, type, payload)
-      select ${list.org_id}::bigint, 'lead.created', jsonb_build_object(
-        'type', 'lead.created',
-        'timestamp', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-        'data', jsonb_build_object(
-          'lead_id', ins.id, 'list_id', ${list.id}::bigint, 'campaign', ${list.campaign_id}::text,
-          'org_id', ${list.org_id}::bigint, 'phone', ${input.phone}::text, 'source', ${input.source}::text,
-          'created_at', to_char(ins.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
-      from ins
-    )
+    ), evt as (${outboxInsert(tx, {
+      type: "lead.created",
+      at: now,
+      orgId: tx`${list.org_id}::bigint`,
+      data: tx`jsonb_build_object(
+        'lead_id', ins.id, 'list_id', ${list.id}::bigint, 'campaign', ${list.campaign_id}::text,
+        'org_id', ${list.org_id}::bigint, 'phone', ${input.phone}::text, 'source', ${input.source}::text,
+        'created_at', to_char(ins.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`,
+      from: tx`ins`,
+    })})
     select coalesce((select id from ins), (select id from dup)) as lead_id,
            exists (select 1 from dup) as deduped`;
   return row;

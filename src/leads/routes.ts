@@ -26,7 +26,7 @@ export function leadRoutes(deps: Deps): Route[] {
         answers: { 200: { description: "The lead created, or its duplicate", schema: LeadIntakeResult } },
         errors: ["bad_phone", "invalid_list", "internal"],
       },
-      ({ actor }, input) => intakeLead(deps.sql, actor, input, deps.config.inboundListId),
+      ({ actor }, input) => intakeLead(deps.sql, actor, input, deps.config.inboundListId, new Date(deps.clock.now())),
     ),
     keyedRoute(
       deps,

@@ -12,11 +12,12 @@ export async function intakeLead(
   actor: Actor,
   input: LeadInput | null,
   inboundListId: number | null,
+  now: Date,
 ): Promise<{ ok: true; lead_id: number; deduped: boolean }> {
   if (!input) throw new AppError("bad_phone", "phone must have at least 10 digits");
   const list = await resolveList(sql, actor.orgId, input.listId, inboundListId);
   if (!list) throw new AppError("invalid_list", "no list could be resolved for this key");
-  const { lead_id, deduped } = await createOrDedupLead(sql, list, input);
+  const { lead_id, deduped } = await createOrDedupLead(sql, list, input, now);
   return { ok: true, lead_id, deduped };
 }
 

@@ -1,6 +1,7 @@
 // The messaging statements. Tenant confinement is in SQL (leads/scope.ts); idempotency rests on
 // the unique index messages_operation (sql/0001, 0005); credits move only beside a ledger entry.
 import { inInputOrder } from "../db/batcher";
+import { outboxInsert } from "../events/envelope";
 import type { Sql, Tx } from "../db/client";
 import { inRowTenant, inTenant, NO_ORG } from "../leads/scope";
 import { drawHit } from "../limits/fused";
@@ -396,10 +397,7 @@ export function eventFrom(sql: Db, type: "message.sent" | "message.failed" | "me
               'to', m.meta->>'to', 'status', m.status, 'provider_id', m.provider_id, 'operation_id', m.operation_id,
               'actor_type', m.actor_type, 'actor_id', m.actor_id
               ${type === "message.failed" ? sql`, 'reason', ${reason}::text, 'error', m.error` : sql``})`;
-  return sql`
-    insert into outbox_events (org_id, type, payload)
-    select m.org_id, ${type}::text, jsonb_build_object('type', ${type}::text, 'timestamp', ${at.toISOString()}::text, 'data', ${data})
-    from m`;
+  return outboxInsert(sql, { type, at, orgId: sql`m.org_id`, data, from: sql`m` });
 }
 
 /** A deferred message refused by a gate when its time came: `failed`, with the reason as its error. */

@@ -1,0 +1,73 @@
+// GET /openapi.json and GET /docs, declared like every other route (src/http/route.ts) and built
+// once, at start, from the declarations of every route (these two included) and of the outbound
+// events. Both are public, the same for everyone, and cacheable.
+import { Type as t } from "@sinclair/typebox";
+import { openApiDocument, type WebhookDoc } from "../http/openapi";
+import { jsonAnswer } from "../http/respond";
+import type { Declaration, Route } from "../http/route";
+import { VERSION } from "../version";
+import { DOCS_CSP, referencePage } from "./page";
+
+const DESCRIPTION =
+  "Leadline's HTTP API: lead intake and reads, conversations, message sends, CTI, KPI points, call reports, " +
+  "number insertion (DNI), booking, provider callbacks and health. Outbound events are listed under `webhooks`.";
+
+// A client may keep either for five minutes; a new version of the executable changes the ETag.
+const CACHE = "public, max-age=300";
+
+const DECLARATIONS: Declaration[] = [
+  {
+    id: "openApiDocument",
+    tag: "Reference",
+    summary: "This API's OpenAPI 3.1 document",
+    description: "Generated at start from the declarations of every route and outbound event. Cacheable for five minutes.",
+    method: "GET",
+    path: "/openapi.json",
+    access: { kind: "public", cors: true },
+    answers: { 200: { description: "The document", schema: t.Object({ openapi: t.Literal("3.1.0") }, { additionalProperties: true }) } },
+    errors: [],
+  },
+  {
+    id: "apiReference",
+    tag: "Reference",
+    summary: "This reference, as a web page",
+    description:
+      "Rendered at start from the OpenAPI document; no script and nothing loaded from elsewhere " +
+      "(`Content-Security-Policy: default-src 'none'`, the inline style allowed by its hash).",
+    method: "GET",
+    path: "/docs",
+    access: { kind: "public" },
+    answers: { 200: { description: "The page", contentType: "text/html; charset=utf-8" } },
+    errors: [],
+  },
+];
+
+/** The two reference routes, documenting `routes` (every other declared route) and `webhooks`. */
+export function docsRoutes(routes: readonly Declaration[], webhooks: readonly WebhookDoc[]): Route[] {
+  const document = openApiDocument([...routes, ...DECLARATIONS], webhooks, { title: "Leadline", version: VERSION, description: DESCRIPTION });
+  const json = new TextEncoder().encode(JSON.stringify(document));
+  const html = referencePage(document);
+  const etag = (body: string | Uint8Array) => `"${Bun.hash(body).toString(36)}"`;
+  const jsonHeaders = { "cache-control": CACHE, etag: etag(json), "access-control-allow-origin": "*", "x-content-type-options": "nosniff" };
+  const htmlHeaders = {
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": CACHE,
+    etag: etag(html),
+    "content-security-policy": DOCS_CSP,
+    "referrer-policy": "no-referrer",
+    "x-content-type-options": "nosniff",
+  };
+  const notModified = (request: Request, tag: string) => request.headers.get("if-none-match") === tag;
+  return [
+    {
+      ...DECLARATIONS[0],
+      handle: (request) =>
+        notModified(request, jsonHeaders.etag) ? new Response(null, { status: 304, headers: jsonHeaders }) : jsonAnswer(request, json, jsonHeaders),
+    },
+    {
+      ...DECLARATIONS[1],
+      handle: (request) =>
+        notModified(request, htmlHeaders.etag) ? new Response(null, { status: 304, headers: htmlHeaders }) : new Response(html, { headers: htmlHeaders }),
+    },
+  ];
+}
