@@ -17,8 +17,9 @@ dist/leadline: node_modules/.installed $(SRC)
 	$(BUN) build --compile src/main.ts --outfile dist/leadline
 	@$(BUN) patches/check.ts dist/leadline || { rm -f dist/leadline; exit 1; }
 
+# A fresh data directory gets the demo (deploy/demo.json); one with data is served as it is.
 run: build
-	./dist/leadline serve
+	./dist/leadline serve --demo
 
 # Provides a throwaway PostgreSQL when TEST_DATABASE_URL is unset (see test/run.ts).
 test: node_modules/.installed dist/leadline

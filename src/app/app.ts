@@ -5,6 +5,7 @@ import { bookingRoutes } from "../booking/routes";
 import { callRoutes } from "../calls/routes";
 import { conversationRoutes } from "../conversations/routes";
 import { ctiRoutes } from "../cti/routes";
+import { demoRoutes } from "../demo/routes";
 import { dniRoutes } from "../dni/routes";
 import { AppError } from "../errors";
 import type { Deps } from "../http/deps";
@@ -28,6 +29,7 @@ export function declaredRoutes(deps: Deps): Route[] {
     ...ctiRoutes(deps),
     ...kpiRoutes(deps),
     ...callRoutes(deps),
+    ...demoRoutes(deps),
   ];
 }
 
