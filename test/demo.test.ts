@@ -230,6 +230,8 @@ describe.skipIf(missing)("the demo (serve --demo)", () => {
           expect(pool).toContain(digits);
           expect(text).toMatch(/^\(\d{3}\) \d{3}-\d{4}$/);
           expect(href).toBe(`tel:+1${digits}`);
+          // The explanation still names the placeholder: /dni.js swapped only the number to call.
+          expect(await page.locator("#placeholder").textContent()).toBe("512\u2011555\u20110199");
           expect(problems).toEqual([]);
           expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
           await page.screenshot({ path: `/tmp/demo-dni-${width}.png`, fullPage: true });

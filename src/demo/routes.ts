@@ -14,8 +14,8 @@ import { DEMO_POOL } from "./provision";
 const STYLE =
   "body{font:18px/1.5 system-ui,sans-serif;margin:0;padding:2rem 1rem;color:#1d2430;background:#f6f7f9}" +
   "main{max-width:40rem;margin:0 auto;background:#fff;border-radius:12px;padding:1.5rem 2rem;box-shadow:0 1px 4px #0002}" +
-  "h1{font-size:1.6rem;margin:0 0 1rem}.call{font-size:1.4rem}.call a{font-weight:700;color:#0b5cad}" +
-  "p.note{color:#4a5565;font-size:1rem}code{background:#eef1f5;padding:0 .25em;border-radius:4px;word-break:break-all}";
+  "h1{font-size:1.6rem;margin:0 0 1rem}.call{font-size:1.4rem}.call a{font-weight:700;color:#0b5cad;white-space:nowrap}#placeholder{white-space:nowrap}" +
+  "p.note{color:#4a5565;font-size:1rem}code{background:#eef1f5;padding:0 .25em;border-radius:4px;overflow-wrap:anywhere}";
 
 // No inline script at all; the one inline style block is allowed by its hash, nothing else. The
 // empty data: icon keeps browsers from asking for a /favicon.ico that does not exist.
@@ -33,6 +33,9 @@ const formatted = (d: string) => `(${d.slice(0, 3)}) ${d.slice(3, 6)}-${d.slice(
 
 export function demoPage(placeholder: string): string {
   const shown = escapeHtml(formatted(placeholder));
+  // The explanation names the placeholder with non-breaking hyphens (U+2011), which /dni.js does
+  // not take for a phone number, so that it is still the placeholder after the swap.
+  const shownUnswapped = escapeHtml(`${placeholder.slice(0, 3)}\u2011${placeholder.slice(3, 6)}\u2011${placeholder.slice(6)}`);
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -46,7 +49,7 @@ export function demoPage(placeholder: string): string {
 <main>
 <h1>Demo Roofing</h1>
 <p class="call">Call us: <a id="phone" href="tel:+1${escapeHtml(placeholder)}">${shown}</a></p>
-<p class="note">This page's HTML says <code>${shown}</code>, the demo pool's placeholder. The script
+<p class="note">This page's HTML says <span id="placeholder">${shownUnswapped}</span> there: the demo pool's placeholder. The script
 <code>/dni.js</code> (loaded with <code>data-pool="${DEMO_POOL}"</code>) leased a number of the pool to
 your browser and put it in the text and the <code>tel:</code> link above. Reload: you keep the same
 number while your lease lasts; another browser gets another one. <code>leadline dni report</code>
