@@ -1,6 +1,7 @@
 # The README's two commands are `make run` and `make test`; both install what they need.
 BUN := node_modules/.bin/bun
-SRC := $(shell find src sql -type f 2>/dev/null)
+# deploy/demo.json is built into the executable (serve --demo).
+SRC := $(shell find src sql -type f 2>/dev/null) deploy/demo.json
 
 .PHONY: install run build test typecheck bench clean
 
