@@ -33,7 +33,7 @@ const children = new Set<Subprocess>();
 
 beforeAll(() => {
   if (missing) return;
-  dir = mkdtempSync(join(tmpdir(), "leadline-demo-"));
+  dir = mkdtempSync(join(tmpdir(), "leadline-tour-"));
 });
 
 afterAll(() => {
