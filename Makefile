@@ -1,6 +1,7 @@
 # The README's two commands are `make run` and `make test`; both install what they need.
 BUN := node_modules/.bin/bun
-SRC := $(shell find src sql -type f 2>/dev/null)
+# deploy/demo.json is built into the executable (serve --demo).
+SRC := $(shell find src sql -type f 2>/dev/null) deploy/demo.json
 
 .PHONY: install run build test typecheck bench clean
 
@@ -17,8 +18,10 @@ dist/leadline: node_modules/.installed $(SRC)
 	$(BUN) build --compile src/main.ts --outfile dist/leadline
 	@$(BUN) patches/check.ts dist/leadline || { rm -f dist/leadline; exit 1; }
 
+# A fresh data directory gets the demo (deploy/demo.json); one with data is served as it is.
+# The demo's keys are printed in the README: it listens on loopback unless HOST says otherwise.
 run: build
-	./dist/leadline serve
+	HOST=$${HOST:-127.0.0.1} ./dist/leadline serve --demo
 
 # Provides a throwaway PostgreSQL when TEST_DATABASE_URL is unset (see test/run.ts).
 test: node_modules/.installed dist/leadline

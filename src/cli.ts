@@ -12,7 +12,8 @@ export const USAGE = `leadline ${VERSION} — lead management and outreach backe
 usage: leadline [command] [options]
 
 commands:
-  serve                      apply pending migrations, start workers, listen on HOST:PORT (default)
+  serve [--demo]             apply pending migrations, start workers, listen on HOST:PORT (default);
+                             --demo: provision the demo first when the database is empty
   migrate                    apply pending migrations and exit
   provision FILE             apply a provisioning file (JSON) idempotently; prints generated keys
   keys create --scopes a,b [--org N] [--agent USER] [--name TEXT] [--json]
@@ -49,10 +50,14 @@ environment: DATABASE_URL DATA_DIR PORT HOST BASE_URL COMMS_INBOUND_LIST_ID NPK_
  * start a server. Keyed by the command words; the longest match wins.
  */
 const HELP: Record<string, string> = {
-  serve: `usage: leadline serve
+  serve: `usage: leadline serve [--demo]
 Applies pending migrations (under an advisory lock), starts the background workers and listens on
 HOST:PORT until SIGTERM or SIGINT, then drains and exits 0. No command at all means serve.
+--demo: when the database has no organization at all, first provisions the demo (deploy/demo.json,
+built into the executable: public demo keys, SMS, email and webhooks taken by sinks inside the
+process) and prints its keys and the pages to open; on a database with data it does nothing.
 example: PORT=8080 DATABASE_URL=postgres://leadline@127.0.0.1/leadline leadline serve
+example: make run   (./dist/leadline serve --demo on ./leadline-data)
 `,
   migrate: `usage: leadline migrate
 Applies pending migrations and exits, saying how many it applied.
@@ -190,9 +195,10 @@ export async function runCli(argv: string[]): Promise<number> {
     setLogLevel(config.logLevel);
     switch (cmd) {
       case "serve": {
-        noArguments("serve", rest);
+        const demo = rest[0] === "--demo";
+        noArguments("serve", demo ? rest.slice(1) : rest);
         const { serve } = await import("./app/server");
-        return await serve(config);
+        return await serve(config, { demo });
       }
       case "migrate": {
         noArguments("migrate", rest);

@@ -5,6 +5,7 @@ import { bookingRoutes } from "../booking/routes";
 import { callRoutes } from "../calls/routes";
 import { conversationRoutes } from "../conversations/routes";
 import { ctiRoutes } from "../cti/routes";
+import { demoRoutes } from "../demo/routes";
 import { dniRoutes } from "../dni/routes";
 import { docsRoutes } from "../docs/routes";
 import { AppError } from "../errors";
@@ -30,6 +31,7 @@ export function declaredRoutes(deps: Deps): Route[] {
     ...ctiRoutes(deps),
     ...kpiRoutes(deps),
     ...callRoutes(deps),
+    ...demoRoutes(deps),
   ];
   return [...features, ...docsRoutes(features, eventWebhooks())];
 }

@@ -8,6 +8,7 @@ import { ConfigError, type Config } from "../config";
 import { migrate } from "../db/migrate";
 import { openDatabase, type Database } from "../db/open";
 import { automationHandler, automationWorkers } from "../automations/jobs";
+import { demoBanner, provisionDemo, type DemoOutcome } from "../demo/provision";
 import { dniWorkers } from "../dni/instance";
 import { eventWorkers, webhookDeliveryHandler } from "../events/jobs";
 import type { Deps } from "../http/deps";
@@ -133,7 +134,7 @@ async function resolveHost(host: string): Promise<void> {
   }
 }
 
-export async function serve(config: Config): Promise<number> {
+export async function serve(config: Config, options: { demo?: boolean } = {}): Promise<number> {
   logFatalErrors();
   await resolveHost(config.host);
   // Before "listening", so that whoever waits for that line has seen it.
@@ -142,7 +143,14 @@ export async function serve(config: Config): Promise<number> {
   }
   const db = await openDatabase(config, "serve");
   let running: Running;
+  let demo: DemoOutcome | null = null;
   try {
+    // The demo is in place before anything listens or runs, and before start reads the settings
+    // it provisions (COMMS_INBOUND_LIST_ID).
+    if (options.demo) {
+      await migrate(db.sql);
+      demo = await provisionDemo(db.sql, new Date(systemClock.now()), config.secretKey);
+    }
     running = await start(config, db);
   } catch (err) {
     await db.close().catch(() => {});
@@ -150,6 +158,7 @@ export async function serve(config: Config): Promise<number> {
   }
   log.info("listening", { version: VERSION, host: config.host, port: running.port, embedded: db.embedded });
   if (!config.ipSalt) log.warn("NPK_IP_SALT is not set; client-address hashes use a generated per-installation salt");
+  if (demo !== null) process.stdout.write(demoBanner(demo, running.deps.config.baseUrl));
   await new Promise<void>((resolve) => {
     const onSignal = (signal: string) => {
       log.info("stopping", { signal });

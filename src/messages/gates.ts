@@ -8,6 +8,7 @@
 // reason it could never go must be checked first.
 import { emailField } from "../http/fields";
 import { isSealed } from "../secrets/seal";
+import { isSink } from "../sink";
 import { quietHoursEnd, recipientZone, type QuietHours } from "./quiet-hours";
 
 export type SendChannel = "sms" | "email";
@@ -92,7 +93,7 @@ export function smsConfig(v: unknown): SmsConfig | null {
   if (v === null || typeof v !== "object") return null;
   const c = v as Record<string, unknown>;
   if (!nonEmpty(c.base_url) || !nonEmpty(c.account_sid) || !nonEmpty(c.auth_token) || !nonEmpty(c.from)) return null;
-  if (!/^https?:\/\//i.test(c.base_url)) return null;
+  if (!isSink(c.base_url) && !/^https?:\/\//i.test(c.base_url)) return null;
   return { base_url: c.base_url, account_sid: c.account_sid, auth_token: c.auth_token, from: c.from };
 }
 
@@ -104,7 +105,7 @@ export function emailConfig(v: unknown): EmailConfig | null {
   if (v === null || typeof v !== "object") return null;
   const c = v as Record<string, unknown>;
   if (!nonEmpty(c.smtp_url) || !nonEmpty(c.from)) return null;
-  if (!isSealed(c.smtp_url) && !/^smtps?:\/\/[^/]/i.test(c.smtp_url)) return null;
+  if (!isSealed(c.smtp_url) && !isSink(c.smtp_url) && !/^smtps?:\/\/[^/]/i.test(c.smtp_url)) return null;
   return { smtp_url: c.smtp_url, from: c.from };
 }
 

@@ -19,6 +19,7 @@ import type { KeyHit } from "../limits/key-counter";
 import type { Limits } from "../limits/limits";
 import { sendEmail } from "./email";
 import { openSecret, SecretError } from "../secrets/seal";
+import { isSink } from "../sink";
 import { billingGate, contactGate, emailConfig, quietGate, smsConfig, type ConsentState, type EmailConfig, type GateReason, type OrgSettings, type SmsConfig } from "./gates";
 import { emailOf, mergeValues, renderEmail, renderSms } from "./merge";
 import { parseResult, requestHash, resultText, type Actor, type MessageResult, type SendInput } from "./model";
@@ -276,6 +277,7 @@ async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promis
     m.channel,
     org,
     env,
+    recorded.id,
     (sms) => sendSms(sms, { to, body: text.body, statusCallback: statusCallbackUrl(env.baseUrl) }, timeoutOf(env)),
     (email) => sendEmail(email, to, emailOf(text.subject, text.body), timeoutOf(env)),
   );
@@ -346,17 +348,25 @@ async function callProvider(
   channel: "sms" | "email",
   org: OrgSettings,
   env: SendEnv,
+  messageId: number,
   sms: (cfg: SmsConfig) => Promise<ProviderOutcome>,
   email: (cfg: EmailConfig) => Promise<ProviderOutcome>,
 ): Promise<ProviderOutcome> {
   const key = env.secretKey ?? null;
+  // A `sink:` provider (src/sink.ts) takes the message here, in the process: recorded as sent under
+  // a provider id naming the sink, nothing leaves the machine. Checked after the secret is opened,
+  // since a provisioned smtp_url is stored sealed.
+  const sunk: ProviderOutcome = { ok: true, providerId: `sink-${messageId}`, status: "sent" };
   try {
     if (channel === "sms") {
       const cfg = smsConfig(org.sms)!;
+      if (isSink(cfg.base_url)) return sunk;
       return await sms({ ...cfg, auth_token: openSecret(key, cfg.auth_token, `org ${org.id}'s sms.auth_token`) });
     }
     const cfg = emailConfig(org.email)!;
-    return await email({ ...cfg, smtp_url: openSecret(key, cfg.smtp_url, `org ${org.id}'s email.smtp_url`) });
+    const smtpUrl = openSecret(key, cfg.smtp_url, `org ${org.id}'s email.smtp_url`);
+    if (isSink(smtpUrl)) return sunk;
+    return await email({ ...cfg, smtp_url: smtpUrl });
   } catch (err) {
     if (!(err instanceof SecretError)) throw err;
     return { ok: false, reason: "provider_error", error: err.message };

@@ -5,6 +5,7 @@ import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value"
 import { agentProblem } from "../auth/admin";
 import { isSealed } from "../secrets/seal";
 import { isZone } from "../zone";
+import { isSink } from "../sink";
 import { EVENT_TYPES, isSubscription } from "../events/types";
 import { ProvisioningFile, DAYS } from "./model";
 
@@ -121,13 +122,13 @@ function formatProblems(root: Record<string, unknown>): string[] {
   for (const [i, org] of items(root.orgs)) {
     checkTimezone(out, `orgs[${i}].timezone`, org.timezone);
     const sms = isRecord(org.sms) ? org.sms : {};
-    checkUrl(out, `orgs[${i}].sms.base_url`, sms.base_url, ["http:", "https:"]);
+    checkUrl(out, `orgs[${i}].sms.base_url`, sms.base_url, ["http:", "https:"], true);
     // The stored form of a sealed value (src/secrets/): read back, it would be taken as sealed.
     if (typeof sms.auth_token === "string" && isSealed(sms.auth_token)) {
       out.push(`orgs[${i}].sms.auth_token: give the token itself, not a sealed value`);
     }
     const email = isRecord(org.email) ? org.email : {};
-    checkUrl(out, `orgs[${i}].email.smtp_url`, email.smtp_url, ["smtp:", "smtps:"]);
+    checkUrl(out, `orgs[${i}].email.smtp_url`, email.smtp_url, ["smtp:", "smtps:"], true);
   }
   for (const [i, cal] of items(root.calendars)) {
     checkTimezone(out, `calendars[${i}].timezone`, cal.timezone);
@@ -135,7 +136,7 @@ function formatProblems(root: Record<string, unknown>): string[] {
     for (const day of DAYS) checkWindows(out, `calendars[${i}].hours.${day}`, hours[day]);
   }
   for (const [i, hook] of items(root.webhooks)) {
-    checkUrl(out, `webhooks[${i}].url`, hook.url, ["http:", "https:"]);
+    checkUrl(out, `webhooks[${i}].url`, hook.url, ["http:", "https:"], true);
     checkSecret(out, `webhooks[${i}].secret`, hook.secret);
     if (Array.isArray(hook.events)) {
       hook.events.forEach((e, j) => {
@@ -152,14 +153,16 @@ function checkTimezone(out: string[], path: string, v: unknown) {
   if (typeof v === "string" && v !== "" && !isZone(v)) out.push(`${path}: unknown time zone ${JSON.stringify(v)}`);
 }
 
-function checkUrl(out: string[], path: string, v: unknown, protocols: string[]) {
+/** `sinkable`: a provider address, which may also be `sink:` (src/sink.ts: taken inside the process). */
+function checkUrl(out: string[], path: string, v: unknown, protocols: string[], sinkable = false) {
   if (typeof v !== "string" || v === "") return;
+  if (sinkable && isSink(v)) return;
   let ok = false;
   try {
     const url = new URL(v);
     ok = protocols.includes(url.protocol) && url.hostname !== "";
   } catch {}
-  if (!ok) out.push(`${path}: expected an ${protocols.map((p) => p.slice(0, -1)).join(" or ")} URL`);
+  if (!ok) out.push(`${path}: expected an ${protocols.map((p) => p.slice(0, -1)).join(" or ")} URL${sinkable ? ' or "sink:"' : ""}`);
 }
 
 /** Standard Webhooks: `whsec_` then the base64 of the signing key's bytes. */
