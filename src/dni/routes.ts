@@ -126,6 +126,7 @@ function actionRoute<T extends Identified>(
       // fails field validation like any body without a pool (api-v1.md), never with a bare 413.
       const body = await readBody(request, BODY_MAX_BYTES, { deadlineMs: deps.config.bodyDeadlineMs });
       if (body.kind === "timeout") return errorOf("body_timeout", "dni", ERROR_HEADERS);
+      // No DNI rule depends on the time.
       const read = input.read(bodyFields(body), 0);
       const found = read.pool === null ? null : engine.pools.get(read.pool);
       const pool = found instanceof Promise ? await found : found;
@@ -146,7 +147,7 @@ function actionRoute<T extends Identified>(
     // Read as JSON whatever its content type (the script sends text/plain to avoid a preflight).
     body: { schema: input.schema, form: false, limit: BODY_MAX_BYTES },
     errors: ACTION_ERRORS,
-    handle: (request, server) => handle(request, server),
+    handle,
   };
 }
 
