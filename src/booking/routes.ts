@@ -7,7 +7,7 @@
 // errors the booking surface renders with 200 (src/errors.ts), never other statuses.
 import { Type as t, type TObject } from "@sinclair/typebox";
 import { withDeadline } from "../db/deadline";
-import { AppError } from "../errors";
+import { AppError, type ErrorCode } from "../errors";
 import { bodyFields, readBody } from "../http/body";
 import { clientAddress, hashBucket, type PeerSource } from "../http/client";
 import { publicCors } from "../http/cors";
@@ -88,7 +88,8 @@ function actionRoute(deps: Deps, decl: ActionDeclaration, run: (request: Request
             if (read.kind === "malformed") throw new AppError(read.code);
             body = bodyFields(read);
           }
-          const fields = selected.query as Fields;
+          // Without a prototype: a field named __proto__ is a field like any other.
+          const fields: Fields = Object.assign(Object.create(null), selected.query);
           if (body) for (const k of Object.keys(body)) fields[k] = body[k];
           return run(request, input.read(fields, deps.clock.now()));
         })(),
@@ -96,7 +97,10 @@ function actionRoute(deps: Deps, decl: ActionDeclaration, run: (request: Request
     "booking",
     HEADERS,
   );
-  const errors = ["unknown_action", "method_not_allowed", "unavailable"] as const;
+  // Answered by the renderer on the booking surface: HTTP 200 but for the first three (src/errors.ts).
+  const errors: ErrorCode[] = ["unknown_action", "method_not_allowed", "unavailable"];
+  if (decl.method === "POST") errors.push("body_too_large", "malformed_json", "body_timeout");
+  if (write) errors.push("rate_limited");
   return {
     ...rest,
     tag: BOOKING_TAG,
@@ -106,7 +110,7 @@ function actionRoute(deps: Deps, decl: ActionDeclaration, run: (request: Request
     query: decl.method === "GET" ? (input.schema as TObject) : undefined,
     body: decl.method === "POST" ? { schema: input.schema, form: true, limit: BODY_LIMIT } : undefined,
     answers: { 200: answer },
-    errors: [...errors],
+    errors,
     handle: (request, server, selected) => handle(request, { server, selected }),
   };
 }
