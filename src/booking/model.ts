@@ -109,35 +109,38 @@ export function splitName(name: string): { firstName: string; lastName: string }
 // ---- Schemas (what /openapi.json and the route declarations say; the rules above read the fields)
 
 const closed = { additionalProperties: false } as const;
-/** A loosely typed field: text, or a number read as its text (textField). */
-const loose = (description: string) => t.Union([t.String(), t.Number()], { description });
+/** A loosely typed field: text, or a number or boolean read as its text (textField); anything else is absent. */
+const loose = (description: string) => t.Union([t.String(), t.Number(), t.Boolean()], { description });
 const refusal = <C extends string>(codes: readonly C[]) =>
   t.Object({ ok: t.Literal(false), error: t.Union(codes.map((c) => t.Literal(c))), message: t.Optional(t.String()) }, closed);
 
-/** The fields a booking request may carry, in the query or the body (JSON or form; body fields win). */
+/**
+ * The fields a booking request may carry, in the query or the body (JSON or form; body fields
+ * win). Checked on the wire (src/http/input.ts): a field of another type is dropped, and the
+ * rules above (slugOf, epochOf, personOf, tokenOf) read what is left, once each.
+ */
 const slugFields = {
   slug: t.Optional(loose("the booking link's slug: a-z, 0-9 and -, at most 64, case-insensitive")),
   s: t.Optional(loose("the slug, when `slug` is absent")),
 };
 const tokenFields = {
-  token: t.Optional(t.String({ description: "a reschedule token (a capability: secret)" })),
-  r: t.Optional(t.String({ description: "the token, when `token` is absent" })),
+  token: t.Optional(loose("a reschedule token (a capability: secret)")),
+  r: t.Optional(loose("the token, when `token` is absent")),
 };
 const epoch = t.Optional(loose("the slot's start, Unix seconds, in the future"));
 
-export const SlotsRequest = t.Object({ action: t.Literal("slots"), ...slugFields, ...tokenFields }, { additionalProperties: true });
+export const SlotsRequest = t.Object({ ...slugFields, ...tokenFields }, { additionalProperties: true });
 export const BookRequest = t.Object(
   {
-    action: t.Literal("book"),
     ...slugFields,
     epoch,
     name: t.Optional(loose(`required; spaces collapsed, cut to ${NAME_MAX}`)),
     phone: t.Optional(loose("required, at least 10 digits")),
-    email: t.Optional(t.String({ description: "an invalid address is stored as empty" })),
+    email: t.Optional(loose("an invalid address is stored as empty")),
   },
   { additionalProperties: true },
 );
-export const RescheduleRequest = t.Object({ action: t.Literal("reschedule"), ...tokenFields, epoch }, { additionalProperties: true });
+export const RescheduleRequest = t.Object({ ...tokenFields, epoch }, { additionalProperties: true });
 
 export const SlotSchema = t.Object(
   {

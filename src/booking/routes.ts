@@ -16,7 +16,7 @@ import { textField } from "../http/fields";
 import { allowOf } from "../http/mount";
 import { guarded } from "../http/native";
 import { errorOf, json, jsonAnswer } from "../http/respond";
-import { objectFields, type Answer, type Input, type PathRoute, type Route, type Selected } from "../http/route";
+import { fieldsInput, type Answer, type Input, type PathRoute, type Route, type Selected } from "../http/route";
 import { errorFields, log } from "../log";
 import {
   BookAnswerSchema,
@@ -40,11 +40,12 @@ const CORS = publicCors("GET, POST, OPTIONS", { "cache-control": "no-store" });
 const HEADERS = CORS.headers as Record<string, string>;
 
 /**
- * The request's fields, query and body merged (a body field wins): the rules of model.ts
- * (slugOf, epochOf, personOf, tokenOf) read them, once each, in the service.
+ * The request's fields, query and body merged (a body field wins), each declared field kept when
+ * its type is one the schema allows (compiled once): the rules of model.ts (slugOf, epochOf,
+ * personOf, tokenOf) read them, once each, in the service.
  */
 type Fields = Record<string, unknown>;
-const fieldsInput = (schema: Input<Fields>["schema"]): Input<Fields> => ({ schema, read: (value) => objectFields(value) });
+const bookingInput = (schema: TObject): Input<Fields> => fieldsInput(schema, (fields) => fields as Fields);
 
 /** The query as fields: the last value of a repeated name, as the body's form fields are read. */
 function queryFields(url: URL): Fields {
@@ -155,7 +156,7 @@ export function bookingRoutes(deps: Deps): Route[] {
     schema: SlotsAnswerSchema,
   };
   const slots = (request: Request, fields: Fields) => svc.slotsJson(fields).then((body) => jsonAnswer(request, body, HEADERS));
-  const slotsInput = fieldsInput(SlotsRequest);
+  const slotsInput = bookingInput(SlotsRequest);
   const slotsDescription = "The slug comes as `s` or `slug`, in the query or the body. Slots reads are not counted.";
   return [
     actionRoute(deps, { id: "bookingSlots", method: "GET", action: "slots", summary: "Open slots of a booking link", description: slotsDescription, input: slotsInput, answer: slotsAnswer, write: false }, slots),
@@ -170,7 +171,7 @@ export function bookingRoutes(deps: Deps): Route[] {
         description:
           "The phone is matched to the newest lead with its last 10 digits anywhere; else a lead is created in " +
           "COMMS_INBOUND_LIST_ID when it is set. An invalid email is emptied.",
-        input: fieldsInput(BookRequest),
+        input: bookingInput(BookRequest),
         answer: { description: "Booked (with the reschedule token and URL), or `{ok: false, error}`", schema: BookAnswerSchema },
         write: true,
       },
@@ -184,7 +185,7 @@ export function bookingRoutes(deps: Deps): Route[] {
         action: "reschedule",
         summary: "Move a pending appointment",
         description: "The token (`token` or `r`) is the appointment's capability; moving to the slot it holds already succeeds.",
-        input: fieldsInput(RescheduleRequest),
+        input: bookingInput(RescheduleRequest),
         answer: { description: "Moved, or `{ok: false, error}`", schema: RescheduleAnswerSchema },
         write: true,
       },
