@@ -2,11 +2,11 @@
 // path (src/http/route.ts: `select: {param: "r", value}`); GET accepts only leads/{id},
 // conversations/{id} and cti/lookup, POST only messages and cti/dial (api-v1.md); anything else,
 // and the other method, is 404.
-import { Elysia } from "elysia";
 import { AppError } from "../errors";
 import { queryOf } from "../http/mount";
-import { guarded, type NativeRoutes } from "../http/native";
-import type { Route } from "../http/route";
+import type { PeerSource } from "../http/client";
+import { guarded } from "../http/native";
+import type { PathRoute, Route } from "../http/route";
 
 import { API_V1_PATH } from "../http/keyed";
 
@@ -47,21 +47,21 @@ function find(tables: Record<"GET" | "POST", Table>, method: string, r: string |
 
 const NO_PARAMS = Object.freeze({}) as Record<string, string>;
 
-export function apiV1Routes(routes: readonly Route[]) {
-  const tables = tableOf(routes);
-  // The query is parsed before the key is looked at: `r` picks the operation.
-  const dispatch = guarded((request, server) => {
-    const query = queryOf(request.url);
-    const found = find(tables, request.method, query.r);
-    if (!found) throw new AppError("not_found");
-    return found.route.handle(request, server, { id: found.id, query, params: NO_PARAMS });
-  });
-  // GET and POST are served natively (src/http/native.ts); every other method reaches `rest`.
-  const native: NativeRoutes = { [API_V1_PATH]: { GET: dispatch, POST: dispatch } };
-  return {
-    native,
-    rest: new Elysia({ name: "api_v1" }).all(API_V1_PATH, () => {
-      throw new AppError("not_found");
-    }),
-  };
-}
+/** The path, served natively (src/http/native.ts); its other methods are 404 like an unknown `r`. */
+export const apiV1Path: PathRoute = {
+  path: API_V1_PATH,
+  surface: "key",
+  select: { param: "r", unknown: "not_found" },
+  otherMethods: "not_found",
+  native: true,
+  dispatch: (routes) => {
+    const tables = tableOf(routes);
+    // The query is parsed before the key is looked at: `r` picks the operation.
+    return guarded<PeerSource | null>((request, server) => {
+      const query = queryOf(request.url);
+      const found = find(tables, request.method, query.r);
+      if (!found) throw new AppError("not_found");
+      return found.route.handle(request, server, { id: found.id, query, params: NO_PARAMS });
+    });
+  },
+};

@@ -1,11 +1,14 @@
-// Operational routes (operations.md §4): the process is up; the database answers with a schema
-// this executable can use.
-import { Elysia } from "elysia";
+// Operational routes (operations.md §4), declared (src/http/route.ts): the process is up; the
+// database answers with a schema this executable can use.
+import { Type as t } from "@sinclair/typebox";
 import type { Sql } from "../db/client";
 import { withDeadline } from "../db/deadline";
 import { migrations } from "../db/migrations";
-import { errorOf } from "../http/respond";
+import { errorOf, json } from "../http/respond";
+import type { Route } from "../http/route";
 import { errorFields, log } from "../log";
+
+const Ok = t.Object({ ok: t.Literal(true) }, { additionalProperties: false });
 
 /**
  * Ready means more than a socket that answers: a session whose search_path had been emptied (seen
@@ -14,8 +17,8 @@ import { errorFields, log } from "../log";
  * request (api_keys), the core entity (leads) and every change (outbox_events) need, and asks for
  * the schema version; a database behind this executable's version is missing what it needs. One
  * ahead of it was migrated by a newer instance during a rolling upgrade: migrations only add, so
- * this instance keeps serving until it is replaced (it would refuse to start on it, not to run). `limit 0` has PostgreSQL resolve each table and
- * check its privileges without reading a row.
+ * this instance keeps serving until it is replaced (it would refuse to start on it, not to run).
+ * `limit 0` has PostgreSQL resolve each table and check its privileges without reading a row.
  */
 async function schemaVersion(sql: Sql): Promise<number | null> {
   const [row] = await sql<{ version: number | null }[]>`
@@ -28,28 +31,53 @@ async function schemaVersion(sql: Sql): Promise<number | null> {
 
 const EXPECTED = migrations.length;
 
-export const healthRoutes = (sql: Sql) => {
-  // Logged when readiness changes, not at every probe: a load balancer asks every few seconds.
+/** Whether the service can serve; logged when that changes, not at every probe (a load balancer asks every few seconds). */
+function readiness(sql: Sql): () => Promise<boolean> {
   let failing = false;
   const report = (reason: Record<string, unknown> | null) => {
     if (reason && !failing) log.warn("readyz: not ready", reason);
     if (!reason && failing) log.info("readyz: ready again");
     failing = reason !== null;
+    return reason === null;
   };
-  return new Elysia({ name: "health" })
-    .get("/healthz", () => ({ ok: true }))
-    .get("/readyz", async () => {
-      try {
-        const version = await withDeadline(schemaVersion(sql), 800);
-        if (version === null || version < EXPECTED) {
-          report({ error: `the database is at schema version ${version}; this executable needs ${EXPECTED}` });
-          return errorOf("unavailable", "public");
-        }
-        report(null);
-        return { ok: true };
-      } catch (err) {
-        report(errorFields(err));
-        return errorOf("unavailable", "public");
+  return async () => {
+    try {
+      const version = await withDeadline(schemaVersion(sql), 800);
+      if (version === null || version < EXPECTED) {
+        return report({ error: `the database is at schema version ${version}; this executable needs ${EXPECTED}` });
       }
-    });
+      return report(null);
+    } catch (err) {
+      return report(errorFields(err));
+    }
+  };
+}
+
+export const healthRoutes = (sql: Sql): Route[] => {
+  const ready = readiness(sql);
+  return [
+    {
+      id: "healthz",
+      tag: "Operations",
+      summary: "The process is up",
+      method: "GET",
+      path: "/healthz",
+      access: { kind: "public" },
+      answers: { 200: { description: "Always, while the process serves", schema: Ok } },
+      errors: [],
+      handle: () => json({ ok: true }),
+    },
+    {
+      id: "readyz",
+      tag: "Operations",
+      summary: "The service can serve",
+      description: "200 when the database answers, within 800 ms, with a usable schema at this executable's version or newer; 503 otherwise.",
+      method: "GET",
+      path: "/readyz",
+      access: { kind: "public" },
+      answers: { 200: { description: "Ready", schema: Ok } },
+      errors: ["unavailable"],
+      handle: async () => ((await ready()) ? json({ ok: true }) : errorOf("unavailable", "public")),
+    },
+  ];
 };

@@ -2,15 +2,19 @@
 // objects"). Requests are read leniently (rules.ts: a pool or visitor of the wrong type is one
 // that is missing); the answers are exactly these fields.
 import { Type as t } from "@sinclair/typebox";
-import { EVENT_NAME_MAX, POOL_MAX, VISITOR_MAX } from "./rules";
+import { EVENT_NAME_MAX, POOL_MAX } from "./rules";
 
 const closed = { additionalProperties: false } as const;
 const utmText = t.Optional(t.String());
 
+// A pool or visitor sent as a number is read as its text (rules.ts); of another type, as missing.
+const pool = t.Union([t.String({ maxLength: POOL_MAX }), t.Number()]);
+const visitor = t.Union([t.String(), t.Number()]);
+
 export const LeaseRequest = t.Object(
   {
-    pool: t.String({ maxLength: POOL_MAX, description: "the pool's key: a low-trust public identifier" }),
-    visitor: t.String({ maxLength: VISITOR_MAX, description: "letters, digits, _ and - are kept, cut to 48" }),
+    pool: t.Union([t.String({ maxLength: POOL_MAX }), t.Number()], { description: "the pool's key: a low-trust public identifier" }),
+    visitor: t.Union([t.String(), t.Number()], { description: "letters, digits, _ and - are kept, cut to 48" }),
     utm: t.Optional(t.Object({ source: utmText, medium: utmText, campaign: utmText, term: utmText, content: utmText })),
     gclid: t.Optional(t.String()),
     landing: t.Optional(t.String({ description: "URL" })),
@@ -19,12 +23,12 @@ export const LeaseRequest = t.Object(
   { additionalProperties: true },
 );
 
-export const HeartbeatRequest = t.Object({ pool: t.String({ maxLength: POOL_MAX }), visitor: t.String({ maxLength: VISITOR_MAX }) }, { additionalProperties: true });
+export const HeartbeatRequest = t.Object({ pool, visitor }, { additionalProperties: true });
 
 export const EventRequest = t.Object(
   {
-    pool: t.String({ maxLength: POOL_MAX }),
-    visitor: t.String({ maxLength: VISITOR_MAX }),
+    pool,
+    visitor,
     kind: t.String({ description: "pageview, form or custom; anything else is stored as custom" }),
     name: t.Optional(t.String({ description: `cut to ${EVENT_NAME_MAX} characters` })),
     value: t.Optional(t.Union([t.Number(), t.String()], { description: "default 0" })),

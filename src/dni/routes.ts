@@ -1,37 +1,158 @@
-// The public number-insertion API (api-v1.md "DNI endpoint") and the browser script:
-//   POST    /hooks/dni.php?action=lease|heartbeat|event
+// The public number-insertion API (api-v1.md "DNI endpoint") and the browser script, declared
+// (src/http/route.ts):
+//   POST    /hooks/dni.php?action=lease|heartbeat|event   (dispatched natively on `action`)
 //   OPTIONS /hooks/dni.php   CORS preflight
 //   GET     /dni.js          operations.md §5
-// Every answer of dni.php carries `Access-Control-Allow-Origin: *` (never credentials): errors and
-// 429s too, or a browser could not read them. The CORS plugin is not used: its defaults reflect any
-// origin with credentials allowed.
-import { Elysia } from "elysia";
+// Every answer of dni.php carries `Access-Control-Allow-Origin: *` (never credentials), errors and
+// 429s too, or a browser could not read them (src/http/cors.ts).
+//
+// The checks, in the contract's order: the limit per hashed address (every action counts, known
+// or not), then unknown_action, then the body, the pool and the visitor. The dispatcher picks the
+// action's route with a fast path for the script's own URLs; an undeclared action still draws on
+// the limit before it is refused.
+import type { ErrorCode } from "../errors";
 import { bodyFields, readBody } from "../http/body";
-import { clientAddress, hashedAddress, type PeerSource } from "../http/client";
+import { clientAddress, hashedAddress, type HashedAddress, type PeerSource } from "../http/client";
+import { publicCors } from "../http/cors";
 import type { Deps } from "../http/deps";
-import { guarded, type NativeRoutes } from "../http/native";
-import { errorOf, json, jsonHeaders } from "../http/respond";
+import { guarded } from "../http/native";
+import { errorOf, jsonHeaders } from "../http/respond";
+import { objectFields, type Input, type PathRoute, type Route, type Selected } from "../http/route";
 import type { DniEngine } from "./engine";
+import type { Pool } from "./pools";
 import { dniEngine } from "./instance";
-import { attributionOf, BODY_MAX_BYTES, eventOf, poolKeyOf, visitorOf } from "./rules";
+import { EventRequest, EventResult, HeartbeatRequest, HeartbeatResult, LeaseRequest, LeaseResult } from "./model";
+import { attributionOf, BODY_MAX_BYTES, eventOf, poolKeyOf, visitorOf, type Attribution, type BrowserEvent } from "./rules";
 import { dniScript } from "./script";
 
-const CORS = { "access-control-allow-origin": "*" };
-const PREFLIGHT = {
-  ...CORS,
-  "access-control-allow-methods": "POST",
-  "access-control-allow-headers": "content-type",
-  // A day (browsers cap it lower: Chromium at two hours); the answer never changes.
-  "access-control-max-age": "86400",
-};
-const POST_ONLY = { ...CORS, allow: "POST, OPTIONS" };
-const JSON_CORS = jsonHeaders(CORS);
+export const DNI_PATH = "/hooks/dni.php";
+
+const CORS = publicCors("POST");
+const JSON_CORS = jsonHeaders(CORS.headers);
 // One init for every 200 answer: Response copies it, and a fresh object per answer showed.
 const OK_CORS = { status: 200, headers: JSON_CORS };
+const ERROR_HEADERS = { ...CORS.headers };
 
-type Action = "lease" | "heartbeat" | "event";
-const ACTIONS: readonly Action[] = ["lease", "heartbeat", "event"];
-const isAction = (a: unknown): a is Action => (ACTIONS as readonly unknown[]).includes(a);
+/** What every action reads of its body: the pool's key and the visitor, null when unusable. */
+interface Identified {
+  pool: string | null;
+  visitor: string | null;
+}
+
+// The body's fields through the rules of src/dni/rules.ts, once. A pool or visitor of the wrong
+// type reads as missing (pool_not_found, visitor_required); what only one action needs is read
+// lazily, after the pool and visitor are known good.
+const leaseInput: Input<Identified & { attribution: () => Attribution }> = {
+  schema: LeaseRequest,
+  read: (value) => {
+    const f = objectFields(value);
+    return { pool: poolKeyOf(f.pool), visitor: visitorOf(f.visitor), attribution: () => attributionOf(f) };
+  },
+};
+const heartbeatInput: Input<Identified> = {
+  schema: HeartbeatRequest,
+  read: (value) => {
+    const f = objectFields(value);
+    return { pool: poolKeyOf(f.pool), visitor: visitorOf(f.visitor) };
+  },
+};
+const eventInput: Input<Identified & { event: () => BrowserEvent }> = {
+  schema: EventRequest,
+  read: (value) => {
+    const f = objectFields(value);
+    return { pool: poolKeyOf(f.pool), visitor: visitorOf(f.visitor), event: () => eventOf(f) };
+  },
+};
+
+/**
+ * An action's work once its pool and visitor are known good. Positional, and answering a value
+ * at hand as it is (not from an async function): a warm lease allocates no context object and
+ * takes no extra turn of the microtask queue.
+ */
+type Run<T> = (request: Request, address: HashedAddress, pool: Pool, visitor: string, input: T) => Response | Promise<Response>;
+
+const ACTION_ERRORS: readonly ErrorCode[] = ["rate_limited", "body_timeout", "pool_not_found", "visitor_required", "unavailable"];
+
+// The engine answers a returning visitor with the same object every time (per hold, per pool):
+// its JSON text is kept on it, under a symbol JSON.stringify skips, so a warm lease or heartbeat
+// serializes nothing. (On the object rather than in a WeakMap: one lookup fewer into a table of
+// every cached visitor, on the hottest path.) A frozen answer is serialized each time.
+const JSON_TEXT = Symbol("json");
+function answer(body: object & { [JSON_TEXT]?: string }): Response {
+  let text = body[JSON_TEXT];
+  if (text === undefined) {
+    text = JSON.stringify(body);
+    if (Object.isExtensible(body)) Object.defineProperty(body, JSON_TEXT, { value: text });
+  }
+  return new Response(text, OK_CORS);
+}
+// Never frozen: its JSON text is kept on it like the engine's answers.
+const EVENT_OK = { ok: true };
+
+/** Every action counts against its client's bucket (an IPv6 client's /64), whatever comes of it. */
+function limited(deps: Deps, request: Request, server: PeerSource | null): HashedAddress | null | Promise<HashedAddress | null> {
+  const address = hashedAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy));
+  // Decided from memory (limits/address-counter.ts, which keeps the count on the bucket's record):
+  // an address already over its limit costs no database write at all.
+  const within = deps.limits.take("dni", address.bucket);
+  if (within instanceof Promise) return within.then((ok) => (ok ? address : null));
+  return within ? address : null;
+}
+
+interface ActionDeclaration<T extends Identified> {
+  id: string;
+  action: string;
+  summary: string;
+  description: string;
+  input: Input<T>;
+  answers: Route["answers"];
+}
+
+/** A declared action: limit, body, input, pool, visitor, then `run`. Errors are answered with CORS. */
+function actionRoute<T extends Identified>(
+  deps: Deps,
+  engine: DniEngine,
+  decl: ActionDeclaration<T>,
+  run: Run<T>,
+): Route {
+  const { action, input, ...rest } = decl;
+  // Values that are at hand are not awaited: every await is a turn of the microtask queue.
+  const handle = guarded<PeerSource | null>(
+    async (request, server) => {
+      const taken = limited(deps, request, server);
+      const address = taken instanceof Promise ? await taken : taken;
+      if (address === null) return errorOf("rate_limited", "dni", ERROR_HEADERS);
+      // At most 64 KiB is ever read; an oversized, empty or non-JSON body has no fields, so it
+      // fails field validation like any body without a pool (api-v1.md), never with a bare 413.
+      const body = await readBody(request, BODY_MAX_BYTES, { deadlineMs: deps.config.bodyDeadlineMs });
+      if (body.kind === "timeout") return errorOf("body_timeout", "dni", ERROR_HEADERS);
+      // No DNI rule depends on the time.
+      const read = input.read(bodyFields(body), 0);
+      const found = read.pool === null ? null : engine.pools.get(read.pool);
+      const pool = found instanceof Promise ? await found : found;
+      if (!pool) return errorOf("pool_not_found", "dni", ERROR_HEADERS);
+      if (read.visitor === null) return errorOf("visitor_required", "dni", ERROR_HEADERS);
+      return run(request, address, pool, read.visitor, read);
+    },
+    "dni",
+    ERROR_HEADERS,
+  );
+  return {
+    ...rest,
+    tag: "Number insertion",
+    method: "POST",
+    path: DNI_PATH,
+    select: { param: "action", value: action },
+    surface: "dni",
+    access: { kind: "public", cors: true, limit: "dni (per hashed client address; every action counts)" },
+    // Read as JSON whatever its content type (the script sends text/plain to avoid a preflight).
+    body: { schema: input.schema, form: false, limit: BODY_MAX_BYTES },
+    errors: ACTION_ERRORS,
+    handle,
+  };
+}
+
+const ACTIONS = ["lease", "heartbeat", "event"] as const;
 
 /** `action` from the query string, without building the whole query object. */
 function actionOf(url: string): string | null {
@@ -50,61 +171,37 @@ function actionOf(url: string): string | null {
   }
 }
 
-// The engine answers a returning visitor with the same object every time (per hold, per pool):
-// its JSON text is kept on it, under a symbol JSON.stringify skips, so a warm lease or heartbeat
-// serializes nothing. (On the object rather than in a WeakMap: one lookup fewer into a table of
-// every cached visitor, on the hottest path.) A frozen answer is serialized each time.
-const JSON_TEXT = Symbol("json");
-function answer(body: object & { [JSON_TEXT]?: string }): Response {
-  let text = body[JSON_TEXT];
-  if (text === undefined) {
-    text = JSON.stringify(body);
-    if (Object.isExtensible(body)) Object.defineProperty(body, JSON_TEXT, { value: text });
-  }
-  return new Response(text, OK_CORS);
-}
+const NO_SELECTION: Selected = Object.freeze({ id: 0, query: Object.freeze({}), params: Object.freeze({}) }) as Selected;
 
-/** Its errors are rendered by the native route's guard (below), with the CORS header. */
-async function dniAnswer(deps: Deps, engine: DniEngine, request: Request, server: PeerSource | null): Promise<Response> {
-  const address = hashedAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy));
-  // Every action counts, whatever comes of it, per bucket (an IPv6 client's /64). Decided from
-  // memory (limits/address-counter.ts, which keeps the count on the bucket's record): an address
-  // already over its limit costs no database write at all.
-  const within = deps.limits.take("dni", address.bucket);
-  if (!(within instanceof Promise ? await within : within)) return errorOf("rate_limited", "dni", CORS);
-  const action = actionOf(request.url);
-  if (!isAction(action)) return errorOf("unknown_action", "dni", CORS);
-  // At most 64 KiB is ever read; an oversized, empty or non-JSON body has no fields, so it
-  // fails field validation like any body without a pool (api-v1.md), never with a bare 413.
-  const body = await readBody(request, BODY_MAX_BYTES, { deadlineMs: deps.config.bodyDeadlineMs });
-  if (body.kind === "timeout") return errorOf("body_timeout", "dni", CORS);
-  const fields = bodyFields(body) ?? {};
-  const key = poolKeyOf(fields.pool);
-  // Values that are at hand are not awaited: every await is a turn of the microtask queue.
-  const found = key === null ? null : engine.pools.get(key);
-  const pool = found instanceof Promise ? await found : found;
-  if (!pool) return errorOf("pool_not_found", "dni", CORS);
-  const visitor = visitorOf(fields.visitor);
-  if (visitor === null) return errorOf("visitor_required", "dni", CORS);
-  switch (action) {
-    case "lease": {
-      const visit = {
-        userAgent: request.headers.get("user-agent"),
-        ipHash: address.hash,
-        holderHash: address.bucket.hash,
-        attribution: () => attributionOf(fields),
+/** dni.php: POST dispatched on `action` among the declared actions; preflight and other methods declared with it. */
+export function dniPath(deps: Deps): PathRoute {
+  return {
+    path: DNI_PATH,
+    surface: "dni",
+    headers: CORS.headers,
+    select: { param: "action", unknown: "unknown_action" },
+    otherMethods: "method_not_allowed",
+    // The hottest path of all (src/http/native.ts).
+    native: true,
+    dispatch: (routes) => {
+      const byAction = new Map(routes.map((r) => [r.select!.value, r]));
+      // An undeclared action counts like any other before it is refused.
+      const unknown = guarded<PeerSource | null>(
+        async (request, server) => {
+          const taken = limited(deps, request, server);
+          if ((taken instanceof Promise ? await taken : taken) === null) return errorOf("rate_limited", "dni", ERROR_HEADERS);
+          return errorOf("unknown_action", "dni", ERROR_HEADERS);
+        },
+        "dni",
+        ERROR_HEADERS,
+      );
+      return (request, server) => {
+        const action = actionOf(request.url);
+        const route = action === null ? undefined : byAction.get(action);
+        return route ? route.handle(request, server, NO_SELECTION) : unknown(request, server);
       };
-      const leased = engine.lease(pool, visitor, visit);
-      return answer(leased instanceof Promise ? await leased : leased);
-    }
-    case "heartbeat": {
-      const beat = engine.heartbeat(pool, visitor);
-      return answer(beat instanceof Promise ? await beat : beat);
-    }
-    case "event":
-      await engine.event(pool, visitor, eventOf(fields));
-      return json({ ok: true }, 200, CORS);
-  }
+    },
+  };
 }
 
 function etagMatches(header: string | null, etag: string): boolean {
@@ -121,7 +218,7 @@ async function scriptAnswer(request: Request): Promise<Response> {
   const headers = {
     etag: script.etag,
     "cache-control": "public, max-age=3600",
-    "access-control-allow-origin": "*",
+    ...CORS.headers,
   };
   if (etagMatches(request.headers.get("if-none-match"), script.etag)) return new Response(null, { status: 304, headers });
   return new Response(script.body, {
@@ -129,16 +226,90 @@ async function scriptAnswer(request: Request): Promise<Response> {
   });
 }
 
-export function dniRoutes(deps: Deps) {
+export function dniRoutes(deps: Deps): Route[] {
   const engine = dniEngine(deps);
-  // The hottest path of all, served natively (src/http/native.ts), its errors answered with CORS.
-  const post = guarded((request, server) => dniAnswer(deps, engine, request, server), "dni", CORS);
-  const native: NativeRoutes = { "/hooks/dni.php": { POST: post } };
-  return {
-    native,
-    rest: new Elysia({ name: "dni" })
-      .options("/hooks/dni.php", () => new Response(null, { status: 204, headers: PREFLIGHT }))
-      .all("/hooks/dni.php", () => errorOf("method_not_allowed", "dni", POST_ONLY), { parse: "none" })
-      .get("/dni.js", ({ request }) => scriptAnswer(request)),
-  };
+  return [
+    actionRoute(
+      deps,
+      engine,
+      {
+        id: "dniLease",
+        action: "lease",
+        summary: "Lease a tracking number for a visitor",
+        description:
+          "A returning visitor renews its hold. An exhausted pool answers the configured fallback number " +
+          "(`fallback: true`). Attribution is first-touch.",
+        input: leaseInput,
+        answers: { 200: { description: "The number held for the visitor, or the fallback", schema: LeaseResult } },
+      },
+      (request, address, pool, visitor, input) => {
+        const visit = {
+          userAgent: request.headers.get("user-agent"),
+          ipHash: address.hash,
+          holderHash: address.bucket.hash,
+          attribution: input.attribution,
+        };
+        const leased = engine.lease(pool, visitor, visit);
+        return leased instanceof Promise ? leased.then(answer) : answer(leased);
+      },
+    ),
+    actionRoute(
+      deps,
+      engine,
+      {
+        id: "dniHeartbeat",
+        action: "heartbeat",
+        summary: "Keep a visitor's hold alive",
+        description: "A valid visitor without an active hold gets HTTP 200 `{ok: false, error: \"not_leased\"}`.",
+        input: heartbeatInput,
+        answers: { 200: { description: "The hold's new time to live, or not_leased", schema: HeartbeatResult } },
+      },
+      (_request, _address, pool, visitor) => {
+        const beat = engine.heartbeat(pool, visitor);
+        return beat instanceof Promise ? beat.then(answer) : answer(beat);
+      },
+    ),
+    actionRoute(
+      deps,
+      engine,
+      {
+        id: "dniEvent",
+        action: "event",
+        summary: "Record a browser event",
+        description: "Kinds other than `pageview` and `form` are stored as `custom`; `meta` over 4,000 bytes is dropped.",
+        input: eventInput,
+        answers: { 200: { description: "Recorded", schema: EventResult } },
+      },
+      async (_request, _address, pool, visitor, input) => {
+        await engine.event(pool, visitor, input.event());
+        return answer(EVENT_OK);
+      },
+    ),
+    {
+      id: "dniPreflight",
+      tag: "Number insertion",
+      summary: "CORS preflight",
+      method: "OPTIONS",
+      path: DNI_PATH,
+      access: { kind: "public", cors: true },
+      answers: { 204: { description: "POST with content-type allowed, for a day" } },
+      errors: [],
+      handle: () => CORS.preflight(),
+    },
+    {
+      id: "dniScript",
+      tag: "Number insertion",
+      summary: "The browser script",
+      description: "Cacheable for an hour by anyone, then revalidated by its ETag (304).",
+      method: "GET",
+      path: "/dni.js",
+      access: { kind: "public", cors: true },
+      answers: {
+        200: { description: "The script", contentType: "text/javascript" },
+        304: { description: "Not modified (If-None-Match)" },
+      },
+      errors: [],
+      handle: (request) => scriptAnswer(request),
+    },
+  ];
 }

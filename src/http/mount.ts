@@ -2,9 +2,10 @@
 // is a hot path (src/http/native.ts). Query-routed paths are mounted once, by their dispatcher.
 import { Elysia } from "elysia";
 import { parseQueryFromURL } from "elysia/parse-query";
-import type { NativeHandler, NativeRoutes } from "./native";
+import type { NativeRoutes } from "./native";
 import type { PeerSource } from "./client";
-import type { Route } from "./route";
+import { errorOf } from "./respond";
+import type { PathDeclaration, PathRoute, Route } from "./route";
 
 const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
@@ -17,36 +18,94 @@ export function queryOf(url: string): Record<string, string | undefined> {
   return q < 0 ? Object.create(null) : parseQueryFromURL(url, q + 1);
 }
 
-/** A route as a Bun route handler. */
-export function nativeHandler(route: Route): NativeHandler {
-  return (request, server) => route.handle(request, server, { id: 0, query: queryOf(request.url), params: NO_PARAMS });
+const METHOD_ORDER = ["GET", "POST", "OPTIONS"] as const;
+
+/** `Allow` for a set of declared methods, in one order: "POST, OPTIONS". */
+export const allowOf = (methods: Iterable<string>): string => {
+  const set = new Set(methods);
+  return METHOD_ORDER.filter((m) => set.has(m)).join(", ");
+};
+
+/** The answer of a declared path to a method none of its routes declares. */
+export function otherMethodAnswer(path: PathDeclaration, methods: Iterable<string>): () => Response {
+  const code = path.otherMethods ?? "not_found";
+  const headers = code === "method_not_allowed" ? { ...path.headers, allow: allowOf(methods) } : path.headers && { ...path.headers };
+  return () => errorOf(code, path.surface, headers);
+}
+
+type Served = { native: NativeRoutes; rest: Elysia };
+
+/** `params`: a path's parameters; Bun's native table passes none (native paths have no parameters). */
+type Handler = (request: Request, server: PeerSource | null, params?: Record<string, string>) => Response | Promise<Response>;
+
+/** A route's handler, given the query and path parameters it is selected with. */
+const routeHandler =
+  (route: Route): Handler =>
+  (request, server, params = NO_PARAMS) =>
+    route.handle(request, server, { id: 0, query: queryOf(request.url), params });
+
+/** Mounts a handler of `method` on `path`: natively (GET and POST only) or on Elysia's router. */
+function mount(to: Served, method: string, path: string, native: boolean, handler: Handler): Served {
+  const key = `${method} ${path}`;
+  if (native) {
+    if (method !== "GET" && method !== "POST") throw new Error(`route ${key}: only GET and POST are served natively`);
+    const methods = (to.native[path] ??= {});
+    if (methods[method]) throw new Error(`route ${key} is declared twice`);
+    // As it is: a dispatcher on the hottest paths takes no extra call.
+    methods[method] = handler;
+    return to;
+  }
+  const rest = to.rest.route(
+    method,
+    routerPath(path),
+    (ctx: { request: Request; server: PeerSource | null; params?: Record<string, string> }) =>
+      handler(ctx.request, ctx.server, ctx.params ?? NO_PARAMS),
+    { parse: "none" },
+  ) as unknown as Elysia;
+  return { native: to.native, rest };
 }
 
 /**
- * The routes that are not query-routed (those are mounted by their dispatchers): native ones in
- * Bun's table, the rest on an Elysia instance. A method and path declared twice is a bug.
+ * Serves the declared routes and paths: each route on Bun's table when it is a hot path
+ * (`native`), else on an Elysia instance; the routes of a query-routed path through its
+ * dispatcher, built from them, on each method they declare; every declared path's other methods
+ * with its `otherMethods` answer. A method and path served twice, or a selected route whose path
+ * has no dispatcher, is a bug, refused at start.
  */
-export function mountRoutes(routes: readonly Route[]): { native: NativeRoutes; rest: Elysia } {
-  const native: NativeRoutes = {};
-  let rest = new Elysia({ name: "declared" });
+export function mountRoutes(routes: readonly Route[], paths: readonly PathRoute[] = []): Served {
+  let served: Served = { native: {}, rest: new Elysia({ name: "declared" }) };
   const seen = new Set<string>();
-  for (const route of routes) {
-    if (route.select) continue;
-    const key = `${route.method} ${route.path}`;
+  const once = (key: string) => {
     if (seen.has(key)) throw new Error(`route ${key} is declared twice`);
     seen.add(key);
-    if (route.native) {
-      if (route.method === "OPTIONS") throw new Error(`route ${key}: only GET and POST are served natively`);
-      (native[route.path] ??= {})[route.method] = nativeHandler(route);
-      continue;
+  };
+  const byPath = new Map(paths.map((p) => [p.path, p]));
+  if (byPath.size !== paths.length) throw new Error("a path is declared twice");
+  for (const route of routes) {
+    if (!route.select) continue;
+    const path = byPath.get(route.path);
+    if (!path?.dispatch || path.select?.param !== route.select.param) {
+      throw new Error(`route ${route.id}: ${route.path} has no dispatcher on ${route.select.param}`);
     }
-    rest = rest.route(
-      route.method,
-      routerPath(route.path),
-      (ctx: { request: Request; server: PeerSource | null; params?: Record<string, string> }) =>
-        route.handle(ctx.request, ctx.server, { id: 0, query: queryOf(ctx.request.url), params: ctx.params ?? NO_PARAMS }),
-      { parse: "none" },
-    ) as unknown as Elysia;
   }
-  return { native, rest };
+  for (const path of paths) {
+    if (!path.dispatch) continue;
+    const selected = routes.filter((r) => r.path === path.path && r.select);
+    const dispatch = path.dispatch(selected);
+    for (const method of new Set(selected.map((r) => r.method))) {
+      once(`${method} ${path.path}`);
+      served = mount(served, method, path.path, !!path.native, dispatch);
+    }
+  }
+  for (const route of routes) {
+    if (route.select) continue;
+    once(`${route.method} ${route.path}`);
+    served = mount(served, route.method, route.path, !!route.native, routeHandler(route));
+  }
+  for (const path of paths) {
+    if (!path.otherMethods) continue;
+    const answer = otherMethodAnswer(path, routes.filter((r) => r.path === path.path).map((r) => r.method));
+    served = { native: served.native, rest: served.rest.all(path.path, answer, { parse: "none" }) as unknown as Elysia };
+  }
+  return served;
 }

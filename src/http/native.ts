@@ -8,6 +8,7 @@ import type { PeerSource } from "./client";
 import { errorResponse, json } from "./respond";
 
 export type NativeHandler = (request: Request, server: PeerSource) => Response | Promise<Response>;
+/** Bun's routes table, built by mountRoutes (src/http/mount.ts), which refuses a path and method served twice. */
 export type NativeRoutes = Record<string, { GET?: NativeHandler; POST?: NativeHandler }>;
 
 /** What an operation returned, as an answer: a Response as it is, anything else as JSON. */
@@ -32,20 +33,4 @@ export function guarded<A = PeerSource>(
       return fail(err);
     }
   };
-}
-
-/** The routes of several features in one table; a path and method claimed twice is a bug. */
-export function nativeRoutes(...sets: NativeRoutes[]): NativeRoutes {
-  const out: NativeRoutes = {};
-  for (const set of sets) {
-    for (const [path, methods] of Object.entries(set)) {
-      const to = (out[path] ??= {});
-      for (const method of ["GET", "POST"] as const) {
-        if (!methods[method]) continue;
-        if (to[method]) throw new Error(`native route ${method} ${path} is defined twice`);
-        to[method] = methods[method];
-      }
-    }
-  }
-  return out;
 }

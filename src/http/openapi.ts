@@ -182,12 +182,16 @@ function responses(group: readonly Declaration[]): Json {
   return out;
 }
 
-const camel = (s: string) => s.replace(/[^A-Za-z0-9]+([A-Za-z0-9])/g, (_, c: string) => c.toUpperCase()).replace(/^[^A-Za-z]+/, "");
+const camel = (s: string) => {
+  const c = s.replace(/[^A-Za-z0-9]+([A-Za-z0-9])/g, (_, ch: string) => ch.toUpperCase()).replace(/^[^A-Za-z]+/, "");
+  return c.charAt(0).toLowerCase() + c.slice(1);
+};
 
 function operation(group: readonly Declaration[]): Json {
   const first = group[0];
   const select = first.select;
-  const base = first.path.split("/").pop()!.replace(/\.[a-z]+$/, "");
+  // `/hooks/api_v1.php` → apiV1, `/book/api.php` → bookApi: unique per path.
+  const base = first.path.replace(/^\/hooks\//, "/").replace(/\.[a-z]+$/, "");
   const tags = [...new Set(group.map((d) => d.tag))];
   const op: Json = {
     tags,

@@ -58,6 +58,35 @@ export interface Selected {
   params: Record<string, string>;
 }
 
+/**
+ * What a path answers beyond its declared routes. Every path with more than one route, or whose
+ * other methods answer something else than 404 `not_found`, declares it once.
+ */
+export interface PathDeclaration {
+  path: string;
+  /** Where its errors are answered (src/errors.ts): the status of a code depends on it. */
+  surface: Surface;
+  /** Headers on every answer of the path, errors included (CORS: src/http/cors.ts). */
+  headers?: Readonly<Record<string, string>>;
+  /** A query-routed path: its parameter, and the code for a value no route of the path declares. */
+  select?: { param: string; unknown: ErrorCode };
+  /**
+   * The code for a method no route of the path declares; `method_not_allowed` answers carry
+   * `Allow` with the declared methods. Absent: `not_found`, like any unknown route.
+   */
+  otherMethods?: ErrorCode;
+}
+
+/** A handler of a whole path: a query dispatcher. */
+export type PathHandler = (request: Request, server: PeerSource | null) => Response | Promise<Response>;
+
+export interface PathRoute extends PathDeclaration {
+  /** A query-routed path's dispatcher, built from the path's selected routes (src/http/mount.ts). */
+  dispatch?: (routes: readonly Route[]) => PathHandler;
+  /** The dispatcher is served by Bun before Elysia's router (src/http/native.ts). */
+  native?: boolean;
+}
+
 export type RouteHandler = (request: Request, server: PeerSource | null, selected: Selected) => Response | Promise<Response>;
 
 export interface Route extends Declaration {
