@@ -107,7 +107,7 @@ async function serveConnection(conn: Socket, sql: Sql, config: Config): Promise<
   } catch (err) {
     status = reportError(err, io);
   }
-  log.info("control command", { command: cmd, subcommand: typeof sub === "string" && !sub.startsWith("-") ? sub : null, exit: status });
+  log.info("control command", { command: cmd, subcommand: typeof sub === "string" && /^[a-z]+$/.test(sub) ? sub : null, exit: status });
   send({ exit: status });
   conn.end();
 }

@@ -160,6 +160,6 @@ async function sequences(tx: Tx): Promise<{ create: string; setval: string }[]> 
                   schemaname, sequencename, data_type, increment_by, min_value, max_value, start_value, cache_size,
                   case when cycle then 'cycle' else 'no cycle' end) as create,
            format('select pg_catalog.setval(%L, %s, %s);', format('%I.%I', schemaname, sequencename),
-                  coalesce(last_value, start_value), last_value is not null) as setval
+                  coalesce(last_value, start_value), case when last_value is null then 'false' else 'true' end) as setval
     from pg_sequences where schemaname = 'public' order by sequencename`;
 }
