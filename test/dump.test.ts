@@ -28,7 +28,7 @@ const PROVISION = {
                scopes: ["leads:read", "leads:write", "conversations:read", "messages:write", "cti", "calls:write", "metrics:write"] }],
   dni_pools: [{ key: "acme-site", org_id: 1, name: "Acme website", numbers: ["5125550101", "5125550102"], fallback: "5125550100",
                 placeholder: "5125550199", ttl_seconds: 1800 }],
-  calendars: [{ id: 1, org_id: 1, name: "Estimates", timezone: "UTC", slot_minutes: 60, capacity: 1, min_notice_minutes: 0, horizon_days: 7,
+  calendars: [{ id: 1, org_id: 1, name: "Estimates", timezone: "UTC", slot_minutes: 60, capacity: 2, min_notice_minutes: 0, horizon_days: 7,
                 hours: Object.fromEntries(["mon", "tue", "wed", "thu", "fri", "sat", "sun"].map((d) => [d, [["00:00", "23:00"]]])),
                 links: [{ slug: "acme-estimate" }] }],
   webhooks: [{ id: 1, org_id: 1, url: "http://127.0.0.1:9/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", events: ["lead.created"] }],
@@ -122,11 +122,17 @@ beforeAll(async () => {
     for (const visitor of ["visitor-gone", "visitor-one"]) {
       expect((await call(b, "/hooks/dni.php?action=lease", { json: { pool: "acme-site", visitor, utm: { source: "g", medium: "cpc" } } })).body.ok).toBe(true);
     }
-    // Booking: the first slot, taken (capacity 1).
+    // Booking: a slot taken twice while the calendar's capacity was 2, then capacity cut to 1: the
+    // dump must load the two appointments as they are (the capacity trigger would refuse the second).
     const slots = await call(b, "/book/api.php?action=slots&s=acme-estimate");
     booked = slots.body.slots[1].epoch;
-    const book = await call(b, "/book/api.php?action=book", { json: { s: "acme-estimate", epoch: booked, name: "Ann", phone: "5125550123" } });
-    expect(book.body.ok).toBe(true);
+    for (const [name, phone] of [["Ann", "5125550123"], ["Bob", "5125550124"]]) {
+      const book = await call(b, "/book/api.php?action=book", { json: { s: "acme-estimate", epoch: booked, name, phone } });
+      expect(book.body.ok).toBe(true);
+    }
+    const cut = { ...PROVISION, calendars: [{ ...PROVISION.calendars[0], capacity: 1 }] };
+    writeFileSync(join(exe.dir, "cut.json"), JSON.stringify(cut));
+    expect((await exe.run(["provision", join(exe.dir, "cut.json")], e)).code).toBe(0);
     // Webhook deliveries: wait for the first (failed) attempt of each.
     for (let i = 0; i < 100; i++) {
       const d = JSON.parse((await exe.run(["webhooks", "deliveries", "--json"], e)).out) as { attempts: number }[];
