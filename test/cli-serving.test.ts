@@ -102,7 +102,7 @@ describe.skipIf(!built)("the CLI while serve runs on the embedded database", () 
     const get = () => fetch(`${serving.base}/hooks/api_v1.php?r=leads/424242`, { headers: { "x-api-key": key } });
     const before = await get();
     expect(before.status).toBe(404);
-    expect((await before.json()).error).toBe("not_found");
+    expect(((await before.json()) as { error: string }).error).toBe("not_found");
     const revoked = await exe.run(["keys", "revoke", String(id)], env(servedDir()));
     expect(revoked).toEqual({ code: 0, out: "", err: `revoked key ${id}\n` });
     // Refused within the key cache's minute only because serve empties it after each command.

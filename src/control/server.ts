@@ -22,6 +22,8 @@ import { SOCKET_COMMANDS, reportError, runCommand } from "./commands";
 
 /** A provisioning file is the largest thing a request carries. */
 const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+/** At shutdown, commands in flight get this long before their connections are cut (a dump to a reader that stopped reading). */
+const CLOSE_GRACE_MS = 10_000;
 /** A client that connects and sends nothing is dropped after this long. */
 const REQUEST_DEADLINE_MS = 10_000;
 
@@ -39,13 +41,13 @@ export interface Control {
 /** `afterCommand`: run after each command (the key cache is emptied: no LISTEN on the embedded database). */
 export async function startControl(sql: Sql, config: Config, afterCommand: () => void): Promise<Control> {
   const path = prepareSocketPath(config);
-  const inFlight = new Set<Promise<void>>();
+  const inFlight = new Map<Promise<void>, Socket>();
   const server: Server = createServer((conn) => {
     const done = serveConnection(conn, sql, config).finally(() => {
       inFlight.delete(done);
       afterCommand();
     });
-    inFlight.add(done);
+    inFlight.set(done, conn);
   });
   await new Promise<void>((ok, fail) => {
     server.once("error", fail);
@@ -55,8 +57,15 @@ export async function startControl(sql: Sql, config: Config, afterCommand: () =>
   return {
     path,
     close: async () => {
-      await new Promise<void>((ok) => server.close(() => ok()));
-      await Promise.allSettled([...inFlight]);
+      const closed = new Promise<void>((ok) => server.close(() => ok()));
+      let timer: Timer | undefined;
+      const late = new Promise<"late">((ok) => (timer = setTimeout(() => ok("late"), CLOSE_GRACE_MS)));
+      if ((await Promise.race([Promise.allSettled([...inFlight.keys()]), late])) === "late") {
+        for (const conn of inFlight.values()) conn.destroy();
+        await Promise.allSettled([...inFlight.keys()]);
+      }
+      clearTimeout(timer);
+      await closed;
       rmSync(path, { force: true });
     },
   };
