@@ -39,6 +39,7 @@ commands:
                              visitors, page views, form events and calls per pool and UTM source/medium/campaign
   dump [FILE]                a plain SQL dump of the whole database (stdout, or FILE created 0600),
                              for psql into an empty PostgreSQL 14+; works while serve runs
+  restore FILE               load such a dump into an empty database (a new DATA_DIR, or DATABASE_URL)
   version                    print the version
   --help                     this text
 
@@ -156,6 +157,13 @@ while serve runs (on the embedded database serve itself takes it, over its contr
 into an EMPTY PostgreSQL 14+ database with psql, then serve with DATABASE_URL naming it.
 example: leadline dump /var/backups/leadline.sql && psql -v ON_ERROR_STOP=1 -f /var/backups/leadline.sql postgres://leadline@db/leadline
 `,
+  restore: `usage: leadline restore FILE
+Loads a dump written by leadline dump (- reads standard input) into an EMPTY database, in one
+transaction: a new DATA_DIR (the move back from PostgreSQL, or a restore of a backup), or the
+database DATABASE_URL names (psql -v ON_ERROR_STOP=1 -f FILE does the same there). Refused when
+the database has any table; run it before the first serve, which would create the schema.
+example: DATA_DIR=/var/lib/leadline/data leadline restore /var/backups/leadline.sql
+`,
   version: `usage: leadline version
 Prints the version.
 `,
@@ -226,6 +234,14 @@ export async function runCli(argv: string[]): Promise<number> {
       case "dni":
       case "dump":
         return await operatorCommand(config, argv);
+      case "restore": {
+        if (rest.length !== 1 || (rest[0].startsWith("-") && rest[0] !== "-")) throw new UsageError("usage: leadline restore FILE");
+        const { restoreDump } = await import("./dump/restore");
+        // Not migrated first: the database must be empty, and the dump brings its own schema.
+        const rows = await withDb(config, (db) => restoreDump(db.sql, rest[0]), false);
+        process.stderr.write(`restored ${rows} rows from ${rest[0]}\n`);
+        return 0;
+      }
       default:
         throw new UsageError(`unknown command ${JSON.stringify(cmd)}; see leadline --help`);
     }

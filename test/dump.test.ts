@@ -9,6 +9,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import postgres from "postgres";
 import { copyField } from "../src/dump/dump";
+import { copyValue } from "../src/dump/restore";
 import { databaseUrl } from "./harness/db";
 import { built, Exe, type Serving } from "./harness/exe";
 
@@ -235,9 +236,30 @@ describe.skipIf(!ready)("leadline dump", () => {
     expect(body(again.out)).toEqual(body(readFileSync(join(exe.dir, "pg1.sql"), "utf8")));
   }, 60_000);
 
+  test("leadline restore loads the embedded dump into a new DATA_DIR unchanged, and refuses a database that is not empty", async () => {
+    const e = env({ DATA_DIR: join(exe.dir, "restored") });
+    const restored = await exe.run(["restore", join(exe.dir, "dump.sql")], e);
+    expect(restored.code).toBe(0);
+    expect(restored.err).toMatch(/^restored \d+ rows from .*dump\.sql\n$/);
+    const again = await exe.run(["dump"], e);
+    expect(again.code).toBe(0);
+    expect(body(again.out)).toEqual(body(dumpText));
+    const twice = await exe.run(["restore", join(exe.dir, "dump.sql")], e);
+    expect(twice.code).toBe(1);
+    expect(twice.err).toMatch(/^leadline: restore needs an empty database, and this one has \d+ tables/);
+    // A truncated dump loads nothing: one transaction.
+    const cut = dumpText.slice(0, dumpText.indexOf("\\.\n", dumpText.indexOf("copy public.leads ")));
+    writeFileSync(join(exe.dir, "cut.sql"), cut);
+    const partial = await exe.run(["restore", join(exe.dir, "cut.sql")], env({ DATA_DIR: join(exe.dir, "partial") }));
+    expect(partial.code).toBe(1);
+    expect(partial.err).toBe(`leadline: ${join(exe.dir, "cut.sql")} ends inside the rows of public.leads: the dump is incomplete\n`);
+    expect((await exe.run(["keys", "list", "--json"], env({ DATA_DIR: join(exe.dir, "partial") }))).out).toBe("[]\n");
+  }, 120_000);
+
   test("COPY text escaping", () => {
     expect(copyField(null)).toBe("\\N");
     expect(copyField("a\tb\\c\nd\re")).toBe("a\\tb\\\\c\\nd\\re");
     expect(copyField("\\N")).toBe("\\\\N");
+    for (const v of [null, "\\N", "a\tb\\c\nd\re", "plain", ""]) expect(copyValue(copyField(v))).toBe(v);
   });
 });
