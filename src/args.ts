@@ -1,7 +1,38 @@
 // What the operator commands (`keys`, `webhooks`, `dni`) share: option parsing that rejects
 // anything unknown, positional checks, and plain-text tables. Usage problems are UsageErrors
 // (exit 2), each naming the command.
+import { readFile } from "node:fs/promises";
 import { UsageError } from "./errors";
+
+/**
+ * Where a command writes and reads: the process's own streams from a terminal, or a per-request
+ * sink when `serve` runs the command for a CLI on its control socket (the server's stdout is its
+ * log, so nothing a command prints may go there).
+ */
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+  /**
+   * The text of a file the command was given, standard input for "-" (`provision FILE`). Over the
+   * control socket the CLI reads it and sends it along: the server may not see the operator's
+   * files (another working directory, systemd's PrivateTmp/ProtectHome) nor their terminal.
+   */
+  readInput(path: string): Promise<string>;
+  /** Resolves once what was written so far has been taken by the reader (back-pressure for `dump`). */
+  flush(): Promise<void>;
+}
+
+export const stdio: Io = {
+  out: (text) => void process.stdout.write(text),
+  err: (text) => void process.stderr.write(text),
+  readInput: (path) => readFile(path === "-" ? "/dev/stdin" : path, "utf8"),
+  flush: () => drained(process.stdout),
+};
+
+/** Waits for a stream's buffer to empty when it is above its high-water mark. */
+export function drained(stream: NodeJS.WritableStream & { writableNeedDrain?: boolean }): Promise<void> {
+  return stream.writableNeedDrain ? new Promise((ok) => stream.once("drain", () => ok())) : Promise.resolve();
+}
 
 export type Flags = Map<string, string | true>;
 
@@ -82,16 +113,16 @@ export const textCell = (s: string) =>
  * again here, so a cell a caller forgot to pass through textCell still cannot drive the terminal.
  * `right`: columns aligned right (numbers).
  */
-export function printTable(rows: string[][], right: (column: number) => boolean = () => false): void {
+export function printTable(io: Io, rows: string[][], right: (column: number) => boolean = () => false): void {
   const safe = rows.map((r) => r.map(escapeControls));
   const widths = safe[0].map((_, c) => Math.max(...safe.map((r) => r[c].length)));
   for (const r of safe) {
     const line = r.map((v, c) => (right(c) ? v.padStart(widths[c]) : v.padEnd(widths[c]))).join("  ");
-    process.stdout.write(line.trimEnd() + "\n");
+    io.out(line.trimEnd() + "\n");
   }
 }
 
 /** One line of JSON with the characters JSON leaves raw (C1, U+2028…) escaped too; still valid JSON. */
 export const safeJson = (value: unknown): string => escapeControls(JSON.stringify(value));
 
-export const printJson = (value: unknown) => process.stdout.write(safeJson(value) + "\n");
+export const printJson = (io: Io, value: unknown) => io.out(safeJson(value) + "\n");

@@ -2,7 +2,11 @@
 import { loadConfig, type Config } from "./config";
 import { openDatabase, type Database } from "./db/open";
 import { migrate } from "./db/migrate";
-import { escapeControls } from "./args";
+import { createWriteStream, openSync, rmSync } from "node:fs";
+import { drained, stdio, type Io } from "./args";
+import { relayCommand, type Relay } from "./control/client";
+import { SOCKET_COMMANDS, reportError, runCommand } from "./control/commands";
+import { findSocketPath } from "./control/path";
 import { UsageError } from "./errors";
 import { setLogLevel } from "./log";
 import { VERSION } from "./version";
@@ -34,6 +38,9 @@ commands:
   secrets status             how many stored secrets are in clear and under which key
   dni report [--pool KEY] [--since YYYY-MM-DD] [--json]
                              visitors, page views, form events and calls per pool and UTM source/medium/campaign
+  dump [FILE]                a plain SQL dump of the whole database (stdout, or FILE created 0600),
+                             for psql into an empty PostgreSQL 14+; works while serve runs
+  restore FILE               load such a dump into an empty database (a new DATA_DIR, or DATABASE_URL)
   version                    print the version
   --help                     this text
 
@@ -147,6 +154,21 @@ How many stored secrets are in clear and how many are sealed under each key id (
 the key's SHA-256); never prints a secret.
 example: leadline secrets status
 `,
+  dump: `usage: leadline dump [FILE]
+Writes a plain SQL dump of the whole database (the schema as the migrations make it, every table's
+rows, every sequence's position) to standard output, or to FILE (created 0600: it holds key hashes
+and stored secrets; removed again if the dump fails). Read in one consistent snapshot, so it can run
+while serve runs (on the embedded database serve itself takes it, over its control socket). Load it
+into an EMPTY PostgreSQL 14+ database with psql, then serve with DATABASE_URL naming it.
+example: leadline dump /var/backups/leadline.sql && psql -v ON_ERROR_STOP=1 -f /var/backups/leadline.sql postgres://leadline@db/leadline
+`,
+  restore: `usage: leadline restore FILE
+Loads a dump written by leadline dump (- reads standard input) into an EMPTY database, in one
+transaction: a new DATA_DIR (the move back from PostgreSQL, or a restore of a backup), or the
+database DATABASE_URL names (psql -v ON_ERROR_STOP=1 -f FILE does the same there). Refused when
+the database has any table; run it before the first serve, which would create the schema.
+example: DATA_DIR=/var/lib/leadline/data leadline restore /var/backups/leadline.sql
+`,
   version: `usage: leadline version
 Prints the version.
 `,
@@ -167,10 +189,10 @@ function noArguments(cmd: string, rest: string[]): void {
   if (rest.length > 0) throw new UsageError(`${cmd}: unexpected argument ${JSON.stringify(rest[0])}; see leadline ${cmd} --help`);
 }
 
-async function withDb<T>(config: Config, fn: (db: Database) => Promise<T>): Promise<T> {
+async function withDb<T>(config: Config, fn: (db: Database) => Promise<T>, migrating = true): Promise<T> {
   const db = await openDatabase(config, "cli");
   try {
-    await migrate(db.sql);
+    if (migrating) await migrate(db.sql);
     return await fn(db);
   } finally {
     await db.close();
@@ -211,35 +233,97 @@ export async function runCli(argv: string[]): Promise<number> {
           await db.close();
         }
       }
-      case "provision": {
-        const { provisionCommand } = await import("./provision/command");
-        return await withDb(config, (db) => provisionCommand(db.sql, rest, undefined, config.secretKey));
-      }
-      case "keys": {
-        const { keysCommand } = await import("./auth/command");
-        return await withDb(config, (db) => keysCommand(db.sql, rest));
-      }
-      case "webhooks": {
-        const { webhooksCommand } = await import("./events/command");
-        return await withDb(config, (db) => webhooksCommand(db.sql, rest, { allowPrivate: config.webhookAllowPrivate, secretKey: config.secretKey }));
-      }
-      case "secrets": {
-        const { secretsCommand } = await import("./secrets/command");
-        return await withDb(config, (db) => secretsCommand(db.sql, rest, { key: config.secretKey, old: config.secretKeyOld }));
-      }
-      case "dni": {
-        const { dniCommand } = await import("./dni/command");
-        return await withDb(config, (db) => dniCommand(db.sql, rest));
+      case "provision":
+      case "keys":
+      case "webhooks":
+      case "secrets":
+      case "dni":
+      case "dump":
+        return await operatorCommand(config, argv);
+      case "restore": {
+        if (rest.length !== 1 || (rest[0].startsWith("-") && rest[0] !== "-")) throw new UsageError("usage: leadline restore FILE");
+        const { restoreDump } = await import("./dump/restore");
+        // Not migrated first: the database must be empty, and the dump brings its own schema.
+        const rows = await withDb(config, (db) => restoreDump(db.sql, rest[0]), false);
+        process.stderr.write(`restored ${rows} rows from ${rest[0]}\n`);
+        return 0;
       }
       default:
         throw new UsageError(`unknown command ${JSON.stringify(cmd)}; see leadline --help`);
     }
   } catch (err) {
-    const msg = err instanceof Error ? err.message : String(err);
-    // One form for every error line: `leadline: <what went wrong>`; the exit status tells a usage
-    // error (2) from a failure (1). Messages may quote outside text (a webhook's error, a name):
-    // escaped like every CLI output.
-    process.stderr.write(`leadline: ${escapeControls(msg.split("\n")[0])}\n`);
-    return err instanceof UsageError ? 2 : 1;
+    return reportError(err, stdio);
   }
+}
+
+/**
+ * A command on the database. On the embedded database while `serve` holds it, the command is
+ * handed to that process over its control socket (src/control/); otherwise this process opens the
+ * database itself. `dump FILE`'s file is written here either way, never by the server.
+ */
+async function operatorCommand(config: Config, argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  let command = argv;
+  let target: OutputTarget = terminal;
+  if (cmd === "dump") {
+    if (rest.length > 1 || (rest[0]?.startsWith("-") && rest[0] !== "-")) throw new UsageError("usage: leadline dump [FILE]");
+    if (rest.length === 1 && rest[0] !== "-") target = outputFile(rest[0]);
+    command = ["dump"];
+  }
+  try {
+    const path = !config.databaseUrl && SOCKET_COMMANDS.has(cmd) ? findSocketPath(config) : null;
+    if (path !== null) {
+      const input = cmd === "provision" && rest.length === 1 ? await readLocally(rest[0]) : undefined;
+      const status = await relayCommand(path, { argv: command, input }, target.relay);
+      if (status !== null) return await target.finish(status);
+    }
+    const status = await withDb(config, (db) => runCommand(db.sql, config, command, target.io), cmd !== "dump");
+    return await target.finish(status);
+  } catch (err) {
+    await target.finish(1);
+    throw err;
+  }
+}
+
+/** The file or standard input `provision` reads, read by the CLI for the server (see Io.readInput). */
+async function readLocally(path: string): Promise<{ path: string; text?: string; error?: string }> {
+  try {
+    return { path, text: await stdio.readInput(path) };
+  } catch (err) {
+    return { path, error: (err as NodeJS.ErrnoException).code ?? String(err) };
+  }
+}
+
+interface OutputTarget {
+  io: Io;
+  relay: Relay;
+  /** Closes the file (removed when the command failed: a partial dump is never left to be loaded). */
+  finish(status: number): Promise<number>;
+}
+
+const terminal: OutputTarget = {
+  io: stdio,
+  relay: { out: (text) => process.stdout.write(text), err: (text) => void process.stderr.write(text), drain: () => drained(process.stdout) },
+  finish: async (status) => status,
+};
+
+/** `dump FILE`: created 0600 (it holds key hashes and stored secrets), replaced if it exists. */
+function outputFile(path: string): OutputTarget {
+  let fd: number;
+  try {
+    fd = openSync(path, "w", 0o600);
+  } catch (err) {
+    throw new Error(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  const stream = createWriteStream("", { fd });
+  let finished: Promise<number> | undefined;
+  return {
+    io: { ...stdio, out: (text) => void stream.write(text), flush: () => drained(stream) },
+    relay: { out: (text) => stream.write(text), err: stdio.err, drain: () => drained(stream) },
+    finish: (status) =>
+      (finished ??= new Promise<void>((ok, fail) => stream.end((err?: Error | null) => (err ? fail(err) : ok()))).then(() => {
+        if (status !== 0) rmSync(path, { force: true });
+        return status;
+      })),
+  };
 }

@@ -6,6 +6,11 @@ export type LogLevel = "debug" | "info" | "warn" | "error";
 export interface Config {
   databaseUrl: string | null;
   dataDir: string;
+  /**
+   * Where the embedded server's control socket goes when DATA_DIR's path is too long for a Unix
+   * socket address: XDG_RUNTIME_DIR, else /tmp (a private 0700 directory is made inside).
+   */
+  runtimeDir: string;
   port: number;
   host: string;
   /** The public base address; BASE_URL, else the provisioned setting (applied at start), else localhost. */
@@ -112,6 +117,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return {
     databaseUrl,
     dataDir: env.DATA_DIR?.trim() || "./leadline-data",
+    runtimeDir: env.XDG_RUNTIME_DIR?.trim() || "/tmp",
     port,
     host: hostName(env.HOST?.trim() || "0.0.0.0"),
     baseUrl,

@@ -295,10 +295,15 @@ describe.skipIf(missing)("the executable", () => {
       ]);
 
       // PGlite is one session: a second process must be refused, never open the directory too.
-      const beside = await run(["keys", "list"], env);
+      // An operator command beside serve is run by serve itself (its control socket); anything
+      // that would open the database meets the lock.
+      const beside = await run(["migrate"], env);
       expect(beside.code).not.toBe(0);
       expect(beside.err).toMatch(/^leadline: [^\n]*in use by process \d+[^\n]*\n$/);
       expect(beside.err).toContain(`process ${first.pid}`);
+      const relayed = await run(["keys", "list", "--json"], env);
+      expect(relayed.code).toBe(0);
+      expect(first.lines.some((l) => l.includes('"msg":"control command","command":"keys"'))).toBe(true);
 
       const started = Date.now();
       expect(await first.stop()).toBe(0);
@@ -339,9 +344,14 @@ describe.skipIf(missing)("the embedded database's directory and session", () => 
         expect(loose).toEqual([]);
         expect(walk(data).length).toBeGreaterThan(500);
         expect(walk(data).filter((e) => e.kind === "socket")).toEqual([]);
-        // No way in: the process listens on the API's TCP port and on no Unix socket.
+        // No way in to the database: the process listens on the API's TCP port and on one Unix
+        // socket, the control socket for operator commands (DATA_DIR's path is too long for a socket
+        // address here, so it is in a private directory recorded in DATA_DIR), 0600 in a 0700 directory.
         expect(listeningPorts(s.pid)).toEqual([Number(new URL(s.base).port)]);
-        expect(listeningUnixSockets(s.pid)).toEqual([]);
+        const control = readFileSync(join(data, "control.path"), "utf8").trim();
+        expect(listeningUnixSockets(s.pid)).toEqual([control]);
+        expect(statSync(control).mode & 0o777).toBe(0o600);
+        expect(statSync(join(control, "..")).mode & 0o777).toBe(0o700);
         // pg_dump (Debian's, where installed) and postgres.js, each told the directory: what
         // `pg_dump -h DATA_DIR` did to a server that served on a socket there.
         if (Bun.which("pg_dump")) {

@@ -7,6 +7,7 @@ import { systemClock, type Clock } from "../clock";
 import { ConfigError, type Config } from "../config";
 import { migrate } from "../db/migrate";
 import { openDatabase, type Database } from "../db/open";
+import { startControl, type Control } from "../control/server";
 import { automationHandler, automationWorkers } from "../automations/jobs";
 import { demoBanner, provisionDemo, type DemoOutcome } from "../demo/provision";
 import { dniWorkers } from "../dni/instance";
@@ -156,7 +157,18 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
     await db.close().catch(() => {});
     throw err;
   }
-  log.info("listening", { version: VERSION, host: config.host, port: running.port, embedded: db.embedded });
+  // The CLI's way in while this process holds the embedded database (src/control/server.ts). The
+  // key cache is emptied after each command: there is no LISTEN here to announce key changes.
+  let control: Control | null = null;
+  if (db.embedded) {
+    try {
+      control = await startControl(db.sql, running.deps.config, () => running.deps.keys.invalidate());
+    } catch (err) {
+      await running.stop().catch(() => {});
+      throw new Error(`cannot open the control socket: ${(err as Error).message}`);
+    }
+  }
+  log.info("listening", { version: VERSION, host: config.host, port: running.port, embedded: db.embedded, ...(control ? { control: control.path } : {}) });
   if (!config.ipSalt) log.warn("NPK_IP_SALT is not set; client-address hashes use a generated per-installation salt");
   if (demo !== null) process.stdout.write(demoBanner(demo, running.deps.config.baseUrl));
   await new Promise<void>((resolve) => {
@@ -167,6 +179,7 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
     process.once("SIGTERM", () => onSignal("SIGTERM"));
     process.once("SIGINT", () => onSignal("SIGINT"));
   });
+  await control?.close();
   await running.stop();
   log.info("stopped");
   return 0;

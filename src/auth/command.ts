@@ -1,7 +1,7 @@
 // `leadline keys …`: argument parsing and output only; the queries live in admin.ts.
 import { systemClock, type Clock } from "../clock";
 import type { Sql } from "../db/client";
-import { noPositional, oneId, parseArgs, positiveInt, printJson, printTable, textCell, timeCell } from "../args";
+import { noPositional, oneId, parseArgs, positiveInt, printJson, printTable, stdio, textCell, timeCell, type Io } from "../args";
 import { UsageError } from "../errors";
 import { createKey, listKeys, revokeKey, rotateKey, type IssuedKey, type KeyListing } from "./admin";
 import { SCOPES, isScope, type Scope } from "./keys";
@@ -16,19 +16,19 @@ function parseScopes(raw: string | true | undefined): Scope[] {
 }
 
 /** The plaintext is printed once: a JSON object, or the key alone on stdout's last line. */
-function printIssued(issued: IssuedKey, json: boolean, verb: string) {
+function printIssued(io: Io, issued: IssuedKey, json: boolean, verb: string) {
   if (json) {
     const { id, key, name, org_id, scopes, agent } = issued;
-    printJson({ id, key, name, org_id, scopes, agent });
+    printJson(io, { id, key, name, org_id, scopes, agent });
     return;
   }
   const org = issued.org_id === null ? "platform-global" : `org ${issued.org_id}`;
   const agent = issued.agent === null ? "" : `, agent ${textCell(issued.agent)}`;
-  process.stderr.write(`${verb} key ${issued.id} (${org}, scopes ${issued.scopes.join(",")}${agent}); it is shown only once:\n`);
-  process.stdout.write(issued.key + "\n");
+  io.err(`${verb} key ${issued.id} (${org}, scopes ${issued.scopes.join(",")}${agent}); it is shown only once:\n`);
+  io.out(issued.key + "\n");
 }
 
-function printListing(keys: KeyListing[], json: boolean) {
+function printListing(io: Io, keys: KeyListing[], json: boolean) {
   if (json) {
     const out = keys.map((k) => ({
       id: k.id,
@@ -43,7 +43,7 @@ function printListing(keys: KeyListing[], json: boolean) {
       revoked_at: k.revoked_at,
       last_used_at: k.last_used_at,
     }));
-    printJson(out);
+    printJson(io, out);
     return;
   }
   const rows = [
@@ -60,10 +60,10 @@ function printListing(keys: KeyListing[], json: boolean) {
       timeCell(k.last_used_at),
     ]),
   ];
-  printTable(rows);
+  printTable(io, rows);
 }
 
-export async function keysCommand(sql: Sql, args: string[], clock: Clock = systemClock): Promise<number> {
+export async function keysCommand(sql: Sql, args: string[], clock: Clock = systemClock, io: Io = stdio): Promise<number> {
   const [sub, ...rest] = args;
   switch (sub) {
     case "create": {
@@ -78,27 +78,27 @@ export async function keysCommand(sql: Sql, args: string[], clock: Clock = syste
         agent: typeof agent === "string" ? agent : null,
         name: typeof name === "string" ? name : "",
       });
-      printIssued(issued, flags.has("--json"), "created");
+      printIssued(io, issued, flags.has("--json"), "created");
       return 0;
     }
     case "list": {
       const { flags, positional } = parseArgs("keys list", rest, [], ["--json"]);
       noPositional("keys list", positional);
-      printListing(await listKeys(sql), flags.has("--json"));
+      printListing(io, await listKeys(sql), flags.has("--json"));
       return 0;
     }
     case "revoke": {
       const { positional } = parseArgs("keys revoke", rest, [], []);
       const id = oneId("keys revoke", "ID", positional);
       await revokeKey(sql, id, new Date(clock.now()));
-      process.stderr.write(`revoked key ${id}\n`);
+      io.err(`revoked key ${id}\n`);
       return 0;
     }
     case "rotate": {
       const { flags, positional } = parseArgs("keys rotate", rest, [], ["--json"]);
       const id = oneId("keys rotate", "ID", positional);
       const issued = await rotateKey(sql, id, new Date(clock.now()));
-      printIssued(issued, flags.has("--json"), `revoked key ${id}; created`);
+      printIssued(io, issued, flags.has("--json"), `revoked key ${id}; created`);
       return 0;
     }
     default:

@@ -5,6 +5,10 @@ import { migrations } from "./migrations";
 
 const MIGRATION_LOCK = 727_001;
 
+/** The table of applied migrations, made by the runner itself (and by a dump, src/dump/). */
+export const SCHEMA_MIGRATIONS_TABLE = `create table if not exists schema_migrations (
+  version integer primary key, name text not null, applied_at timestamptz not null default now())`;
+
 export function checkContiguous(list: ReadonlyArray<{ version: number; name: string }>): void {
   list.forEach((m, i) => {
     if (m.version !== i + 1) throw new Error(`migration ${m.name} is numbered ${m.version}, expected ${i + 1}`);
@@ -17,8 +21,7 @@ export async function migrate(sql: Sql, list = migrations): Promise<string[]> {
   return sql.begin(async (tx) => {
     await tx`set local statement_timeout = 0`;
     await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK})`;
-    await tx`create table if not exists schema_migrations (
-      version integer primary key, name text not null, applied_at timestamptz not null default now())`;
+    await tx.unsafe(SCHEMA_MIGRATIONS_TABLE);
     const done = new Set((await tx<{ version: number }[]>`select version from schema_migrations`).map((r) => r.version));
     const latest = Math.max(0, ...done);
     if (latest > list.length) {

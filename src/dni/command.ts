@@ -1,7 +1,7 @@
 // `leadline dni report [--pool KEY] [--since YYYY-MM-DD] [--json]`: argument parsing and output
 // only; the query lives in report.ts.
 import type { Sql } from "../db/client";
-import { noPositional, parseArgs, printJson, printTable, textCell } from "../args";
+import { noPositional, parseArgs, printJson, printTable, stdio, textCell, type Io } from "../args";
 import { UsageError } from "../errors";
 import { dniReport, type ReportRow } from "./report";
 
@@ -36,10 +36,11 @@ function parseReportArgs(args: string[]): ReportArgs {
 }
 
 /** UTM values come from visitors' URLs: textCell escapes any control characters in them. */
-function printReport(rows: ReportRow[]): void {
+function printReport(io: Io, rows: ReportRow[]): void {
   const shown = (s: string) => (s === "" ? "-" : textCell(s));
   const total = (k: "visitors" | "pageviews" | "forms" | "calls") => String(rows.reduce((n, r) => n + r[k], 0));
   printTable(
+    io,
     [
       ["POOL", "SOURCE", "MEDIUM", "CAMPAIGN", "VISITORS", "PAGEVIEWS", "FORMS", "CALLS"],
       ...rows.map((r) => [
@@ -52,7 +53,7 @@ function printReport(rows: ReportRow[]): void {
   );
 }
 
-export async function dniCommand(sql: Sql, args: string[]): Promise<number> {
+export async function dniCommand(sql: Sql, args: string[], io: Io = stdio): Promise<number> {
   const [sub, ...rest] = args;
   if (sub !== "report") {
     throw new UsageError(sub === undefined ? USAGE : `dni: unknown subcommand ${JSON.stringify(sub)}; ${USAGE}`);
@@ -60,11 +61,11 @@ export async function dniCommand(sql: Sql, args: string[]): Promise<number> {
   const opts = parseReportArgs(rest);
   const rows = await dniReport(sql, { pool: opts.pool, since: opts.since });
   if (opts.json) {
-    printJson(rows);
+    printJson(io, rows);
   } else if (rows.length === 0) {
-    process.stderr.write("no visitors, page views, form events or calls" + (opts.pool ? ` for pool ${textCell(opts.pool)}` : "") + "\n");
+    io.err("no visitors, page views, form events or calls" + (opts.pool ? ` for pool ${textCell(opts.pool)}` : "") + "\n");
   } else {
-    printReport(rows);
+    printReport(io, rows);
   }
   return 0;
 }

@@ -1,7 +1,7 @@
 // `leadline webhooks …`: argument parsing and output only; queries in admin.ts, sending in deliver.ts.
 import type { Sql } from "../db/client";
 import type { Clock } from "../clock";
-import { noPositional, oneId, parseArgs, positiveInt, printJson, printTable, textCell as cell, timeCell as time } from "../args";
+import { noPositional, oneId, parseArgs, positiveInt, printJson, printTable, stdio, textCell as cell, timeCell as time, type Io } from "../args";
 import { UsageError } from "../errors";
 import { enableEndpoint, listAttempts, listDeliveries, listEndpoints } from "./admin";
 import { deliveryOptions, replayDelivery, type DeliveryOptions } from "./deliver";
@@ -18,12 +18,12 @@ export interface WebhooksCommandOptions {
 
 const cut = (s: string, n: number) => (s.length > n ? s.slice(0, n - 1) + "…" : s);
 
-async function list(sql: Sql, args: string[]) {
+async function list(io: Io, sql: Sql, args: string[]) {
   const { flags, positional } = parseArgs("webhooks list", args, [], ["--json"]);
   noPositional("webhooks list", positional);
   const endpoints = await listEndpoints(sql);
-  if (flags.has("--json")) return printJson(endpoints);
-  printTable([
+  if (flags.has("--json")) return printJson(io, endpoints);
+  printTable(io, [
     ["ID", "ORG", "URL", "EVENTS", "STATE", "PENDING", "FAILED", "LAST_DELIVERED"],
     ...endpoints.map((e) => [
       String(e.id),
@@ -38,7 +38,7 @@ async function list(sql: Sql, args: string[]) {
   ]);
 }
 
-async function deliveries(sql: Sql, args: string[]) {
+async function deliveries(io: Io, sql: Sql, args: string[]) {
   const { flags, positional } = parseArgs("webhooks deliveries", args, ["--endpoint", "--limit"], ["--failed", "--json"]);
   noPositional("webhooks deliveries", positional);
   const endpoint = flags.get("--endpoint");
@@ -48,8 +48,8 @@ async function deliveries(sql: Sql, args: string[]) {
     failed: flags.has("--failed"),
     limit: typeof limit === "string" ? Math.min(positiveInt("webhooks deliveries", "--limit", limit), 10_000) : 100,
   });
-  if (flags.has("--json")) return printJson(rows);
-  printTable([
+  if (flags.has("--json")) return printJson(io, rows);
+  printTable(io, [
     ["ID", "ENDPOINT", "EVENT", "TYPE", "STATUS", "ATTEMPTS", "LAST", "NEXT_ATTEMPT", "CREATED"],
     ...rows.map((d) => [
       String(d.id),
@@ -65,13 +65,13 @@ async function deliveries(sql: Sql, args: string[]) {
   ]);
 }
 
-async function attempts(sql: Sql, args: string[]) {
+async function attempts(io: Io, sql: Sql, args: string[]) {
   const { flags, positional } = parseArgs("webhooks attempts", args, [], ["--json"]);
   const id = oneId("webhooks attempts", "DELIVERY_ID", positional);
   const rows = await listAttempts(sql, id);
   if (rows === null) throw new Error(`delivery ${id} does not exist`);
-  if (flags.has("--json")) return printJson(rows);
-  printTable([
+  if (flags.has("--json")) return printJson(io, rows);
+  printTable(io, [
     ["ATTEMPT", "TRIGGER", "STARTED", "MS", "ADDRESS", "STATUS", "ERROR", "RESPONSE"],
     ...rows.map((a) => [
       String(a.id),
@@ -86,7 +86,7 @@ async function attempts(sql: Sql, args: string[]) {
   ]);
 }
 
-async function replay(sql: Sql, args: string[], opts: WebhooksCommandOptions): Promise<number> {
+async function replay(io: Io, sql: Sql, args: string[], opts: WebhooksCommandOptions): Promise<number> {
   const { flags, positional } = parseArgs("webhooks replay", args, [], ["--json"]);
   const id = oneId("webhooks replay", "DELIVERY_ID", positional);
   const clock = opts.clock ?? { now: () => Date.now() };
@@ -94,37 +94,37 @@ async function replay(sql: Sql, args: string[], opts: WebhooksCommandOptions): P
   const o = r.outcome;
   const ok = o.status !== null && o.status >= 200 && o.status < 300;
   if (flags.has("--json")) {
-    printJson({ delivery_id: r.delivery_id, event_id: r.event_id, attempt_id: r.attempt_id, ok, ...o });
+    printJson(io, { delivery_id: r.delivery_id, event_id: r.event_id, attempt_id: r.attempt_id, ok, ...o });
     return ok ? 0 : 1;
   }
   if (!ok) throw new Error(`delivery ${id} replayed as attempt ${r.attempt_id} of ${r.event_id}: ${o.error}`);
-  process.stdout.write(`delivery ${id} replayed as attempt ${r.attempt_id} of ${r.event_id}: HTTP ${o.status} in ${o.durationMs} ms\n`);
+  io.out(`delivery ${id} replayed as attempt ${r.attempt_id} of ${r.event_id}: HTTP ${o.status} in ${o.durationMs} ms\n`);
   return 0;
 }
 
-async function enable(sql: Sql, args: string[]) {
+async function enable(io: Io, sql: Sql, args: string[]) {
   const { positional } = parseArgs("webhooks enable", args, [], []);
   const id = oneId("webhooks enable", "ID", positional);
   if (!(await enableEndpoint(sql, id))) throw new Error(`endpoint ${id} does not exist`);
-  process.stderr.write(`enabled endpoint ${id}\n`);
+  io.err(`enabled endpoint ${id}\n`);
 }
 
-export async function webhooksCommand(sql: Sql, args: string[], opts: WebhooksCommandOptions): Promise<number> {
+export async function webhooksCommand(sql: Sql, args: string[], opts: WebhooksCommandOptions, io: Io = stdio): Promise<number> {
   const [sub, ...rest] = args;
   switch (sub) {
     case "list":
-      await list(sql, rest);
+      await list(io, sql, rest);
       return 0;
     case "deliveries":
-      await deliveries(sql, rest);
+      await deliveries(io, sql, rest);
       return 0;
     case "attempts":
-      await attempts(sql, rest);
+      await attempts(io, sql, rest);
       return 0;
     case "replay":
-      return replay(sql, rest, opts);
+      return replay(io, sql, rest, opts);
     case "enable":
-      await enable(sql, rest);
+      await enable(io, sql, rest);
       return 0;
     default:
       throw new UsageError(

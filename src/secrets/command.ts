@@ -1,7 +1,7 @@
 // `leadline secrets …`: re-sealing stored provider credentials and webhook secrets under a new
 // LEADLINE_SECRET_KEY, and saying under which key each is stored. Queries in stored.ts.
 import type { Sql } from "../db/client";
-import { noPositional, parseArgs } from "../args";
+import { noPositional, parseArgs, stdio, type Io } from "../args";
 import { UsageError } from "../errors";
 import { keyId, sealedBy } from "./seal";
 import { rotateSecrets, storedSecrets } from "./stored";
@@ -11,14 +11,14 @@ export interface SecretKeys {
   old: Buffer | null;
 }
 
-export async function secretsCommand(sql: Sql, args: string[], keys: SecretKeys): Promise<number> {
+export async function secretsCommand(sql: Sql, args: string[], keys: SecretKeys, io: Io = stdio): Promise<number> {
   const [sub, ...rest] = args;
   switch (sub) {
     case "rotate": {
       noPositional("secrets rotate", parseArgs("secrets rotate", rest, [], []).positional);
       if (keys.key === null) throw new UsageError("secrets rotate: LEADLINE_SECRET_KEY (the new key) is not set");
       const r = await rotateSecrets(sql, keys.key, keys.old);
-      process.stdout.write(
+      io.out(
         `secrets under key ${keyId(keys.key)}: ${r.resealed} re-sealed from the old key, ${r.sealed} sealed from clear, ${r.unchanged} already sealed\n`,
       );
       return 0;
@@ -31,8 +31,8 @@ export async function secretsCommand(sql: Sql, args: string[], keys: SecretKeys)
         const label = by === null ? "clear" : `key ${by}${keys.key !== null && by === keyId(keys.key) ? " (LEADLINE_SECRET_KEY)" : ""}`;
         counts.set(label, (counts.get(label) ?? 0) + 1);
       }
-      if (counts.size === 0) process.stdout.write("no stored secrets\n");
-      for (const [label, n] of counts) process.stdout.write(`${label}: ${n}\n`);
+      if (counts.size === 0) io.out("no stored secrets\n");
+      for (const [label, n] of counts) io.out(`${label}: ${n}\n`);
       return 0;
     }
     default:

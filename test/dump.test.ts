@@ -1,0 +1,265 @@
+// `leadline dump` end to end, on the compiled executable: an embedded installation with leads,
+// keys, a DNI pool with live holds and hold history, an appointment, messages, webhook deliveries
+// and a key's rate sequence is dumped while serving, loaded with psql into an empty PostgreSQL,
+// and `serve` with DATABASE_URL then answers a set of reads exactly as the embedded server did.
+// Then a dump of that PostgreSQL installation loads into another empty one, unchanged.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import postgres from "postgres";
+import { copyField } from "../src/dump/dump";
+import { copyValue } from "../src/dump/restore";
+import { databaseUrl } from "./harness/db";
+import { built, Exe, type Serving } from "./harness/exe";
+
+const adminUrl = process.env.LEADLINE_TEST_ADMIN_URL;
+const PSQL = ["/usr/lib/postgresql/15/bin/psql", "/usr/bin/psql"].find((p) => existsSync(p));
+const ready = built && !!adminUrl && !!PSQL;
+if (!ready) console.warn(`test/dump.test.ts: SKIPPED: ${!built ? "dist/leadline is missing (make build)" : !adminUrl ? "run through bun test/run.ts" : "no psql"}`);
+
+const KEY = "lk_dumptest_0123456789abcdefghijklmnopqrstuv";
+const PROVISION = {
+  orgs: [{ id: 1, name: "Acme", company: "Acme LLC", timezone: "America/Chicago", consent: "implied",
+           sms: { base_url: "http://127.0.0.1:9", account_sid: "AC" + "0".repeat(32), auth_token: "t", from: "5125550100" } }],
+  campaigns: [{ id: "ACME", org_id: 1, name: "Acme inbound" }],
+  lists: [{ id: 101, campaign_id: "ACME", name: "Web leads" }],
+  users: [{ id: "agent7", org_id: 1, name: "Dana" }],
+  api_keys: [{ name: "all", org_id: 1, key: KEY, agent: "agent7",
+               scopes: ["leads:read", "leads:write", "conversations:read", "messages:write", "cti", "calls:write", "metrics:write"] }],
+  dni_pools: [{ key: "acme-site", org_id: 1, name: "Acme website", numbers: ["5125550101", "5125550102"], fallback: "5125550100",
+                placeholder: "5125550199", ttl_seconds: 1800 }],
+  calendars: [{ id: 1, org_id: 1, name: "Estimates", timezone: "UTC", slot_minutes: 60, capacity: 2, min_notice_minutes: 0, horizon_days: 7,
+                hours: Object.fromEntries(["mon", "tue", "wed", "thu", "fri", "sat", "sun"].map((d) => [d, [["00:00", "23:00"]]])),
+                links: [{ slug: "acme-estimate" }] }],
+  webhooks: [{ id: 1, org_id: 1, url: "http://127.0.0.1:9/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", events: ["lead.created"] }],
+};
+
+let exe: Exe;
+const dbs: string[] = [];
+let embedded: Answers;
+let moved: Answers;
+let dumpText = "";
+let booked = 0;
+
+const env = (extra: Record<string, string>) => ({ WEBHOOK_ALLOW_PRIVATE: "true", ...extra });
+
+async function call(base: string, path: string, init: { json?: unknown; key?: boolean } = {}) {
+  const r = await fetch(base + path, {
+    method: init.json === undefined ? "GET" : "POST",
+    headers: { "content-type": "application/json", ...(init.key ? { "x-api-key": KEY } : {}) },
+    body: init.json === undefined ? undefined : JSON.stringify(init.json),
+  });
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  return { status: r.status, body: (await r.json()) as any };
+}
+
+interface Answers {
+  [read: string]: unknown;
+}
+
+/** The reads compared across the move; each is an HTTP answer, status and body. */
+async function reads(base: string): Promise<Answers> {
+  const slots = await call(base, "/book/api.php?action=slots&s=acme-estimate");
+  return {
+    lead: await call(base, "/hooks/api_v1.php?r=leads/1", { key: true }),
+    otherLead: await call(base, "/hooks/api_v1.php?r=leads/2", { key: true }),
+    conversation: await call(base, "/hooks/api_v1.php?r=conversations/1", { key: true }),
+    lookup: await call(base, "/hooks/api_v1.php?r=cti/lookup&phone=5125550123", { key: true }),
+    heartbeat: await call(base, "/hooks/dni.php?action=heartbeat", { json: { pool: "acme-site", visitor: "visitor-one" } }),
+    otherHeartbeat: await call(base, "/hooks/dni.php?action=heartbeat", { json: { pool: "acme-site", visitor: "visitor-gone" } }),
+    lease: await call(base, "/hooks/dni.php?action=lease", { json: { pool: "acme-site", visitor: "visitor-two" } }),
+    bookedSlot: (slots.body as { slots: { epoch: number }[] }).slots.find((s) => s.epoch === booked) ?? "taken",
+    slotsOk: slots.status,
+  };
+}
+
+async function admin<T>(fn: (sql: postgres.Sql) => Promise<T>): Promise<T> {
+  const sql = postgres(adminUrl!, { max: 1, onnotice: () => {} });
+  try {
+    return await fn(sql);
+  } finally {
+    await sql.end();
+  }
+}
+
+async function emptyDatabase(): Promise<string> {
+  const name = `dump_${Math.random().toString(36).slice(2, 10)}`;
+  await admin((sql) => sql`create database ${sql(name)}`);
+  dbs.push(name);
+  return databaseUrl(adminUrl!, name);
+}
+
+function psql(url: string, file: string): void {
+  const r = spawnSync(PSQL!, ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", file, url], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`psql failed (${r.status}): ${r.stderr}`);
+}
+
+/** Sorted lines after the header: two dumps of the same data, taken at different times. */
+const body = (dump: string) => dump.split("\n").slice(1).sort();
+
+let pgUrl = "";
+let deliveriesEmbedded = "";
+let deliveriesMoved = "";
+
+beforeAll(async () => {
+  if (!ready) return;
+  exe = new Exe();
+  const dataDir = join(exe.dir, "data");
+  const serving: Serving = await exe.serve(env({ DATA_DIR: dataDir }));
+  try {
+    const e = env({ DATA_DIR: dataDir });
+    writeFileSync(join(exe.dir, "p.json"), JSON.stringify(PROVISION));
+    expect((await exe.run(["provision", join(exe.dir, "p.json")], e)).code).toBe(0);
+    const b = serving.base;
+    // Leads (the automation-free org: lead.created goes to the webhook, which refuses).
+    for (const [phone, name] of [["5125550123", "Ann"], ["5125550124", "Bob \t\\ \"x\"\nnew line"]]) {
+      const r = await call(b, "/hooks/lead_intake.php", { key: true, json: { phone, first_name: name, list_id: 101 } });
+      expect(r.status).toBe(200);
+    }
+    expect((await call(b, "/hooks/api_v1.php?r=messages", { key: true, json: { lead_id: 1, channel: "note", body: "called back", operation_id: "n1" } })).body.ok).toBe(true);
+    expect((await call(b, "/hooks/api_v1.php?r=messages", { key: true, json: { lead_id: 1, channel: "sms", body: "hi", operation_id: "s1" } })).status).toBeLessThan(500);
+    expect((await call(b, "/hooks/api_v1.php?r=cti/dial", { key: true, json: { phone: "5125550123" } })).body.ok).toBe(true);
+    // DNI: two visitors hold the two numbers (live holds and their history rows); a third gets the fallback.
+    for (const visitor of ["visitor-gone", "visitor-one"]) {
+      expect((await call(b, "/hooks/dni.php?action=lease", { json: { pool: "acme-site", visitor, utm: { source: "g", medium: "cpc" } } })).body.ok).toBe(true);
+    }
+    // Booking: a slot taken twice while the calendar's capacity was 2, then capacity cut to 1: the
+    // dump must load the two appointments as they are (the capacity trigger would refuse the second).
+    const slots = await call(b, "/book/api.php?action=slots&s=acme-estimate");
+    booked = slots.body.slots[1].epoch;
+    for (const [name, phone] of [["Ann", "5125550123"], ["Bob", "5125550124"]]) {
+      const book = await call(b, "/book/api.php?action=book", { json: { s: "acme-estimate", epoch: booked, name, phone } });
+      expect(book.body.ok).toBe(true);
+    }
+    const cut = { ...PROVISION, calendars: [{ ...PROVISION.calendars[0], capacity: 1 }] };
+    writeFileSync(join(exe.dir, "cut.json"), JSON.stringify(cut));
+    expect((await exe.run(["provision", join(exe.dir, "cut.json")], e)).code).toBe(0);
+    // Webhook deliveries: wait for the first (failed) attempt of each.
+    for (let i = 0; i < 100; i++) {
+      const d = JSON.parse((await exe.run(["webhooks", "deliveries", "--json"], e)).out) as { attempts: number }[];
+      if (d.length === 2 && d.every((x) => x.attempts >= 1)) break;
+      await Bun.sleep(200);
+    }
+    deliveriesEmbedded = (await exe.run(["webhooks", "deliveries", "--json"], e)).out;
+    const dumped = await exe.run(["dump"], e);
+    expect(dumped.code).toBe(0);
+    dumpText = dumped.out;
+    const toFile = await exe.run(["dump", join(exe.dir, "file.sql")], e);
+    expect(toFile).toEqual({ code: 0, out: "", err: "" });
+    embedded = await reads(b);
+  } finally {
+    expect(await serving.stop()).toBe(0);
+  }
+  writeFileSync(join(exe.dir, "dump.sql"), dumpText);
+  pgUrl = await emptyDatabase();
+  psql(pgUrl, join(exe.dir, "dump.sql"));
+  deliveriesMoved = (await exe.run(["webhooks", "deliveries", "--json"], env({ DATABASE_URL: pgUrl }))).out;
+  const onPg = await exe.serve(env({ DATABASE_URL: pgUrl }));
+  try {
+    moved = await reads(onPg.base);
+    expect((await call(onPg.base, "/book/api.php?action=book", { json: { s: "acme-estimate", epoch: booked, name: "Cy", phone: "5125550125" } })).body.error).toBe("slot_unavailable");
+  } finally {
+    expect(await onPg.stop()).toBe(0);
+  }
+}, 240_000);
+
+afterAll(async () => {
+  if (!ready) return;
+  exe.cleanup();
+  for (const name of dbs) await admin((sql) => sql`drop database if exists ${sql(name)} with (force)`);
+});
+
+describe.skipIf(!ready)("leadline dump", () => {
+  test("embedded → dump while serving → psql into an empty PostgreSQL → the same answers", () => {
+    expect(embedded.lead).toMatchObject({ status: 200 });
+    expect(embedded.conversation).toMatchObject({ status: 200 });
+    expect((embedded.conversation as { body: { entries: unknown[] } }).body.entries.length).toBeGreaterThan(0);
+    expect(embedded.lookup).toMatchObject({ status: 200, body: { found: true, lead_id: 1 } });
+    expect(embedded.heartbeat).toMatchObject({ status: 200, body: { ok: true } });
+    expect(embedded.bookedSlot).toBe("taken");
+    expect(moved).toEqual(embedded);
+  });
+
+  test("the dump holds rows of every table the reads depend on", () => {
+    const rows = new Map<string, number>();
+    let table = "";
+    for (const line of dumpText.split("\n")) {
+      const m = /^copy public\.(\w+) /.exec(line);
+      if (m) (table = m[1]), rows.set(table, 0);
+      else if (line === "\\.") table = "";
+      else if (table) rows.set(table, rows.get(table)! + 1);
+    }
+    for (const t of ["leads", "api_keys", "dni_holds", "dni_hold_history", "appointments", "messages", "webhook_deliveries", "webhook_attempts", "dials"]) {
+      expect([t, rows.get(t)! > 0]).toEqual([t, true]);
+    }
+    // Parents before children: a lead's list before the lead, a delivery's endpoint before it.
+    const order = [...rows.keys()];
+    expect(order.indexOf("lists")).toBeLessThan(order.indexOf("leads"));
+    expect(order.indexOf("webhooks")).toBeLessThan(order.indexOf("webhook_deliveries"));
+  });
+
+  test("webhook deliveries and their attempts are the same after the move", () => {
+    expect(JSON.parse(deliveriesEmbedded).length).toBe(2);
+    expect(deliveriesMoved).toBe(deliveriesEmbedded);
+  });
+
+  test("the per-key rate sequence, made at run time by a trigger, moves with its position", async () => {
+    const m = /setval\('public\.(rate_seq_\d+)', (\d+), true\)/.exec(dumpText);
+    expect(m).not.toBeNull();
+    expect(Number(m![2])).toBeGreaterThan(3);
+    const sql = postgres(pgUrl, { max: 1 });
+    try {
+      // The moved server used the key again after the load: the sequence went on from the dump's value.
+      const [row] = await sql.unsafe(`select last_value from ${m![1]}`);
+      expect(Number(row.last_value)).toBeGreaterThan(Number(m![2]));
+    } finally {
+      await sql.end();
+    }
+  });
+
+  test("dump FILE is created 0600 and is a complete dump", () => {
+    const file = join(exe.dir, "file.sql");
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const text = readFileSync(file, "utf8");
+    expect(text.startsWith("-- leadline ")).toBe(true);
+    expect(text.endsWith("\ncommit;\n")).toBe(true);
+  });
+
+  test("a dump of a PostgreSQL installation loads into another empty one unchanged", async () => {
+    const first = await exe.run(["dump", join(exe.dir, "pg1.sql")], env({ DATABASE_URL: pgUrl }));
+    expect(first).toEqual({ code: 0, out: "", err: "" });
+    const second = await emptyDatabase();
+    psql(second, join(exe.dir, "pg1.sql"));
+    const again = await exe.run(["dump"], env({ DATABASE_URL: second }));
+    expect(again.code).toBe(0);
+    expect(body(again.out)).toEqual(body(readFileSync(join(exe.dir, "pg1.sql"), "utf8")));
+  }, 60_000);
+
+  test("leadline restore loads the embedded dump into a new DATA_DIR unchanged, and refuses a database that is not empty", async () => {
+    const e = env({ DATA_DIR: join(exe.dir, "restored") });
+    const restored = await exe.run(["restore", join(exe.dir, "dump.sql")], e);
+    expect(restored.code).toBe(0);
+    expect(restored.err).toMatch(/^restored \d+ rows from .*dump\.sql\n$/);
+    const again = await exe.run(["dump"], e);
+    expect(again.code).toBe(0);
+    expect(body(again.out)).toEqual(body(dumpText));
+    const twice = await exe.run(["restore", join(exe.dir, "dump.sql")], e);
+    expect(twice.code).toBe(1);
+    expect(twice.err).toMatch(/^leadline: restore needs an empty database, and this one has \d+ tables/);
+    // A truncated dump loads nothing: one transaction.
+    const cut = dumpText.slice(0, dumpText.indexOf("\\.\n", dumpText.indexOf("copy public.leads ")));
+    writeFileSync(join(exe.dir, "cut.sql"), cut);
+    const partial = await exe.run(["restore", join(exe.dir, "cut.sql")], env({ DATA_DIR: join(exe.dir, "partial") }));
+    expect(partial.code).toBe(1);
+    expect(partial.err).toBe(`leadline: ${join(exe.dir, "cut.sql")} ends inside the rows of public.leads: the dump is incomplete\n`);
+    expect((await exe.run(["keys", "list", "--json"], env({ DATA_DIR: join(exe.dir, "partial") }))).out).toBe("[]\n");
+  }, 120_000);
+
+  test("COPY text escaping", () => {
+    expect(copyField(null)).toBe("\\N");
+    expect(copyField("a\tb\\c\nd\re")).toBe("a\\tb\\\\c\\nd\\re");
+    expect(copyField("\\N")).toBe("\\\\N");
+    for (const v of [null, "\\N", "a\tb\\c\nd\re", "plain", ""]) expect(copyValue(copyField(v))).toBe(v);
+  });
+});
