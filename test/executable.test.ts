@@ -206,7 +206,7 @@ describe.skipIf(missing)("the executable", () => {
       ["serve"], ["migrate"], ["provision"], ["keys"], ["keys", "create"], ["keys", "list"], ["keys", "revoke"],
       ["keys", "rotate"], ["webhooks"], ["webhooks", "list"], ["webhooks", "deliveries"], ["webhooks", "attempts"],
       ["webhooks", "replay"], ["webhooks", "enable"], ["dni"], ["dni", "report"], ["secrets"], ["secrets", "rotate"],
-      ["secrets", "status"],
+      ["secrets", "status"], ["dump"], ["restore"],
     ];
     const env = { DATA_DIR: "./help-data", PORT: "1" };
     for (const words of commands) {
