@@ -1,36 +1,50 @@
 // The number-insertion API's request and answer shapes (api-v1.md "Number-insertion (DNI)
-// objects"). Requests are read leniently (rules.ts: a pool or visitor of the wrong type is one
-// that is missing); the answers are exactly these fields.
+// objects"). Requests are checked field by field on the wire (src/http/route.ts fieldsInput: a
+// field of another type reads as missing), then read by the rules of rules.ts; the answers are
+// exactly these fields.
 import { Type as t } from "@sinclair/typebox";
-import { EVENT_NAME_MAX, POOL_MAX } from "./rules";
+import { EVENT_NAME_MAX, POOL_MAX, VISITOR_MAX } from "./rules";
 
 const closed = { additionalProperties: false } as const;
-const utmText = t.Optional(t.String());
+// Text fields take numbers too, read as their text (rules.ts).
+const scalar = (description?: string) => t.Union([t.String(), t.Number()], description ? { description } : {});
+const utmText = t.Optional(scalar());
 
-// A pool or visitor sent as a number is read as its text (rules.ts); of another type, as missing.
-const pool = t.Union([t.String({ maxLength: POOL_MAX }), t.Number()]);
-const visitor = t.Union([t.String(), t.Number()]);
+/** The two fields every action needs, checked before anything else is read. */
+export const Identity = t.Object(
+  {
+    pool: scalar(`the pool's key, at most ${POOL_MAX} characters after trimming: a low-trust public identifier`),
+    visitor: scalar(`letters, digits, _ and - are kept, cut to ${VISITOR_MAX}`),
+  },
+  { additionalProperties: true },
+);
+const { pool, visitor } = Identity.properties;
 
 export const LeaseRequest = t.Object(
   {
-    pool: t.Union([t.String({ maxLength: POOL_MAX }), t.Number()], { description: "the pool's key: a low-trust public identifier" }),
-    visitor: t.Union([t.String(), t.Number()], { description: "letters, digits, _ and - are kept, cut to 48" }),
+    pool,
+    visitor,
     utm: t.Optional(t.Object({ source: utmText, medium: utmText, campaign: utmText, term: utmText, content: utmText })),
-    gclid: t.Optional(t.String()),
-    landing: t.Optional(t.String({ description: "URL" })),
-    referrer: t.Optional(t.String({ description: "URL" })),
+    utm_source: t.Optional(scalar("taken when `utm` lacks it (forms and older snippets)")),
+    utm_medium: utmText,
+    utm_campaign: utmText,
+    utm_term: utmText,
+    utm_content: utmText,
+    gclid: t.Optional(scalar()),
+    landing: t.Optional(scalar("URL")),
+    referrer: t.Optional(scalar("URL")),
   },
   { additionalProperties: true },
 );
 
-export const HeartbeatRequest = t.Object({ pool, visitor }, { additionalProperties: true });
+export const HeartbeatRequest = Identity;
 
 export const EventRequest = t.Object(
   {
     pool,
     visitor,
     kind: t.String({ description: "pageview, form or custom; anything else is stored as custom" }),
-    name: t.Optional(t.String({ description: `cut to ${EVENT_NAME_MAX} characters` })),
+    name: t.Optional(scalar(`cut to ${EVENT_NAME_MAX} characters`)),
     value: t.Optional(t.Union([t.Number(), t.String()], { description: "default 0" })),
     meta: t.Optional(t.Record(t.String(), t.Unknown(), { description: "kept when its JSON is at most 4,000 bytes" })),
   },

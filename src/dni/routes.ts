@@ -17,11 +17,12 @@ import { publicCors } from "../http/cors";
 import type { Deps } from "../http/deps";
 import { guarded } from "../http/native";
 import { errorOf, jsonHeaders } from "../http/respond";
+import { fieldChecker } from "../http/input";
 import { objectFields, type Input, type PathRoute, type Route, type Selected } from "../http/route";
 import type { DniEngine } from "./engine";
 import type { Pool } from "./pools";
 import { dniEngine } from "./instance";
-import { EventRequest, EventResult, HeartbeatRequest, HeartbeatResult, LeaseRequest, LeaseResult } from "./model";
+import { EventRequest, EventResult, HeartbeatRequest, HeartbeatResult, Identity, LeaseRequest, LeaseResult } from "./model";
 import { attributionOf, BODY_MAX_BYTES, eventOf, poolKeyOf, visitorOf, type Attribution, type BrowserEvent } from "./rules";
 import { dniScript } from "./script";
 
@@ -39,28 +40,34 @@ interface Identified {
   visitor: string | null;
 }
 
-// The body's fields through the rules of src/dni/rules.ts, once. A pool or visitor of the wrong
-// type reads as missing (pool_not_found, visitor_required); what only one action needs is read
-// lazily, after the pool and visitor are known good.
+// The body's fields checked by the compiled schemas (a field of another type reads as missing:
+// pool_not_found, visitor_required), then read by the rules of src/dni/rules.ts, once. The pool and
+// visitor are checked for every request; what only one action needs is checked and read lazily,
+// after they are known good (a warm lease reads nothing else).
+const identityFields = fieldChecker(Identity);
+const leaseFields = fieldChecker(LeaseRequest);
+const eventFields = fieldChecker(EventRequest);
 const leaseInput: Input<Identified & { attribution: () => Attribution }> = {
   schema: LeaseRequest,
   read: (value) => {
     const f = objectFields(value);
-    return { pool: poolKeyOf(f.pool), visitor: visitorOf(f.visitor), attribution: () => attributionOf(f) };
+    const id = identityFields(f);
+    return { pool: poolKeyOf(id.pool), visitor: visitorOf(id.visitor), attribution: () => attributionOf(leaseFields(f)) };
   },
 };
 const heartbeatInput: Input<Identified> = {
   schema: HeartbeatRequest,
   read: (value) => {
-    const f = objectFields(value);
-    return { pool: poolKeyOf(f.pool), visitor: visitorOf(f.visitor) };
+    const id = identityFields(objectFields(value));
+    return { pool: poolKeyOf(id.pool), visitor: visitorOf(id.visitor) };
   },
 };
 const eventInput: Input<Identified & { event: () => BrowserEvent }> = {
   schema: EventRequest,
   read: (value) => {
     const f = objectFields(value);
-    return { pool: poolKeyOf(f.pool), visitor: visitorOf(f.visitor), event: () => eventOf(f) };
+    const id = identityFields(f);
+    return { pool: poolKeyOf(id.pool), visitor: visitorOf(id.visitor), event: () => eventOf(eventFields(f)) };
   },
 };
 
