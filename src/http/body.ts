@@ -60,6 +60,22 @@ async function readLimited(request: Request, limit: number, declared: number): P
   return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
 }
 
+/**
+ * Reads and drops a body refused by its declared length. A proxy that sends the whole body before
+ * it reads the answer (nginx buffers request bodies) saw the connection reset under it and answered
+ * 502 instead of the route's 413. At most the server's ceiling (8 MiB) ever arrives, within the
+ * body deadline; a failure reading it is the same refusal.
+ */
+async function discard(request: Request): Promise<void> {
+  const reader = request.body?.getReader();
+  if (!reader) return;
+  try {
+    for (;;) if ((await reader.read()).done) return;
+  } catch {
+    // the connection went away: nothing more to read
+  }
+}
+
 const decoder = new TextDecoder("utf-8", { fatal: false });
 
 function formToRecord(params: Iterable<[string, unknown]>): Record<string, string> {
@@ -90,7 +106,12 @@ export async function readBody(request: Request, limit: number, opts: ReadOption
   const length = request.headers.get("content-length");
   const declared = length === null ? NaN : Number(length);
   const deadline = opts.deadlineMs;
-  if (Number.isFinite(declared) && declared > limit) return { kind: "too_large" };
+  if (Number.isFinite(declared) && declared > limit) {
+    const drained = await within(discard(request), deadline, () => {
+      request.body?.cancel().catch(() => {});
+    });
+    return drained === TIMED_OUT ? { kind: "timeout" } : { kind: "too_large" };
+  }
   // A declared length within the limit is read in one go, decoded natively: HTTP framing holds
   // the body to it, and the byte path below costs a copy and a decoder pass more (profiled on DNI).
   if (Number.isFinite(declared) && !multipart) {

@@ -36,9 +36,11 @@ export function errorResponse(err: unknown, surface: Surface = "key", headers?: 
 }
 
 /**
- * A body cut off by its deadline, or refused by its declared length, is answered before the rest
- * of it arrives: the connection is closed with the answer, rather than left to receive (up to
- * 8 MiB of) a body nobody reads; a graceful stop also waited on such a connection.
+ * A body cut off by its deadline, or at its route's limit while streaming in, is answered before
+ * the rest of it arrives: the connection is closed with the answer, rather than left to receive (up
+ * to 8 MiB of) a body nobody reads; a graceful stop also waited on such a connection. (A body
+ * refused by its declared length is read and dropped first, src/http/body.ts, so a proxy is never
+ * cut off mid-send.)
  */
 const CLOSE = { connection: "close" };
 const CLOSES: ReadonlySet<ErrorCode> = new Set(["body_timeout", "body_too_large"]);
