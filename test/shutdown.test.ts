@@ -24,11 +24,14 @@ afterAll(async () => {
 test("requests in flight finish, new ones are refused, counters are flushed", async () => {
   const { id, key } = await makeKey(db.sql, { scopes: ALL_SCOPES, org: 1 });
   expect((await call(app.base, "/hooks/api_v1.php?r=leads/1", { key })).status).toBe(404);
-  proxy.delay(20);
+  // Each round trip 10 ms longer: an intake (10-20 round trips) is still in flight when stop comes
+  // 30 ms later, and five of them over a pool of four stay well inside the 1 s deadline on a
+  // loaded machine (at 20 ms they did not always).
+  proxy.delay(10);
   const inflight = Array.from({ length: 5 }, (_, i) =>
     call(app.base, "/hooks/lead_intake.php", { method: "POST", key, json: { phone: `51255577${10 + i}`, list_id: 101 } }),
   );
-  await Bun.sleep(50);
+  await Bun.sleep(30);
   const stopping = app.stop();
   await Bun.sleep(20);
   const late = await fetch(`${app.base}/healthz`).then(
