@@ -1,6 +1,7 @@
 // The message send input and the Message result (api-v1.md), and who is sending.
 import { createHash } from "node:crypto";
 import { Type as t } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { Actor } from "../auth/actor";
 import { AppError, reasonStatus } from "../errors";
 import { idField } from "../http/fields";
@@ -11,7 +12,6 @@ import type { ProviderFailure } from "./twilio";
 export type { Actor };
 
 export type Channel = "sms" | "email" | "note";
-export const CHANNELS: readonly Channel[] = ["sms", "email", "note"];
 
 export interface SendInput {
   /** Null when `lead_id` is missing or not an id: answered like a lead that does not exist. */
@@ -23,13 +23,22 @@ export interface SendInput {
   operationId: string;
 }
 
-export const OPERATION_ID = /^[A-Za-z0-9_.:-]{1,96}$/;
+// The send input's fields, each compiled once: the checks below and the documented MessageInput
+// are the same schemas.
+const OperationId = t.String({ pattern: "^[A-Za-z0-9_.:-]{1,96}$", description: "the idempotency identity: reuse only for a retry of the same send" });
+const ChannelField = t.Union([t.Literal("sms"), t.Literal("email"), t.Literal("note")]);
+// Text columns cannot hold NUL.
+const TextField = t.String({ pattern: "^[^\\u0000]*$" });
+const operationIdOk = TypeCompiler.Compile(OperationId);
+const channelOk = TypeCompiler.Compile(ChannelField);
+const stringOk = TypeCompiler.Compile(t.String());
+const textOk = TypeCompiler.Compile(TextField);
 
-/** Text as given; null when absent; a refusal for other types and for NUL, which text columns cannot hold. */
+/** Text as given; null when absent; a refusal for other types and for NUL. */
 function textInput(name: string, v: unknown): string | null {
   if (v === undefined || v === null) return null;
-  if (typeof v !== "string") throw new AppError("invalid_input", `${name} must be a string`);
-  if (v.includes("\u0000")) throw new AppError("invalid_input", `${name} must not contain NUL characters`);
+  if (!stringOk.Check(v)) throw new AppError("invalid_input", `${name} must be a string`);
+  if (!textOk.Check(v)) throw new AppError("invalid_input", `${name} must not contain NUL characters`);
   return v.toWellFormed();
 }
 
@@ -39,21 +48,15 @@ function textInput(name: string, v: unknown): string | null {
  * lead (404) and an empty body (200 empty_body) need the database and come after, in the service.
  */
 export function parseSendInput(f: Record<string, unknown>): SendInput {
-  const op = f.operation_id;
-  if (typeof op !== "string" || !OPERATION_ID.test(op)) {
-    // operations.md §7 gives the body exactly: {ok: false, error: "bad_operation_id"}.
-    throw new AppError("bad_operation_id");
-  }
-  const channel = f.channel;
-  if (typeof channel !== "string" || !(CHANNELS as readonly string[]).includes(channel)) {
-    throw new AppError("invalid_input", "channel must be one of sms, email, note");
-  }
+  // operations.md §7 gives the body exactly: {ok: false, error: "bad_operation_id"}.
+  if (!operationIdOk.Check(f.operation_id)) throw new AppError("bad_operation_id");
+  if (!channelOk.Check(f.channel)) throw new AppError("invalid_input", "channel must be one of sms, email, note");
   return {
     leadId: idField(f.lead_id),
-    channel: channel as Channel,
+    channel: f.channel,
     body: textInput("body", f.body) ?? "",
     subject: textInput("subject", f.subject),
-    operationId: op,
+    operationId: f.operation_id,
   };
 }
 
@@ -124,10 +127,10 @@ export const answerOf = (r: MessageResult): SendAnswer => ({
 export const MessageInput = t.Object(
   {
     lead_id: t.Integer({ description: "a lead in the key's organization" }),
-    channel: t.Union([t.Literal("sms"), t.Literal("email"), t.Literal("note")]),
-    body: t.String({ description: "non-empty after trimming; an email body is HTML (merge values are escaped into it)" }),
-    subject: t.Optional(t.String({ description: "email only; default `Message from {company}`" })),
-    operation_id: t.String({ pattern: OPERATION_ID.source, minLength: 1, maxLength: 96 }),
+    channel: ChannelField,
+    body: t.String({ ...TextField, description: "non-empty after trimming; an email body is HTML (merge values are escaped into it)" }),
+    subject: t.Optional(t.String({ ...TextField, description: "email only; default `Message from {company}`" })),
+    operation_id: OperationId,
   },
   { additionalProperties: true },
 );
