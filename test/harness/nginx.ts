@@ -111,20 +111,32 @@ export function siteFor(shipped: string, dir: string, upstreamPorts: number[], t
  * `nginx -t` on a copy of this machine's Debian /etc/nginx (its nginx.conf, mime types, default
  * site …) with the shipped files placed as the README says: the log format in conf.d, the site in
  * sites-available linked from sites-enabled (or, with `firstCert`, only the first-certificate
- * server in sites-enabled, and no certificate anywhere). Only paths the machine lacks are
+ * server in sites-enabled, and no certificate anywhere; with `installed`, the files of that
+ * directory instead). Only paths the machine lacks are
  * rewritten: certbot's certificate (a throwaway one), and /etc/nginx, /var/log/nginx and the pid
  * file (into the copy).
  */
-export function checkAsDebian(nginx: string, options: { firstCert?: boolean } = {}): { status: number | null; output: string } {
+export function checkAsDebian(nginx: string, options: { firstCert?: boolean; installed?: string } = {}): { status: number | null; output: string } {
   const dir = mkdtempSync(join(tmpdir(), "leadline-nginx-etc-"));
   try {
     const etc = join(dir, "etc");
     mkdirSync(join(dir, "log"));
     cpSync("/etc/nginx", etc, { recursive: true, dereference: true });
-    writeFileSync(join(etc, "conf.d/leadline-log.conf"), readFileSync(SHIPPED_LOG_FORMAT));
-    if (options.firstCert) {
+    if (options.installed) {
+      // An /etc/nginx a test installed into, as the README's walkthrough does: its files over the
+      // machine's; certbot's certificate, which a test cannot have, replaced by a throwaway one.
+      cpSync(options.installed, etc, { recursive: true, dereference: true });
+      const cert = throwawayCertificate(dir);
+      for (const name of readdirSync(join(etc, "sites-enabled"))) {
+        const path = join(etc, "sites-enabled", name);
+        const text = readFileSync(path, "utf8");
+        if (text.includes("/etc/letsencrypt/live/")) writeFileSync(path, withCertificate(text, cert));
+      }
+    } else if (options.firstCert) {
+      writeFileSync(join(etc, "conf.d/leadline-log.conf"), readFileSync(SHIPPED_LOG_FORMAT));
       writeFileSync(join(etc, "sites-enabled/leadline-first-cert"), readFileSync(SHIPPED_FIRST_CERT));
     } else {
+      writeFileSync(join(etc, "conf.d/leadline-log.conf"), readFileSync(SHIPPED_LOG_FORMAT));
       writeFileSync(join(etc, "sites-available/leadline"), withCertificate(readFileSync(SHIPPED_SITE, "utf8"), throwawayCertificate(dir)));
       symlinkSync(join(etc, "sites-available/leadline"), join(etc, "sites-enabled/leadline"));
     }
@@ -146,13 +158,18 @@ export function checkAsDebian(nginx: string, options: { firstCert?: boolean } = 
 }
 
 /** The shipped site and log format in a temp prefix, in front of the instances on `upstream`. */
-export async function startNginx(nginx: string, upstream: number | number[]): Promise<RunningNginx> {
+export async function startNginx(
+  nginx: string,
+  upstream: number | number[],
+  /** The site and log format to run, when not the shipped files (e.g. as a walkthrough installed them). */
+  files: { site?: string; logFormat?: string } = {},
+): Promise<RunningNginx> {
   const dir = mkdtempSync(join(tmpdir(), "leadline-nginx-"));
   mkdirSync(join(dir, "logs"));
   mkdirSync(join(dir, "webroot"));
   throwawayCertificate(dir);
   const [tlsPort, plainPort] = [await freePort(), await freePort()];
-  writeFileSync(join(dir, "site.conf"), siteFor(readFileSync(SHIPPED_SITE, "utf8"), dir, [upstream].flat(), tlsPort, plainPort));
+  writeFileSync(join(dir, "site.conf"), siteFor(files.site ?? readFileSync(SHIPPED_SITE, "utf8"), dir, [upstream].flat(), tlsPort, plainPort));
   // The main configuration of a Debian install, reduced to what a site needs; the log format is
   // included inside http before the site, as conf.d is before sites-enabled.
   const temp = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map((t) => `  ${t}_temp_path ${dir}/${t};`).join("\n");
@@ -167,7 +184,7 @@ http {
   access_log off;
   include /etc/nginx/mime.types;
 ${temp}
-  include ${SHIPPED_LOG_FORMAT};
+  include ${files.logFormat ?? SHIPPED_LOG_FORMAT};
   include ${dir}/site.conf;
 }
 `,
