@@ -254,7 +254,7 @@ export function bookingRoutes(deps: Deps): Route[] {
       query: t.Object({ v: t.Optional(t.String({ description: "the page's version: the answer is then immutable" })) }),
       access: { kind: "public" },
       answers: {
-        200: { description: "The file", contentType: "text/css, text/javascript or image/svg+xml" },
+        200: { description: "The file", contentType: ["text/css", "text/javascript", "image/svg+xml"] },
         404: { description: "Not one of the page's files: the not-found page", contentType: "text/html" },
       },
       errors: [],
