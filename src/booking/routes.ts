@@ -100,7 +100,7 @@ function actionRoute(deps: Deps, decl: ActionDeclaration, run: (request: Request
   );
   // Answered by the renderer on the booking surface: HTTP 200 but for the first three (src/errors.ts).
   const errors: ErrorCode[] = ["unknown_action", "method_not_allowed", "unavailable"];
-  if (decl.method === "POST") errors.push("body_too_large", "malformed_json", "body_timeout");
+  if (decl.method === "POST") errors.push("body_too_large", "malformed_json", "malformed_body", "body_timeout");
   if (write) errors.push("rate_limited");
   return {
     ...rest,

@@ -44,7 +44,8 @@ function docOf(text: string): Doc | null {
   if (typeof doc?.openapi !== "string" || doc.info?.title !== "Leadline" || typeof doc.paths !== "object") return null;
   const paths = Object.keys(doc.paths)
     .sort((a, b) => Number(a.includes("{")) - Number(b.includes("{")))
-    .map((path) => ({ path, re: new RegExp(`^${path.split(/\{[^}]+\}/).map(escape).join("[^/]+")}$`) }));
+    // Elysia's router takes a path with a trailing slash as the path (`/book/x/` is bookingPage's 308).
+    .map((path) => ({ path, re: new RegExp(`^${path.split(/\{[^}]+\}/).map(escape).join("[^/]+")}/?$`) }));
   // The document's schemas are JSON Schema 2020-12 (OpenAPI 3.1); unknown keywords such as
   // `examples` are annotations, formats are not what this check is about.
   const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: false, addUsedSchema: false });
