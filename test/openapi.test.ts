@@ -107,6 +107,23 @@ describe("the served document", () => {
     expect(post.responses["402"]).toBeDefined();
   });
 
+  test("what is answered outside the operations is documented: x-unmatched, each path's x-other-methods, unknown selector values, 304", () => {
+    expect(doc["x-unmatched"].responses["404"].content["application/json"].schema.properties.error.enum).toEqual(["not_found"]);
+    for (const path of ["/hooks/dni.php", "/book/api.php", "/hooks/sms_status.php", "/hooks/sms_inbound.php"]) {
+      const other = doc.paths[path]["x-other-methods"];
+      expect(other.responses["405"].content["application/json"].schema.properties.error.enum, path).toEqual(["method_not_allowed"]);
+    }
+    expect(doc.paths["/hooks/api_v1.php"]["x-other-methods"].responses["404"]).toBeDefined();
+    expect(doc.paths["/hooks/lead_intake.php"]["x-other-methods"]).toBeUndefined();
+    const dni = doc.paths["/hooks/dni.php"].post.responses["400"].content["application/json"].schema;
+    expect((dni.oneOf ?? [dni]).find((s: any) => s.title === "Error 400").properties.error.enum).toContain("unknown_action");
+    expect(doc.paths["/openapi.json"].get.responses["304"]).toBeDefined();
+    expect(doc.paths["/docs"].get.responses["304"]).toBeDefined();
+    expect(Object.keys(doc.paths["/book/_/{name}"].get.responses["200"].content).sort()).toEqual(["image/svg+xml", "text/css", "text/javascript"]);
+    const signature = doc.paths["/hooks/sms_status.php"].post.parameters.find((p: any) => p.in === "header");
+    expect(signature.name).toBe("X-Twilio-Signature");
+  });
+
   test("the webhooks section has every event type, its envelope from EVENT_DATA, and the signature headers", () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual([...EVENT_TYPES].sort());
     for (const type of EVENT_TYPES) {

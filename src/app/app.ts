@@ -36,7 +36,7 @@ export function declaredRoutes(deps: Deps): Route[] {
     ...bookingRoutes(deps),
     ...demoRoutes(deps),
   ];
-  return [...features, ...docsRoutes(features, eventWebhooks())];
+  return [...features, ...docsRoutes(features, eventWebhooks(), declaredPaths(deps))];
 }
 
 /** Every declared path: the query-routed ones with their dispatchers, and the other-methods answers. */

@@ -100,7 +100,7 @@ function actionRoute(deps: Deps, decl: ActionDeclaration, run: (request: Request
   );
   // Answered by the renderer on the booking surface: HTTP 200 but for the first three (src/errors.ts).
   const errors: ErrorCode[] = ["unknown_action", "method_not_allowed", "unavailable"];
-  if (decl.method === "POST") errors.push("body_too_large", "malformed_json", "body_timeout");
+  if (decl.method === "POST") errors.push("body_too_large", "malformed_json", "malformed_body", "body_timeout");
   if (write) errors.push("rate_limited");
   return {
     ...rest,
@@ -254,7 +254,7 @@ export function bookingRoutes(deps: Deps): Route[] {
       query: t.Object({ v: t.Optional(t.String({ description: "the page's version: the answer is then immutable" })) }),
       access: { kind: "public" },
       answers: {
-        200: { description: "The file", contentType: "text/css, text/javascript or image/svg+xml" },
+        200: { description: "The file", contentType: ["text/css", "text/javascript", "image/svg+xml"] },
         404: { description: "Not one of the page's files: the not-found page", contentType: "text/html" },
       },
       errors: [],

@@ -229,7 +229,8 @@ function elsewhere(ops: readonly Listed[], tag: string): string {
 export function referencePage(doc: Json): string {
   const ops: Listed[] = [];
   for (const [path, item] of Object.entries<Json>(doc.paths)) {
-    for (const [method, op] of Object.entries<Json>(item)) ops.push({ tag: op.tags?.[0] ?? "Other", path, method, op });
+    // `x-other-methods` is not an operation (src/http/openapi.ts).
+    for (const [method, op] of Object.entries<Json>(item)) if (!method.startsWith("x-")) ops.push({ tag: op.tags?.[0] ?? "Other", path, method, op });
   }
   const tags: string[] = (doc.tags as Json[]).map((t) => t.name).filter((t: string) => members(ops, t).length);
   const webhooks = Object.entries<Json>(doc.webhooks ?? {});

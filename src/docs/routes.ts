@@ -4,7 +4,7 @@
 import { Type as t } from "@sinclair/typebox";
 import { openApiDocument, type WebhookDoc } from "../http/openapi";
 import { jsonAnswer } from "../http/respond";
-import type { Declaration, Route } from "../http/route";
+import type { Declaration, PathDeclaration, Route } from "../http/route";
 import { VERSION } from "../version";
 import { DOCS_CSP, referencePage } from "./page";
 
@@ -24,7 +24,10 @@ const DECLARATIONS: Declaration[] = [
     method: "GET",
     path: "/openapi.json",
     access: { kind: "public", cors: true },
-    answers: { 200: { description: "The document", schema: t.Object({ openapi: t.Literal("3.1.0") }, { additionalProperties: true }) } },
+    answers: {
+      200: { description: "The document", schema: t.Object({ openapi: t.Literal("3.1.0") }, { additionalProperties: true }) },
+      304: { description: "Not modified (If-None-Match)" },
+    },
     errors: [],
   },
   {
@@ -37,14 +40,15 @@ const DECLARATIONS: Declaration[] = [
     method: "GET",
     path: "/docs",
     access: { kind: "public" },
-    answers: { 200: { description: "The page", contentType: "text/html; charset=utf-8" } },
+    answers: { 200: { description: "The page", contentType: "text/html; charset=utf-8" }, 304: { description: "Not modified (If-None-Match)" } },
     errors: [],
   },
 ];
 
-/** The two reference routes, documenting `routes` (every other declared route) and `webhooks`. */
-export function docsRoutes(routes: readonly Declaration[], webhooks: readonly WebhookDoc[]): Route[] {
-  const document = openApiDocument([...routes, ...DECLARATIONS], webhooks, { title: "Leadline", version: VERSION, description: DESCRIPTION });
+/** The two reference routes, documenting `routes` (every other declared route), `paths`' other methods and `webhooks`. */
+export function docsRoutes(routes: readonly Declaration[], webhooks: readonly WebhookDoc[], paths: readonly PathDeclaration[] = []): Route[] {
+  const info = { title: "Leadline", version: VERSION, description: DESCRIPTION };
+  const document = openApiDocument([...routes, ...DECLARATIONS], webhooks, info, paths);
   const json = new TextEncoder().encode(JSON.stringify(document));
   const html = referencePage(document);
   const etag = (body: string | Uint8Array) => `"${Bun.hash(body).toString(36)}"`;

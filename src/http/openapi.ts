@@ -11,7 +11,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import { statusOf, type ErrorCode, type Surface } from "../errors";
 import { LIMITS } from "../limits/limits";
-import type { Declaration } from "./route";
+import type { Declaration, PathDeclaration } from "./route";
 
 type Json = Record<string, unknown>;
 
@@ -51,7 +51,7 @@ function accessText(d: Declaration): string {
       `; counts against the key's hourly counter, refused with \`rate_limited\` past ${perHour} per hour (\`${a.limit}\`).`
     );
   }
-  if (a.kind === "provider") return `Called by the provider; requires a valid \`${a.signature}\` header. No API key.`;
+  if (a.kind === "provider") return `Called by the provider; requires a valid \`${a.signature}\` header${a.signedWith ? ` (signed with ${a.signedWith})` : ""}. No API key.`;
   const parts = ["Public: no API key."];
   if (a.cors) parts.push("CORS: answers carry `Access-Control-Allow-Origin: *`.");
   if (a.limit) parts.push(`Rate limit: ${a.limit}.`);
@@ -126,7 +126,7 @@ function parameters(group: readonly Declaration[]): Json[] {
     }
   }
   if (first.access.kind === "provider") {
-    out.push({ name: first.access.signature, in: "header", required: true, description: "The provider's signature of the request", schema: { type: "string" } });
+    out.push({ name: first.access.signature, in: "header", required: true, description: `The provider's signature of the request${first.access.signedWith ? `, with ${first.access.signedWith}` : ""}`, schema: { type: "string" } });
   }
   return out;
 }
@@ -149,8 +149,9 @@ function requestBody(group: readonly Declaration[]): Json | undefined {
   };
 }
 
-function responses(group: readonly Declaration[]): Json {
-  const byStatus = new Map<number, { answers: { title: string; description: string; schema?: Json; contentType?: string }[]; codes: Set<ErrorCode> }>();
+/** `unknown`: the code a query-routed path answers for a selecting value none of its members has. */
+function responses(group: readonly Declaration[], unknown?: { code: ErrorCode; surface: Surface }): Json {
+  const byStatus = new Map<number, { answers: { title: string; description: string; schema?: Json; contentType?: string | readonly string[] }[]; codes: Set<ErrorCode> }>();
   const at = (status: number) => {
     let entry = byStatus.get(status);
     if (!entry) byStatus.set(status, (entry = { answers: [], codes: new Set() }));
@@ -167,6 +168,7 @@ function responses(group: readonly Declaration[]): Json {
     }
     for (const code of d.errors) at(statusOf(code, surfaceOf(d))).codes.add(code);
   }
+  if (unknown) at(statusOf(unknown.code, unknown.surface)).codes.add(unknown.code);
   const out: Json = {};
   for (const [status, { answers, codes }] of [...byStatus].sort(([a], [b]) => a - b)) {
     const many = group.length > 1;
@@ -176,7 +178,10 @@ function responses(group: readonly Declaration[]): Json {
     const jsonItems = answers.filter((a) => a.schema).map((a) => ({ title: a.title, schema: a.schema! }));
     if (codes.size) jsonItems.push({ title: `Error ${status}`, schema: errorSchema(status, [...codes]) });
     if (jsonItems.length) content["application/json"] = { schema: oneOf(jsonItems) };
-    for (const a of answers) if (!a.schema && a.contentType) content[a.contentType.split(";")[0].trim()] = { schema: { type: "string" } };
+    for (const a of answers) {
+      if (a.schema || !a.contentType) continue;
+      for (const type of typeof a.contentType === "string" ? [a.contentType] : a.contentType) content[type.split(";")[0].trim()] = { schema: { type: "string" } };
+    }
     out[String(status)] = { description: descriptions.join(". "), ...(Object.keys(content).length ? { content } : {}) };
   }
   return out;
@@ -187,7 +192,7 @@ const camel = (s: string) => {
   return c.charAt(0).toLowerCase() + c.slice(1);
 };
 
-function operation(group: readonly Declaration[]): Json {
+function operation(group: readonly Declaration[], declared?: PathDeclaration): Json {
   const first = group[0];
   const select = first.select;
   // `/hooks/api_v1.php` → apiV1, `/book/api.php` → bookApi: unique per path.
@@ -210,7 +215,8 @@ function operation(group: readonly Declaration[]): Json {
   if (params.length) op.parameters = params;
   const body = requestBody(group);
   if (body) op.requestBody = body;
-  op.responses = responses(group);
+  const unknown = select && declared?.select ? { code: declared.select.unknown, surface: declared.surface } : undefined;
+  op.responses = responses(group, unknown);
   // Members of one query-routed path may need different scopes: any of them is listed (OR).
   const sec = group.flatMap(security);
   op.security = sec.length ? sec.filter((s, i) => sec.findIndex((o) => o.apiKey[0] === s.apiKey[0]) === i) : [];
@@ -233,8 +239,39 @@ function webhook(w: WebhookDoc): Json {
   };
 }
 
-/** The OpenAPI 3.1 document of these routes and outbound events. */
-export function openApiDocument(routes: readonly Declaration[], webhooks: readonly WebhookDoc[], info: DocumentInfo): Json {
+/** One error code's answer, as an extension's `responses` says it. */
+function errorAnswer(code: ErrorCode, surface: Surface, description: string): Json {
+  const status = statusOf(code, surface);
+  return { [String(status)]: { description, content: { "application/json": { schema: errorSchema(status, [code]) } } } };
+}
+
+/**
+ * What is answered outside the operations, which OpenAPI has no object for: `x-unmatched` (any
+ * path not listed, any method a path does not list) and, on a path that answers its other methods
+ * otherwise, that path's `x-other-methods`. Documented, so that every answer the server gives is.
+ */
+function otherAnswers(paths: Record<string, Record<string, Json>>, declared: readonly PathDeclaration[]): Json {
+  for (const p of declared) {
+    if (!p.otherMethods || !paths[p.path]) continue;
+    const allow = p.otherMethods === "method_not_allowed" ? " (with `Allow` listing the methods above)" : "";
+    paths[p.path]["x-other-methods"] = {
+      description: `Any method not listed here is answered \`${p.otherMethods}\`${allow}.`,
+      responses: errorAnswer(p.otherMethods, p.surface, `\`${p.otherMethods}\``),
+    };
+  }
+  return {
+    description: "Any path not listed, and any method a path does not list (unless its `x-other-methods` says otherwise), is answered `not_found`.",
+    responses: errorAnswer("not_found", "key", "`not_found`"),
+  };
+}
+
+/** The OpenAPI 3.1 document of these routes and outbound events; `declared`: the paths' other-methods answers. */
+export function openApiDocument(
+  routes: readonly Declaration[],
+  webhooks: readonly WebhookDoc[],
+  info: DocumentInfo,
+  declared: readonly PathDeclaration[] = [],
+): Json {
   const groups = new Map<string, Declaration[]>();
   for (const d of routes) {
     const key = `${d.path} ${d.method}`;
@@ -244,13 +281,16 @@ export function openApiDocument(routes: readonly Declaration[], webhooks: readon
     else groups.set(key, [d]);
   }
   const paths: Record<string, Record<string, Json>> = {};
-  for (const group of groups.values()) (paths[group[0].path] ??= {})[group[0].method.toLowerCase()] = operation(group);
+  const byPath = new Map(declared.map((p) => [p.path, p]));
+  for (const group of groups.values()) (paths[group[0].path] ??= {})[group[0].method.toLowerCase()] = operation(group, byPath.get(group[0].path));
   const tags = [...new Set([...routes.map((d) => d.tag), ...(webhooks.length ? ["Events"] : [])])];
+  const unmatched = otherAnswers(paths, declared);
   return {
     openapi: "3.1.0",
     info: { title: info.title, version: info.version, description: info.description },
     tags: tags.map((name) => ({ name })),
     paths,
+    "x-unmatched": unmatched,
     webhooks: Object.fromEntries(webhooks.map((w) => [w.name, webhook(w)])),
     components: {
       securitySchemes: {

@@ -19,14 +19,15 @@ export type Access =
   | { kind: "key"; scope: Scope; limit: KeyLimit; scopeError: Extract<ErrorCode, "forbidden" | "wrong_scope">; agent?: boolean }
   /** Anyone; `cors`: answers carry `Access-Control-Allow-Origin: *`; `limit` says what is counted per client address. */
   | { kind: "public"; cors?: boolean; limit?: string }
-  /** A provider's signed callback (Twilio's `X-Twilio-Signature`). */
-  | { kind: "provider"; signature: string };
+  /** A provider's signed callback: `signature` is the header's name (Twilio's `X-Twilio-Signature`), `signedWith` what signs it. */
+  | { kind: "provider"; signature: string; signedWith?: string };
 
 export interface Answer {
   description: string;
   /** The JSON body's schema; absent when the answer is not JSON (then `contentType` says what it is). */
   schema?: TSchema;
-  contentType?: string;
+  /** A non-JSON answer's content type, or each of them when the answer is one of several kinds of file. */
+  contentType?: string | readonly string[];
 }
 
 /** What a route is, without its handler: everything /openapi.json says of it. */

@@ -85,7 +85,7 @@ function callbackRoute(deps: Deps, decl: Pick<Declaration, "id" | "summary" | "d
     ...decl,
     tag: "Provider callbacks",
     method: "POST",
-    access: { kind: "provider", signature: "X-Twilio-Signature (the org's Twilio auth token)" },
+    access: { kind: "provider", signature: "X-Twilio-Signature", signedWith: "the org's Twilio auth token" },
     body: { schema: CallbackForm, form: true, limit: CALLBACK_BODY_LIMIT },
     // forbidden: not signed by the organisation concerned (or no such organisation).
     errors: ["forbidden", "body_too_large", "body_timeout", "unavailable"],
