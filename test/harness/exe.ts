@@ -39,7 +39,8 @@ export class Exe {
     return { PATH: "/usr/bin:/bin", HOME: this.dir, ...env };
   }
 
-  async run(args: string[], env: Record<string, string>, stdin?: string): Promise<Run> {
+  /** `timeoutMs`: how long before the command is killed (a restore on a loaded machine takes longer than a start). */
+  async run(args: string[], env: Record<string, string>, stdin?: string, timeoutMs = START_MS): Promise<Run> {
     const proc = Bun.spawn([this.bin, ...args], {
       cwd: this.dir,
       env: this.env(env),
@@ -48,7 +49,7 @@ export class Exe {
       stderr: "pipe",
     });
     this.children.add(proc);
-    const timer = setTimeout(() => proc.kill("SIGKILL"), START_MS);
+    const timer = setTimeout(() => proc.kill("SIGKILL"), timeoutMs);
     const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
     clearTimeout(timer);
     this.children.delete(proc);
