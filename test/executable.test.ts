@@ -2,121 +2,39 @@
 // a bare environment, talked to only through processes, exit statuses, stdout/stderr and HTTP.
 // It builds nothing: `make test` builds dist/leadline first; without it the file is skipped.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { Subprocess } from "bun";
 import { randomBytes } from "node:crypto";
-import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import postgres from "postgres";
 import { connect } from "../src/db/client";
 import { startEmbedded } from "../src/db/embedded";
 import { migrations } from "../src/db/migrations";
 import { databaseUrl } from "./harness/db";
+import { built, Exe, START_MS, STOP_MS, type Serving } from "./harness/exe";
 
-const BUILT = resolve(import.meta.dir, "../dist/leadline");
-const missing = !existsSync(BUILT);
+const missing = !built;
 const adminUrl = process.env.LEADLINE_TEST_ADMIN_URL;
 if (missing) console.warn("test/executable.test.ts: SKIPPED: dist/leadline is missing; run `make build` (or `make test`)");
 else if (!adminUrl) console.warn("test/executable.test.ts: real-PostgreSQL tests SKIPPED: run through `make test` or `bun test/run.ts`");
 
-// Generous for a shared 2-core machine; a first start also runs initdb (4-10 s measured).
-const START_MS = 45_000;
-const STOP_MS = 10_000;
-
+// The executable copied alone into a temp directory, run with a bare environment (test/harness/exe.ts).
+let exe: Exe | undefined;
 let dir = "";
-let bin = "";
-const children = new Set<Subprocess>();
 
 beforeAll(() => {
   if (missing) return;
-  dir = mkdtempSync(join(tmpdir(), "leadline-exe-"));
-  bin = join(dir, "leadline");
-  copyFileSync(BUILT, bin);
-  chmodSync(bin, 0o755);
+  exe = new Exe();
+  dir = exe.dir;
 });
 
-afterAll(() => {
-  for (const child of children) child.kill("SIGKILL");
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => exe?.cleanup());
 
 /** No inherited DATABASE_URL, PORT or node_modules: only what the test names. */
-const bareEnv = (env: Record<string, string>) => ({ PATH: "/usr/bin:/bin", HOME: dir, ...env });
-
-async function run(args: string[], env: Record<string, string> = {}) {
-  const proc = Bun.spawn([bin, ...args], { cwd: dir, env: bareEnv(env), stdout: "pipe", stderr: "pipe" });
-  children.add(proc);
-  const timer = setTimeout(() => proc.kill("SIGKILL"), START_MS);
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  clearTimeout(timer);
-  children.delete(proc);
-  return { code, out, err };
-}
-
-interface Serving {
-  pid: number;
-  base: string;
-  /** Every stdout line so far. */
-  lines: string[];
-  /** SIGTERM, then the exit status (null if it had to be killed after STOP_MS). */
-  stop(): Promise<number | null>;
-}
-
+const bareEnv = (env: Record<string, string>) => exe!.env(env);
+const run = (args: string[], env: Record<string, string> = {}) => exe!.run(args, env);
 /** `leadline serve` on a port of its choosing (PORT=0), read back from its "listening" log line. */
-async function serve(env: Record<string, string>): Promise<Serving> {
-  const proc = Bun.spawn([bin, "serve"], {
-    cwd: dir,
-    env: bareEnv({ PORT: "0", HOST: "127.0.0.1", ...env }),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  children.add(proc);
-  const stderr = new Response(proc.stderr).text();
-  const lines: string[] = [];
-  let onListening: (port: number) => void = () => {};
-  const listening = new Promise<number>((ok) => (onListening = ok));
-  const reading = (async () => {
-    let buf = "";
-    const decoder = new TextDecoder();
-    for await (const chunk of proc.stdout) {
-      buf += decoder.decode(chunk, { stream: true });
-      for (let i = buf.indexOf("\n"); i !== -1; i = buf.indexOf("\n")) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        lines.push(line);
-        if (line.includes('"msg":"listening"')) onListening(JSON.parse(line).port);
-      }
-    }
-    if (buf) lines.push(buf);
-  })();
-  let timer: Timer | undefined;
-  const port = await Promise.race([
-    listening,
-    proc.exited.then(async (code) => {
-      throw new Error(`serve exited with ${code} before listening: ${await stderr}${lines.join("\n")}`);
-    }),
-    new Promise<never>((_, fail) => {
-      timer = setTimeout(() => {
-        proc.kill("SIGKILL");
-        fail(new Error(`serve did not listen within ${START_MS} ms`));
-      }, START_MS);
-    }),
-  ]).finally(() => clearTimeout(timer));
-  return {
-    pid: proc.pid,
-    base: `http://127.0.0.1:${port}`,
-    lines,
-    async stop() {
-      proc.kill("SIGTERM");
-      const code = await Promise.race([proc.exited, Bun.sleep(STOP_MS).then(() => null)]);
-      if (code === null) proc.kill("SIGKILL");
-      await reading;
-      children.delete(proc);
-      return code;
-    },
-  };
-}
+const serve = (env: Record<string, string>): Promise<Serving> => exe!.serve(env);
 
 /** The TCP ports process `pid` listens on (from /proc: its socket inodes in LISTEN state). */
 function listeningPorts(pid: number): number[] {

@@ -8,8 +8,9 @@ import { join, resolve } from "node:path";
 export const BUILT = resolve(import.meta.dir, "../../dist/leadline");
 export const built = existsSync(BUILT);
 
-const START_MS = 45_000;
-const STOP_MS = 10_000;
+// Generous for a shared 2-core machine; a first start also runs initdb (4-10 s measured).
+export const START_MS = 45_000;
+export const STOP_MS = 10_000;
 
 export interface Run {
   code: number;
@@ -76,6 +77,7 @@ export class Exe {
           if (line.includes('"msg":"listening"')) onListening(JSON.parse(line).port);
         }
       }
+      if (buf) lines.push(buf);
     })();
     let timer: Timer | undefined;
     const port = await Promise.race([
