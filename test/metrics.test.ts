@@ -146,8 +146,14 @@ describe("who may scrape", () => {
     expect((await get("/metrics", { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
   });
 
-  test("X-Forwarded-For from loopback does not make a client loopback or not: the TCP peer decides", async () => {
-    expect((await get("/metrics", { headers: { "x-forwarded-for": "203.0.113.9" } })).status).toBe(200);
+  test("a loopback peer that forwards a client (a proxy on this host, such as nginx) is refused without the token", async () => {
+    const forwarded: Record<string, string>[] = [{ "x-forwarded-for": "127.0.0.1" }, { "x-real-ip": "127.0.0.1" }, { forwarded: "for=127.0.0.1" }];
+    for (const headers of forwarded) {
+      const r = await get("/metrics", { headers });
+      expect(r.status).toBe(404);
+      expect(await r.json()).toEqual({ ok: false, error: "not_found" });
+      expect((await get("/metrics", { headers: { ...headers, authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+    }
   });
 
   test.if(outside !== undefined)("a non-loopback peer: 404 without the token (forwarded loopback or not), 200 with it", async () => {

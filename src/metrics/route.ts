@@ -1,8 +1,9 @@
-// GET /metrics: the Prometheus scrape. Answered to a loopback peer (the TCP peer itself: a proxy's
-// X-Forwarded-For does not count here, whatever TRUST_PROXY says, since nginx on the same host
-// would otherwise make every client loopback), or to `Authorization: Bearer $METRICS_TOKEN`.
-// Anyone else gets 404 not_found, as for a route that does not exist. A request that presents a
-// bearer token is judged by it alone: a wrong one is refused even from loopback.
+// GET /metrics: the Prometheus scrape. Answered to a scraper on this host (a loopback TCP peer that
+// forwards no one: TRUST_PROXY does not apply, and a request carrying X-Forwarded-For, X-Real-IP or
+// Forwarded came through a proxy, such as nginx on this host, whose own peer is loopback for every
+// client), or to `Authorization: Bearer $METRICS_TOKEN` from anywhere. Anyone else gets 404
+// not_found, as for a route that does not exist. A request that presents a bearer token is judged
+// by it alone: a wrong one is refused even from loopback.
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { Clock } from "../clock";
 import type { Sql } from "../db/client";
@@ -24,6 +25,8 @@ export function mayScrape(request: Request, server: PeerSource | null, token: st
     // Compared as digests: equal lengths, and no timing that tells how much of the token matched.
     return token !== null && m !== null && timingSafeEqual(digest(m[1]!), digest(token));
   }
+  const h = request.headers;
+  if (h.has("x-forwarded-for") || h.has("x-real-ip") || h.has("forwarded")) return false;
   const ip = parseIp(server?.requestIP(request)?.address ?? "");
   return ip !== null && isLoopback(ip);
 }
@@ -72,7 +75,8 @@ export function metricsRoute(deps: { sql: Sql; clock: Clock; metricsToken: strin
     id: "metrics",
     tag: "Operations",
     summary: "Prometheus metrics",
-    description: "The Prometheus text format. Answered to a loopback peer or to `Authorization: Bearer` with METRICS_TOKEN; 404 to anyone else.",
+    description:
+      "The Prometheus text format. Answered to a loopback peer that forwards no one (no X-Forwarded-For, X-Real-IP or Forwarded) or to `Authorization: Bearer` with METRICS_TOKEN; 404 to anyone else.",
     method: "GET",
     path: "/metrics",
     access: { kind: "public" },
