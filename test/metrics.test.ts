@@ -116,6 +116,9 @@ const NAMES = [
   "leadline_webhook_endpoints",
   "leadline_dni_numbers_held",
   "leadline_dni_numbers_free",
+  "leadline_db_pool_max",
+  "leadline_db_pool_in_use",
+  "leadline_db_pool_waiting",
   "leadline_process_resident_memory_bytes",
   "leadline_process_heap_used_bytes",
   "leadline_process_heap_total_bytes",
@@ -134,7 +137,7 @@ describe("who may scrape", () => {
     }
     expect(sample(text, "leadline_database_up")).toBe(1);
     expect(sample(text, "leadline_process_resident_memory_bytes")).toBeGreaterThan(0);
-    expect(parse(text).length).toBeGreaterThan(0);
+    expect(sample(text, "leadline_db_pool_max")).toBe(4);
   });
 
   test("a bearer token is judged alone: wrong or malformed → 404 not_found even from loopback; right → 200", async () => {
@@ -289,6 +292,26 @@ describe("counters move", () => {
         for (const bad of [key, "424242", BOOKING_TOKEN, "127.0.0.1", "visitor-one", "leads/", "/"]) expect(value.includes(bad)).toBe(false);
         if (name === "family") expect((FAMILIES as readonly string[]).includes(value)).toBe(true);
       }
+    }
+  });
+});
+
+describe("the database pool", () => {
+  test("connections in use while queries run, queries waiting when every connection is taken", async () => {
+    const sql = connect(db.url, { max: 1, statementTimeoutMs: 5000 });
+    try {
+      // A transaction holds its connection; the next query waits for it (a plain query could be pipelined).
+      const running = sql.begin((tx) => tx`select pg_sleep(0.3)`);
+      await Bun.sleep(50);
+      const queued = sql`select 1`.execute();
+      await Bun.sleep(100);
+      const text = await scrape(sql, systemClock);
+      expect(sample(text, "leadline_db_pool_max")).toBe(1);
+      expect(sample(text, "leadline_db_pool_in_use")).toBe(1);
+      expect(sample(text, "leadline_db_pool_waiting")).toBe(1);
+      await Promise.all([running, queued]);
+    } finally {
+      await sql.end({ timeout: 1 });
     }
   });
 });

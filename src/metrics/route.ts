@@ -6,7 +6,7 @@
 // by it alone: a wrong one is refused even from loopback.
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { Clock } from "../clock";
-import type { Sql } from "../db/client";
+import { poolState, type Sql } from "../db/client";
 import { isLoopback, parseIp } from "../http/address";
 import type { PeerSource } from "../http/client";
 import { errorOf } from "../http/respond";
@@ -41,6 +41,8 @@ const labelled = (c: LabelledCounter) =>
   [...c.values.values()].map(({ labels, value }) => [Object.fromEntries(c.labelNames.map((n, i) => [n, labels[i]!])), value] as const);
 
 export async function scrape(sql: Sql, clock: Clock): Promise<string> {
+  // Before the scrape's own queries take connections.
+  const pool = poolState(sql);
   const [db, lag] = await Promise.all([databaseGauges(sql, clock.now()), loopLag()]);
   const mem = process.memoryUsage();
   const out = new Exposition()
@@ -61,6 +63,12 @@ export async function scrape(sql: Sql, clock: Clock): Promise<string> {
       .metric("leadline_webhook_endpoints", "Webhook endpoints, by state (active, disabled by a 410, inactive).", "gauge", db.webhooks.map((w) => [{ state: w.state }, w.endpoints] as const))
       .metric("leadline_dni_numbers_held", "Active DNI numbers held by a visitor now, by pool.", "gauge", db.dni.map((d) => [{ pool: d.pool }, d.held] as const))
       .metric("leadline_dni_numbers_free", "Active DNI numbers free now, by pool.", "gauge", db.dni.map((d) => [{ pool: d.pool }, d.free] as const));
+  }
+  if (pool) {
+    out
+      .metric("leadline_db_pool_max", "Connections the database pool may open.", "gauge", [[{}, pool.max]])
+      .metric("leadline_db_pool_in_use", "Pool connections running a query or a transaction.", "gauge", [[{}, pool.inUse]])
+      .metric("leadline_db_pool_waiting", "Queries waiting for a pool connection.", "gauge", [[{}, pool.waiting]]);
   }
   out
     .metric("leadline_process_resident_memory_bytes", "Resident set size.", "gauge", [[{}, mem.rss]])
