@@ -19,12 +19,13 @@ export class RequestObserver {
 
   /** Records one answered request of family index `f` that started at `t0` (performance.now()). */
   record(f: number, request: Request, server: PeerSource | null, t0: number, status: number): void {
-    const ms = performance.now() - t0;
+    const end = performance.now();
+    const ms = end - t0;
     countRequest(f, request.method, status, ms);
     if (this.accessLog) {
       // The address the limits count by (TRUST_PROXY applies), hashed with the installation's salt.
       const client = hashedAddress(this.salt, clientAddress(request, server, this.trust)).hash;
-      this.accessLog.line(FAMILIES[f]!, request.method, status, ms, client);
+      this.accessLog.line(FAMILIES[f]!, request.method, status, ms, client, end);
     }
   }
 
