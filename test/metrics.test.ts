@@ -7,7 +7,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { networkInterfaces } from "node:os";
 import { connect } from "../src/db/client";
+import { declaredPaths, declaredRoutes } from "../src/app/app";
 import { FAMILIES } from "../src/metrics/counters";
+import { familyOf } from "../src/metrics/family";
 import { scrape } from "../src/metrics/route";
 import { systemClock } from "../src/clock";
 import { call, startApp, type TestApp } from "./harness/app";
@@ -180,6 +182,17 @@ describe("who may scrape", () => {
     } finally {
       await other.stop();
     }
+  });
+});
+
+describe("route families", () => {
+  test("every declared route and path has a family of its own (`unknown` is for requests no route answers)", () => {
+    const deps = app.running.deps;
+    const paths = new Set([...declaredRoutes(deps).map((r) => r.path), ...declaredPaths(deps).map((p) => p.path)]);
+    for (const path of paths) expect({ path, family: familyOf(path) }).not.toEqual({ path, family: "unknown" });
+    expect(familyOf("/book/api.php")).toBe("booking");
+    expect(familyOf("/book/{slug}")).toBe("booking_page");
+    expect(familyOf("/hooks/lead_intake.php")).toBe("intake");
   });
 });
 
