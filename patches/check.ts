@@ -12,6 +12,7 @@ const FIXES = [
     code: "incomings = null; clearImmediate(nextWriteTimer); chunk = nextWriteTimer = null;",
   },
   { name: "pool queue: remove searches from the head", near: "remove: (x) =>", code: "xs.indexOf(x, index)" },
+  { name: "the pool's state for /metrics (sql.pool)", near: "const sql = Sql(handler)", code: "Object.defineProperty(sql, \"pool\"" },
   { name: "pool queue: compaction", near: "index === xs.length", code: "} else if (index >= 1024 && index * 2 >= xs.length) {" },
 ];
 

@@ -40,6 +40,10 @@ export interface Config {
   secretKey: Buffer | null;
   /** LEADLINE_SECRET_KEY_OLD: the key being replaced, read only by `leadline secrets rotate`. */
   secretKeyOld: Buffer | null;
+  /** METRICS_TOKEN: the bearer token that lets a non-loopback peer read /metrics (src/metrics/route.ts). */
+  metricsToken: string | null;
+  /** ACCESS_LOG: one JSON line per request (src/metrics/access-log.ts), written when LOG_LEVEL is info or debug. */
+  accessLog: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -107,6 +111,15 @@ function hostName(raw: string): string {
   return raw;
 }
 
+/** A token a scraper can send in a header: 16 to 256 printable characters without spaces. */
+function metricsToken(raw: string | undefined): string | null {
+  const v = raw?.trim() ?? "";
+  if (v === "") return null;
+  // Never echo the value: it is a secret.
+  if (!/^[\x21-\x7e]{16,256}$/.test(v)) throw new ConfigError("METRICS_TOKEN must be 16 to 256 printable characters without spaces (openssl rand -hex 32)");
+  return v;
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const databaseUrl = env.DATABASE_URL?.trim() || null;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -135,5 +148,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dniMaxHoldsPerAddress: intIn("DNI_MAX_HOLDS_PER_ADDRESS", env.DNI_MAX_HOLDS_PER_ADDRESS, 1, 1_000_000) ?? 100,
     secretKey: aesKey("LEADLINE_SECRET_KEY", env.LEADLINE_SECRET_KEY),
     secretKeyOld: aesKey("LEADLINE_SECRET_KEY_OLD", env.LEADLINE_SECRET_KEY_OLD),
+    metricsToken: metricsToken(env.METRICS_TOKEN),
+    accessLog: oneOf("ACCESS_LOG", env.ACCESS_LOG, ["true", "false"] as const, "true") === "true",
   };
 }

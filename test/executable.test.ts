@@ -227,7 +227,14 @@ describe.skipIf(missing)("the executable", () => {
       expect(await first.stop()).toBe(0);
       expect(Date.now() - started).toBeLessThan(STOP_MS);
       expect(first.lines.length).toBeGreaterThan(0);
-      for (const line of first.lines) expect(JSON.parse(line)).toHaveProperty("msg");
+      // Every line is JSON: a log line (`msg`) or an access-log line (its six fields, README: Metrics and logs).
+      const ACCESS = ["client", "duration_ms", "family", "method", "status", "time"];
+      for (const line of first.lines) {
+        const parsed = JSON.parse(line);
+        if ("family" in parsed) expect(Object.keys(parsed).sort()).toEqual(ACCESS);
+        else expect(parsed).toHaveProperty("msg");
+      }
+      expect(first.lines.some((l) => l.includes('"family":"health"'))).toBe(true);
 
       const second = await serve(env);
       expect((await get(`${second.base}/readyz`)).status).toBe(200);

@@ -15,9 +15,14 @@ import type { Deps } from "../http/deps";
 import { mountRoutes } from "../http/mount";
 import { errorResponse } from "../http/respond";
 import type { PathRoute, Route } from "../http/route";
+import type { PeerSource } from "../http/client";
 import { kpiRoutes } from "../kpi/routes";
 import { leadRoutes } from "../leads/routes";
 import { messageCallbackPaths, messageCallbackRoutes, messageSendRoutes } from "../messages/routes";
+import { familyIndex } from "../metrics/counters";
+import { familyOf } from "../metrics/family";
+import type { RequestObserver } from "../metrics/observe";
+import { metricsRoute } from "../metrics/route";
 import { apiV1Path } from "./api-v1";
 import { healthRoutes } from "./health";
 
@@ -25,6 +30,7 @@ import { healthRoutes } from "./health";
 export function declaredRoutes(deps: Deps): Route[] {
   const features = [
     ...healthRoutes(deps.sql),
+    metricsRoute({ sql: deps.sql, clock: deps.clock, metricsToken: deps.config.metricsToken }),
     ...leadRoutes(deps),
     ...conversationRoutes(deps),
     ...messageSendRoutes(deps),
@@ -44,12 +50,20 @@ export function declaredPaths(deps: Deps): PathRoute[] {
   return [apiV1Path, dniPath(deps), bookingApiPath, ...messageCallbackPaths];
 }
 
-export function buildApp(deps: Deps) {
-  const served = mountRoutes(declaredRoutes(deps), declaredPaths(deps));
+const UNKNOWN = familyIndex("unknown");
+
+/** `observer` counts and logs every request once, under its declared path's family (src/metrics/). */
+export function buildApp(deps: Deps, observer?: RequestObserver) {
+  const served = mountRoutes(declaredRoutes(deps), declaredPaths(deps), observer && ((path, handler) => observer.observed(familyOf(path), handler)));
   // The hottest paths are served by Bun before Elysia (src/http/native.ts); their other methods fall through.
   return new Elysia({ serve: { routes: served.native } })
-    .onError(({ code, error }) => {
-      if (code === "NOT_FOUND") return errorResponse(new AppError("not_found"));
+    .onError(({ code, error, request, server }) => {
+      if (code === "NOT_FOUND") {
+        const answer = errorResponse(new AppError("not_found"));
+        // Answered by the router before any handler: counted with its duration unmeasured (0).
+        observer?.record(UNKNOWN, request, server as PeerSource | null, performance.now(), answer.status);
+        return answer;
+      }
       if (code === "PARSE" || code === "VALIDATION") return errorResponse(new AppError("malformed_body"));
       return errorResponse(error);
     })

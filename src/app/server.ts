@@ -18,6 +18,8 @@ import { Workers, type Worker } from "../jobs/worker";
 import { Limits } from "../limits/limits";
 import { errorFields, log } from "../log";
 import { messageJobs, messageWorkers } from "../messages/worker";
+import { AccessLog } from "../metrics/access-log";
+import { RequestObserver } from "../metrics/observe";
 import { checkStoredSecrets } from "../secrets/stored";
 import { VERSION } from "../version";
 import { buildApp } from "./app";
@@ -68,11 +70,15 @@ export async function start(given: Config, db: Database, options: StartOptions =
   const deps: Deps = { sql: db.sql, config, clock, keys, limits, ipSalt, embedded: db.embedded };
   // The embedded database is a single connection that LISTEN would take over; it has one process.
   if (!db.embedded) await keys.listen();
-  const app = buildApp(deps);
+  // The access log is an info line per request: off at LOG_LEVEL warn or error, or with ACCESS_LOG=false.
+  const accessLog = config.accessLog && (config.logLevel === "info" || config.logLevel === "debug") ? new AccessLog() : null;
+  const app = buildApp(deps, new RequestObserver(accessLog, config.trustProxy, ipSalt));
   const server = listen(app, config);
   const runner = new JobRunner(db.sql, clock, jobHandlers(deps));
   // Stopped in reverse: the outbox fan-out and the automation triggers before the runner that runs what they queue.
   const background: Worker[] = [
+    // First started, last stopped: it writes the lines of every request answered before the stop.
+    ...(accessLog ? [accessLog.worker()] : []),
     keys.lastUseWorker(),
     ...limits.workers(),
     ...messageWorkers(deps),

@@ -74,3 +74,15 @@ export function unprepared<Q extends PendingQuery<any>>(query: Q): Q {
   (query as unknown as { options: { prepare: boolean } }).options.prepare = false;
   return query;
 }
+
+/** The pool's connections in use and queries waiting for one (patches/postgres+3.4.9.patch adds `sql.pool`). */
+export interface PoolState {
+  max: number;
+  inUse: number;
+  waiting: number;
+}
+
+export function poolState(sql: Sql): PoolState | null {
+  const p = (sql as unknown as { pool?: { max: number; busy: number; full: number; reserved: number; waiting: number } }).pool;
+  return p ? { max: p.max, inUse: p.busy + p.full + p.reserved, waiting: p.waiting } : null;
+}

@@ -60,6 +60,7 @@ import {
   type VisitTouch,
 } from "./queries";
 import { userAgentOf, type Attribution, type BrowserEvent } from "./rules";
+import { dniFallbacks } from "../metrics/counters";
 
 
 // A write-behind batch fails every flush while the database is away: logged once, then summarised.
@@ -299,13 +300,13 @@ export class DniEngine {
       const { visitor_id, held } = await this.visits.load(request);
       if (held) return this.answerOf(pool, this.remember(key, pool.key, visitor_id, held));
       this.cache.delete(key);
-      return pool.fallbackAnswer;
+      return this.fallback(pool);
     }
     const { visitorId, allocation } = await this.allocatorOf(pool.key).load(request);
     if (allocation.kind === "held") return this.answerOf(pool, this.remember(key, pool.key, visitorId!, allocation.held));
     this.cache.delete(key);
     // A capped address's new visitor says nothing about the pool: others may still get numbers.
-    if (allocation.kind === "capped") return pool.fallbackAnswer;
+    if (allocation.kind === "capped") return this.fallback(pool);
     if (allocation.kind === "exhausted") {
       // Nothing frees a number before some hold expires, except provisioning new numbers; a
       // second of remembering spares the lock a stampede of fallback visitors.
@@ -313,6 +314,12 @@ export class DniEngine {
     } else {
       log.warn("dni allocation kept racing renewals; answering the fallback", { pool: pool.key });
     }
+    return this.fallback(pool);
+  }
+
+  /** The pool's fallback number, counted (src/metrics/). */
+  private fallback(pool: Pool): LeaseAnswer {
+    dniFallbacks.inc(pool.key);
     return pool.fallbackAnswer;
   }
 

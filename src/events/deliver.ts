@@ -10,6 +10,7 @@ import { MAX_ATTEMPTS, nextAttemptAt } from "./schedule";
 import { isSuccess, sendAttempt, type AttemptOutcome, type SendOptions } from "./send";
 import { signedHeaders } from "./sign";
 import { systemLookup } from "./target";
+import { webhookDeliveries } from "../metrics/counters";
 
 export interface DeliveryOptions extends SendOptions {
   /** [0, 1) for the retry jitter. */
@@ -102,6 +103,7 @@ export async function deliverWebhook(
     // The last automatic attempt removes its job in the statement that records it.
     finishedJob: next === null && job.id !== undefined ? job.id : null,
   });
+  webhookDeliveries.inc(ok ? "delivered" : gone ? "gone" : next === null ? "failed" : "retry");
   if (next !== null) return { retryAt: next, error: outcome.error ?? undefined };
   return job.id === undefined ? { done: true } : { done: true, removed: true };
 }

@@ -35,8 +35,15 @@ export function otherMethodAnswer(path: PathDeclaration, methods: Iterable<strin
 
 type Served = { native: NativeRoutes; rest: Elysia };
 
+/**
+ * Wraps each handler of a declared path before it is mounted (the assembly measures every request
+ * there: src/metrics/observe.ts); `path` is the declared one, never the requested one.
+ */
+export type Observe = (path: string, handler: Handler) => Handler;
+const asIs: Observe = (_, handler) => handler;
+
 /** `params`: a path's parameters; Bun's native table passes none (native paths have no parameters). */
-type Handler = (request: Request, server: PeerSource | null, params?: Record<string, string>) => Response | Promise<Response>;
+export type Handler = (request: Request, server: PeerSource | null, params?: Record<string, string>) => Response | Promise<Response>;
 
 /** A route's handler, given the query and path parameters it is selected with. */
 const routeHandler =
@@ -72,7 +79,7 @@ function mount(to: Served, method: string, path: string, native: boolean, handle
  * with its `otherMethods` answer. A method and path served twice, or a selected route whose path
  * has no dispatcher, is a bug, refused at start.
  */
-export function mountRoutes(routes: readonly Route[], paths: readonly PathRoute[] = []): Served {
+export function mountRoutes(routes: readonly Route[], paths: readonly PathRoute[] = [], observe: Observe = asIs): Served {
   let served: Served = { native: {}, rest: new Elysia({ name: "declared" }) };
   const seen = new Set<string>();
   const once = (key: string) => {
@@ -94,18 +101,21 @@ export function mountRoutes(routes: readonly Route[], paths: readonly PathRoute[
     const dispatch = path.dispatch(selected);
     for (const method of new Set(selected.map((r) => r.method))) {
       once(`${method} ${path.path}`);
-      served = mount(served, method, path.path, !!path.native, dispatch);
+      served = mount(served, method, path.path, !!path.native, observe(path.path, dispatch));
     }
   }
   for (const route of routes) {
     if (route.select) continue;
     once(`${route.method} ${route.path}`);
-    served = mount(served, route.method, route.path, !!route.native, routeHandler(route));
+    served = mount(served, route.method, route.path, !!route.native, observe(route.path, routeHandler(route)));
   }
   for (const path of paths) {
     if (!path.otherMethods) continue;
-    const answer = otherMethodAnswer(path, routes.filter((r) => r.path === path.path).map((r) => r.method));
-    served = { native: served.native, rest: served.rest.all(path.path, answer, { parse: "none" }) as unknown as Elysia };
+    const answer = observe(path.path, otherMethodAnswer(path, routes.filter((r) => r.path === path.path).map((r) => r.method)));
+    served = {
+      native: served.native,
+      rest: served.rest.all(path.path, (ctx: { request: Request; server: PeerSource | null }) => answer(ctx.request, ctx.server), { parse: "none" }) as unknown as Elysia,
+    };
   }
   return served;
 }

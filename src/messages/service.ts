@@ -45,6 +45,7 @@ import {
   type ProbeRead,
 } from "./queries";
 import { PROVIDER_TIMEOUT_MS, sendSms, TWILIO_UNSUBSCRIBED, type ProviderOutcome } from "./twilio";
+import { messageSends } from "../metrics/counters";
 
 export interface SendEnv {
   /** The public base address: Twilio's StatusCallback is `{baseUrl}/hooks/sms_status.php`. */
@@ -323,6 +324,7 @@ async function replay(sql: Sql, prior: PriorRow, hash: string, now: number, env:
  * stored answer, which for a message queued first is its first answer.
  */
 async function settle(sql: Sql, id: number, channel: "sms" | "email", to: string, org: OrgSettings, outcome: ProviderOutcome, now: number): Promise<MessageResult> {
+  messageSends.inc(channel, outcome.ok ? "sent" : "failed");
   const result: MessageResult = outcome.ok ? { ok: true, message_id: id } : { ok: false, message_id: id, reason: outcome.reason };
   const at = new Date(now);
   const stored = await step(recordOutcome(sql, id, {
