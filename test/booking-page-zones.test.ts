@@ -3,10 +3,10 @@
 // with the browser's zone set per context. axe-core checks the page in both zone views.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { call, startApp, type TestApp } from "./harness/app";
-import { launchBrowser, pageProblems, SHOTS_DIR } from "./harness/browser";
+import { axeProblems, launchBrowser, pageProblems, SHOTS_DIR } from "./harness/browser";
 import { ManualClock } from "./harness/clock";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
@@ -19,7 +19,6 @@ const clock = new ManualClock(T0);
 
 const PHONE = { width: 375, height: 812 };
 const DESKTOP = { width: 1280, height: 860 };
-const AXE = resolve(import.meta.dir, "../node_modules/axe-core/axe.min.js");
 // Operator data that would be markup, an attribute's end or a replacement pattern if not escaped.
 const EVIL = `<script>alert("x")</script> & 'Sons' $& $' <img src=x onerror=alert(1)>`;
 
@@ -74,15 +73,6 @@ const daysShown = (page: Page) =>
     day: d.querySelector("h3").firstChild.textContent,
     times: [...d.querySelectorAll("button.time")].map((b) => b.firstChild.textContent),
   }))`);
-
-/** axe-core's serious and critical findings on the page as it is now (none expected). */
-async function axeProblems(page: Page): Promise<string[]> {
-  if (!(await js<boolean>(page, "typeof axe === 'object'"))) await page.addScriptTag({ path: AXE });
-  const result = await js<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>(page, "axe.run()");
-  return result.violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
-}
 
 async function shot(page: Page, name: string) {
   await page.screenshot({ path: join(SHOTS_DIR, `${name}.png`), fullPage: true });

@@ -3,13 +3,11 @@
 // heading per tag and per operation with its scope, parameters, fields and error codes, and
 // axe-core finds no serious or critical violation. Screenshots at 1280 and 375 px: /tmp/docs-*.png.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { resolve } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { call, startApp, type TestApp } from "./harness/app";
-import { launchBrowser, pageProblems } from "./harness/browser";
+import { axeProblems, launchBrowser, pageProblems } from "./harness/browser";
 import { testDatabase, type TestDatabase } from "./harness/db";
 
-const AXE = resolve(import.meta.dir, "../node_modules/axe-core/axe.min.js");
 const PHONE = { width: 375, height: 812 };
 const DESKTOP = { width: 1280, height: 860 };
 
@@ -40,14 +38,6 @@ async function open(viewport = PHONE, bypassCSP = false): Promise<{ ctx: Browser
 }
 
 const js = <T = unknown>(page: Page, expr: string) => page.evaluate(expr) as Promise<T>;
-
-async function axeProblems(page: Page): Promise<string[]> {
-  await page.addScriptTag({ path: AXE });
-  const result = await js<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>(page, "axe.run()");
-  return result.violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
-}
 
 describe("GET /docs", () => {
   test("is HTML under a CSP that allows nothing but its own hashed style, and cacheable", async () => {

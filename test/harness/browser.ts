@@ -63,3 +63,17 @@ export function pageProblems(page: Page): string[] {
 
 /** Where screenshots of pages people see go: LEADLINE_SHOTS or a directory under the temp dir. */
 export const SHOTS_DIR = process.env.LEADLINE_SHOTS || "/tmp/leadline-shots";
+
+const AXE = new URL("../../node_modules/axe-core/axe.min.js", import.meta.url).pathname;
+
+/**
+ * axe-core's serious and critical findings on the page as it is now (none expected). The page's
+ * context needs `bypassCSP: true`: axe is injected as a script tag, which a strict CSP refuses.
+ */
+export async function axeProblems(page: Page): Promise<string[]> {
+  if (!(await page.evaluate("typeof axe === 'object'"))) await page.addScriptTag({ path: AXE });
+  const result = (await page.evaluate("axe.run()")) as { violations: { id: string; impact: string; nodes: { target: string[] }[] }[] };
+  return result.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+}
