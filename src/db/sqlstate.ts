@@ -48,12 +48,6 @@ export function classify(err: unknown): DbFailure | null {
   return null;
 }
 
-/** The constraint a 23505 / 23503 names, to tell one unique index from another. */
-export const constraintOf = (err: unknown): string | null => {
-  const name = (err as { constraint_name?: unknown } | null)?.constraint_name;
-  return typeof name === "string" ? name : null;
-};
-
 /** Runs `fn` again (a few times) when the database asks for it (serialization failure, deadlock). */
 export async function retrying<T>(fn: () => Promise<T>, attempts = 5): Promise<T> {
   for (let i = 1; ; i++) {
