@@ -1,0 +1,135 @@
+// Pool usage for the console's number-insertion page: numbers held and free now, and over a window
+// (the last 30 days) each hour's peak of concurrent holds, from the hold history, beside the
+// fallbacks served in it (sql/0018). The pool size that would have sufficed is the worst hour's
+// peak plus the distinct visitors refused in that hour: each refused visitor would have held a
+// number (for a ttl) had one been free. It counts every refusal of the hour as concurrent with the
+// peak, so it errs on the side of a number too many, never too few for what was seen.
+import type { Sql } from "../db/client";
+import { HOUR_MS } from "./fallbacks";
+
+export interface PoolNow {
+  key: string;
+  name: string;
+  org_id: number | null;
+  /** Active numbers in the pool. */
+  numbers: number;
+  held: number;
+  free: number;
+}
+
+/** Every pool the organization has (null: every pool), with its numbers held and free at `now`. */
+export async function poolsNow(sql: Sql, orgId: number | null, now: Date): Promise<PoolNow[]> {
+  return sql<PoolNow[]>`
+    select p.key, p.name, p.org_id,
+           count(h.number)::int as numbers,
+           count(h.number) filter (where h.expires_at > ${now})::int as held,
+           count(h.number) filter (where h.expires_at <= ${now})::int as free
+    from dni_pools p
+    left join dni_holds h on h.pool_key = p.key and h.active
+    where ${orgId === null ? sql`true` : sql`p.org_id = ${orgId}`}
+    group by p.key, p.name, p.org_id
+    order by p.org_id nulls first, p.key`;
+}
+
+export interface UsageHour {
+  /** The hour's start. */
+  hour: Date;
+  /** The most holds live at once during the hour. */
+  peak: number;
+  /** Distinct visitors the pool had no number for during the hour. */
+  refused: number;
+  /** Fallback answers served during the hour. */
+  served: number;
+}
+
+/**
+ * Each hour of [from, to) (both on the hour): the peak of concurrent holds, by a sweep over the
+ * holds' spans (a start adds one, an end takes one away; at the same instant ends go first, spans
+ * being half-open; a zero step at each hour's start carries the level into hours without a
+ * change), and the fallbacks served.
+ */
+export async function usageByHour(sql: Sql, pool: string, from: Date, to: Date): Promise<UsageHour[]> {
+  return sql<UsageHour[]>`
+    with spans as (
+      select started_at, ends_at from dni_hold_spans
+      where pool_key = ${pool} and ends_at > ${from} and started_at < ${to}
+    ), steps as (
+      select greatest(started_at, ${from}) as at, 1 as d from spans
+      union all
+      select ends_at, -1 from spans where ends_at < ${to}
+      union all
+      select h, 0 from generate_series(${from}::timestamptz, ${to}::timestamptz - interval '1 hour', interval '1 hour') h
+    ), levels as (
+      select at, sum(d) over (order by at, d rows unbounded preceding) as live from steps
+    ), hours as (
+      select date_trunc('hour', at, 'UTC') as hour, max(live)::int as peak from levels group by 1
+    ), refused as (
+      select hour, count(*)::int as refused, sum(served)::int as served
+      from dni_fallbacks where pool_key = ${pool} and hour >= ${from} and hour < ${to}
+      group by hour
+    )
+    select h.hour, h.peak, coalesce(r.refused, 0) as refused, coalesce(r.served, 0) as served
+    from hours h left join refused r on r.hour = h.hour
+    order by h.hour`;
+}
+
+export interface UsageDay {
+  /** YYYY-MM-DD in the organization's time zone. */
+  day: string;
+  peak: number;
+  served: number;
+}
+
+export interface Sufficient {
+  /** Numbers that would have served every visitor of the worst hour. */
+  size: number;
+  hour: Date;
+  peak: number;
+  refused: number;
+}
+
+export interface PoolUsage {
+  days: UsageDay[];
+  /** The pool size that would have sufficed, when some visitor was refused in the window; else null. */
+  sufficient: Sufficient | null;
+  served: number;
+}
+
+const dayIn = (zone: string) => {
+  const f = new Intl.DateTimeFormat("en-CA", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit" });
+  return (d: Date) => f.format(d);
+};
+
+/** Hours into days of the zone (peak: the day's highest hour; served: summed), and the size that would have sufficed. */
+export function summarizeUsage(hours: UsageHour[], zone: string): PoolUsage {
+  const day = dayIn(zone);
+  const days: UsageDay[] = [];
+  let sufficient: Sufficient | null = null;
+  let served = 0;
+  for (const h of hours) {
+    const d = day(h.hour);
+    const last = days[days.length - 1];
+    if (last && last.day === d) {
+      last.peak = Math.max(last.peak, h.peak);
+      last.served += h.served;
+    } else days.push({ day: d, peak: h.peak, served: h.served });
+    served += h.served;
+    if (h.refused > 0 && (sufficient === null || h.peak + h.refused > sufficient.size)) {
+      sufficient = { size: h.peak + h.refused, hour: h.hour, peak: h.peak, refused: h.refused };
+    }
+  }
+  return { days, sufficient, served };
+}
+
+export const USAGE_DAYS = 30;
+
+/** The window ending at the end of `now`'s hour, `days` long. */
+export function usageWindow(now: number, days = USAGE_DAYS): { from: Date; to: Date } {
+  const to = now - (now % HOUR_MS) + HOUR_MS;
+  return { from: new Date(to - days * 24 * HOUR_MS), to: new Date(to) };
+}
+
+export async function poolUsage(sql: Sql, pool: string, now: number, zone: string): Promise<PoolUsage> {
+  const { from, to } = usageWindow(now);
+  return summarizeUsage(await usageByHour(sql, pool, from, to), zone);
+}
