@@ -27,7 +27,8 @@ export interface ReportFilter {
 
 export async function dniReport(sql: Sql, filter: ReportFilter): Promise<ReportRow[]> {
   const since = filter.since ?? new Date(0);
-  const until = filter.until ?? new Date(8.64e15);
+  const until = filter.until ?? null;
+  const before = (col: ReturnType<Sql>) => (until === null ? sql`true` : sql`${col} < ${until}`);
   const orgId = filter.orgId ?? null;
   const pool = (col: ReturnType<Sql>) => sql`${filter.pool === null ? sql`true` : sql`${col} = ${filter.pool}`} and ${
     orgId === null ? sql`true` : sql`${col} in (select key from dni_pools where org_id = ${orgId})`}`;
@@ -39,18 +40,18 @@ export async function dniReport(sql: Sql, filter: ReportFilter): Promise<ReportR
       select v.pool_key as pool, v.utm_source, v.utm_medium, v.utm_campaign,
              1 as visitors, 0 as pageviews, 0 as forms, 0 as calls
       from dni_visitors v
-      where v.last_visit_at >= ${since} and v.last_visit_at < ${until} and ${pool(sql`v.pool_key`)}
+      where v.last_visit_at >= ${since} and ${before(sql`v.last_visit_at`)} and ${pool(sql`v.pool_key`)}
       union all
       select e.pool_key, coalesce(v.utm_source, ''), coalesce(v.utm_medium, ''), coalesce(v.utm_campaign, ''),
              0, (e.kind = 'pageview')::int, (e.kind = 'form')::int, 0
       from dni_events e
       left join dni_visitors v on v.pool_key = e.pool_key and v.visitor = e.visitor
-      where e.kind in ('pageview', 'form') and e.created_at >= ${since} and e.created_at < ${until} and ${pool(sql`e.pool_key`)}
+      where e.kind in ('pageview', 'form') and e.created_at >= ${since} and ${before(sql`e.created_at`)} and ${pool(sql`e.pool_key`)}
       union all
       select c.dni_pool, coalesce(c.utm_source, ''), coalesce(c.utm_medium, ''), coalesce(c.utm_campaign, ''),
              0, 0, 0, 1
       from calls c
-      where c.dni_pool is not null and c.occurred_at >= ${since} and c.occurred_at < ${until} and ${pool(sql`c.dni_pool`)}
+      where c.dni_pool is not null and c.occurred_at >= ${since} and ${before(sql`c.occurred_at`)} and ${pool(sql`c.dni_pool`)}
     ) x
     group by pool, utm_source, utm_medium, utm_campaign
     order by pool, utm_source, utm_medium, utm_campaign`;
