@@ -3,9 +3,20 @@
 import type { Actor } from "../auth/actor";
 import type { Sql, Tx } from "../db/client";
 
-/** `action`: dotted (`key.create`, `message.send`); `target`: what it acted on (`lead:12`, `key:4`). */
-export async function audit(tx: Sql | Tx, actor: Actor, action: string, target: string, details: Record<string, unknown> = {}): Promise<void> {
+/**
+ * `action`: dotted (`key.create`, `message.send`); `target`: what it acted on (`lead:12`, `key:4`);
+ * `orgId`: the organization whose log it belongs to (default the actor's; an admin acting on one
+ * organization's record passes that organization, so its managers see it).
+ */
+export async function audit(
+  tx: Sql | Tx,
+  actor: Actor,
+  action: string,
+  target: string,
+  details: Record<string, unknown> = {},
+  orgId: number | null = actor.orgId,
+): Promise<void> {
   await tx`
     insert into audit_log (org_id, actor_type, actor_id, action, target, details, address)
-    values (${actor.orgId}, ${actor.type}, ${actor.id}, ${action}, ${target}, ${tx.json(details as never)}, ${actor.address ?? ""})`;
+    values (${orgId}, ${actor.type}, ${actor.id}, ${action}, ${target}, ${tx.json(details as never)}, ${actor.address ?? ""})`;
 }
