@@ -1,7 +1,7 @@
 // The console's Calls, Number insertion, KPI and Billing pages over HTTP, per role: what each
 // viewer sees, that another organization's rows never show, that agents get the 404 page where
 // the issue says so, the CSV export, and keyset pages.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { ManualClock } from "./harness/clock";
 import { makeUser, signIn, type ConsoleClient } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
@@ -9,6 +9,8 @@ import { provisionPools, T0 } from "./harness/dni";
 import { startApp, type TestApp } from "./harness/app";
 import { makeKey, makeLead, seedWorld } from "./harness/factory";
 
+
+setDefaultTimeout(60_000);
 let db: TestDatabase;
 let app: TestApp;
 const clock = new ManualClock(T0); // Nov 23 2026, 12:00 UTC

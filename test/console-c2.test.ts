@@ -1,7 +1,7 @@
 // The Calls, Number insertion, KPI and Billing pages in real Chromium: axe finds no serious or
 // critical problem on any of them, each is screenshotted at 1280 and 375 px, the filters work from
 // the keyboard, and the chart is an SVG with its numbers beside it.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { startApp, type TestApp } from "./harness/app";
 import { axeProblems, launchBrowser, pageProblems } from "./harness/browser";
@@ -11,6 +11,8 @@ import { testDatabase, type TestDatabase } from "./harness/db";
 import { provisionPools, T0 } from "./harness/dni";
 import { makeLead, seedWorld } from "./harness/factory";
 
+
+setDefaultTimeout(60_000);
 let db: TestDatabase;
 let app: TestApp;
 let browser: Browser;

@@ -42,8 +42,7 @@ function billingCard(b: BillingRow, showOrg: boolean): Html {
 
 export function billingBody(v: BillingView): Html {
   const showOrg = v.orgs.length > 0;
-  return html`<h1>Billing</h1>
-${showOrg ? html`<form class="filters" method="get" action="/console/billing">${orgSelect(v.orgs, v.org)}<div><button class="btn" type="submit">Show</button></div></form>` : null}
+  return html`${showOrg ? html`<form class="filters" method="get" action="/console/billing">${orgSelect(v.orgs, v.org)}<div><button class="btn" type="submit">Show</button></div></form>` : null}
 ${v.billing.length === 0
   ? html`<p class="empty">Billing is not configured${showOrg && v.org === null ? " for any organization" : ""}: SMS and email sends are refused.</p>`
   : v.billing.map((b) => billingCard(b, showOrg))}
@@ -81,7 +80,7 @@ export function billingRoutes(deps: Deps): Route[] {
         const zones = new Map<number, string>();
         for (const id of new Set(ledger.map((e) => e.org_id))) zones.set(id, await zoneOf(sql, id));
         const body = billingBody({ billing, ledger, next, paged: before !== null, org, orgs, zones });
-        return consoleHtml(deps, viewer, { title: "Billing", nav: "billing", body, scripts: ["c2.css"] });
+        return consoleHtml(deps, viewer, { title: "Billing", nav: "billing", body, styles: ["c2.css"] });
       },
     ),
   ];

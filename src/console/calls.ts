@@ -85,8 +85,7 @@ export function callsBody(v: CallsView): Html {
   const p = v.params;
   const showOrg = v.orgs.length > 0;
   const q = paramsQuery(p);
-  return html`<h1>Calls</h1>
-<form class="filters" method="get" action="/console/calls">
+  return html`<form class="filters" method="get" action="/console/calls">
   <div><label for="f-from">From</label><input id="f-from" name="from" type="date" value="${p.from ?? ""}"></div>
   <div><label for="f-to">To</label><input id="f-to" name="to" type="date" value="${p.to ?? ""}"></div>
   ${v.agents === null ? null : html`<div><label for="f-agent">Agent</label><select id="f-agent" name="agent"><option value="">Every agent</option>${v.agents.map(
@@ -126,6 +125,12 @@ const csvCells = (r: CallRow): unknown[] => [
   r.dni_pool, r.utm_source, r.utm_medium, r.utm_campaign, r.landing, r.gclid,
 ];
 
+/** A page route whose 200 is the CSV file, as /openapi.json says. */
+const csvRoute = (...args: Parameters<typeof consolePage>): Route => {
+  const route = consolePage(...args);
+  return { ...route, answers: { ...route.answers, 200: { description: "The filtered calls as CSV, streamed", contentType: "text/csv" } } };
+};
+
 export function callRoutes(deps: Deps): Route[] {
   const { sql } = deps;
   return [
@@ -153,10 +158,10 @@ export function callRoutes(deps: Deps): Route[] {
         const page = rows.slice(0, CALLS_PAGE);
         const next = rows.length > CALLS_PAGE ? page[page.length - 1].id : null;
         const body = callsBody({ params, rows: page, next, paged: after !== null, agents, pools, orgs });
-        return consoleHtml(deps, viewer, { title: "Calls", nav: "calls", body, scripts: ["c2.css"] });
+        return consoleHtml(deps, viewer, { title: "Calls", nav: "calls", body, styles: ["c2.css"] });
       },
     ),
-    consolePage(
+    csvRoute(
       deps,
       {
         id: "consoleCallsCsv",

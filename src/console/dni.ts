@@ -74,8 +74,7 @@ function poolSection(v: PoolView, i: number): Html {
 
 export function dniBody(v: DniView): Html {
   const showPool = v.pools.length > 1 || v.orgs.length > 0;
-  return html`<h1>Number insertion</h1>
-${v.orgs.length > 0
+  return html`${v.orgs.length > 0
   ? html`<form class="filters" method="get" action="/console/dni">${orgSelect(v.orgs, v.org)}<div><button class="btn" type="submit">Show</button></div></form>`
   : null}
 ${v.pools.length === 0 ? html`<p class="empty">No number pools are provisioned.</p>` : v.pools.map(poolSection)}
@@ -141,7 +140,7 @@ export function dniRoutes(deps: Deps): Route[] {
           orgChoices(sql, viewer),
         ]);
         const body = dniBody({ pools: views, report, from, to, reportPool, org, orgs });
-        return consoleHtml(deps, viewer, { title: "Number insertion", nav: "dni", body, scripts: ["c2.css"] });
+        return consoleHtml(deps, viewer, { title: "Number insertion", nav: "dni", body, styles: ["c2.css"] });
       },
     ),
   ];

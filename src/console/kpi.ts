@@ -39,8 +39,7 @@ const dimLabel = (d: string) => (d === "" ? "(no dimension)" : d);
 
 export function kpiBody(v: KpiView): Html {
   const label = v.metric ? v.metric.label : "";
-  return html`<h1>KPIs</h1>
-${v.metrics.length === 0
+  return html`${v.metrics.length === 0
   ? html`<p class="empty">No KPI points have been reported yet (POST /hooks/kpi_ingest.php).</p>`
   : html`<form class="filters" method="get" action="/console/kpi">
   <div><label for="k-metric">Metric</label><select id="k-metric" name="metric">${v.metrics.map(
@@ -93,7 +92,7 @@ export function kpiRoutes(deps: Deps): Route[] {
           values = days.map((d) => series.get(d) ?? null);
         }
         const body = kpiBody({ metrics, metric, dims, dim, from, to, days, values, org, orgs });
-        return consoleHtml(deps, viewer, { title: "KPIs", nav: "kpi", body, scripts: ["c2.css"] });
+        return consoleHtml(deps, viewer, { title: "KPIs", nav: "kpi", body, styles: ["c2.css"] });
       },
     ),
   ];

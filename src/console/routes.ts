@@ -1,0 +1,13 @@
+// Every route of the console (README: Console), for the assembly (src/app/app.ts).
+import type { Deps } from "../http/deps";
+import type { Route } from "../http/route";
+import { accountRoutes } from "./account";
+import { billingRoutes } from "./billing";
+import { callRoutes } from "./calls";
+import { dniRoutes } from "./dni";
+import { kpiRoutes } from "./kpi";
+import { signInRoutes } from "./sign-in";
+
+export function consoleRoutes(deps: Deps): Route[] {
+  return [...signInRoutes(deps), ...accountRoutes(deps), ...callRoutes(deps), ...dniRoutes(deps), ...kpiRoutes(deps), ...billingRoutes(deps)];
+}
