@@ -42,6 +42,7 @@ function billingCard(b: BillingRow, showOrg: boolean): Html {
 
 export function billingBody(v: BillingView): Html {
   const showOrg = v.orgs.length > 0;
+  const org = showOrg ? v.org : null;
   return html`${showOrg ? html`<form class="filters" method="get" action="/console/billing">${orgSelect(v.orgs, v.org)}<div><button class="btn" type="submit">Show</button></div></form>` : null}
 ${v.billing.length === 0
   ? html`<p class="empty">Billing is not configured${showOrg && v.org === null ? " for any organization" : ""}: SMS and email sends are refused.</p>`
@@ -60,8 +61,8 @@ ${v.ledger.length === 0
   )}</tbody>
 </table></div>`}
 <nav class="pager" aria-label="Pages of the ledger">
-  ${v.paged ? html`<a href="/console/billing${queryOf({ org: v.org })}">Newest entries</a>` : null}
-  ${v.next === null ? null : html`<a href="/console/billing${queryOf({ org: v.org, before: v.next })}" rel="next">Older entries</a>`}
+  ${v.paged ? html`<a href="/console/billing${queryOf({ org })}">Newest entries</a>` : null}
+  ${v.next === null ? null : html`<a href="/console/billing${queryOf({ org, before: v.next })}" rel="next">Older entries</a>`}
 </nav>`;
 }
 

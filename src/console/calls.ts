@@ -49,7 +49,8 @@ const filterOf = (p: CallParams, zone: string): CallFilter => ({ ...instantsOf(p
 
 export const duration = (secs: number): string => `${Math.floor(secs / 60)}:${String(secs % 60).padStart(2, "0")}`;
 
-const paramsQuery = (p: CallParams) => ({ from: p.from, to: p.to, agent: p.agent, pool: p.pool, source: p.source, status: p.status, org: p.org });
+/** The filters as a link's query; the organization only where the viewer picks it (admins). */
+const paramsQuery = (p: CallParams, picks: boolean) => ({ from: p.from, to: p.to, agent: p.agent, pool: p.pool, source: p.source, status: p.status, org: picks ? p.org : null });
 
 export interface CallsView {
   params: CallParams;
@@ -84,7 +85,7 @@ function row(r: CallRow, showOrg: boolean): Html {
 export function callsBody(v: CallsView): Html {
   const p = v.params;
   const showOrg = v.orgs.length > 0;
-  const q = paramsQuery(p);
+  const q = paramsQuery(p, showOrg);
   return html`<form class="filters" method="get" action="/console/calls">
   <div><label for="f-from">From</label><input id="f-from" name="from" type="date" value="${p.from ?? ""}"></div>
   <div><label for="f-to">To</label><input id="f-to" name="to" type="date" value="${p.to ?? ""}"></div>
