@@ -56,7 +56,11 @@ beforeAll(async () => {
   const context = await browser.newContext({ bypassCSP: true });
   page = await context.newPage();
   problems = pageProblems(page);
-  await browserSignIn(page, app.base, manager.email, manager.password);
+  page.on("response", (r) => {
+    if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`);
+  });
+  // Straight to Calls: the inbox is another helper's page.
+  await browserSignIn(page, app.base, manager.email, manager.password, "/console/calls");
 }, 120_000);
 
 afterAll(async () => {
