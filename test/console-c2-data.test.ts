@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Actor } from "../src/auth/actor";
 import { allCalls, listCalls, noCallFilter, type CallFilter } from "../src/calls/log";
-import { chart, chartSummary, niceMax } from "../src/console/chart";
+import { axisTicks, chart, chartSummary } from "../src/console/chart";
 import { csvCell, csvLine } from "../src/console/csv";
 import { dniBody } from "../src/console/dni";
 import { DniEngine, type VisitSource } from "../src/dni/engine";
@@ -106,7 +106,7 @@ describe("pool usage", () => {
     expect(page).toContain("A pool of 5 numbers would have sufficed</strong> (it has 2 now)");
     expect(page).toContain("In the hour from Nov 20, 2026, 5:00 AM, 2 visitors got the fallback number");
     expect(page).toContain("<tr><th scope=\"row\">2026-11-20</th><td class=\"num\">3</td><td class=\"num\">4</td></tr>");
-    expect(page).toContain("Peak held at once: highest 3 on Nov 20, total");
+    expect(page).toContain("Peak held at once: highest 3 on Nov 20. Fallbacks served: highest 4 on Nov 20, total 5.");
     expect(page).toContain("&lt;script src=&quot;https://leads.example/dni.js&quot; data-pool=&quot;acme-site&quot; async&gt;&lt;/script&gt;");
     expect(page).not.toContain("style=");
   });
@@ -241,7 +241,12 @@ describe("CSV cells", () => {
 
 describe("the chart", () => {
   test("axis top, summary and the numbers table", () => {
-    expect([niceMax(0), niceMax(3), niceMax(7), niceMax(10), niceMax(11), niceMax(0.3)]).toEqual([1, 5, 10, 10, 20, 0.5]);
+    expect(axisTicks(3, true)).toEqual([0, 1, 2, 3]);
+    expect(axisTicks(7, true)).toEqual([0, 2, 4, 6, 8]);
+    expect(axisTicks(10, true)).toEqual([0, 5, 10]);
+    expect(axisTicks(1107, true)).toEqual([0, 500, 1000, 1500]);
+    expect(axisTicks(0.3, false)).toEqual([0, 0.1, 0.2, 0.3]);
+    expect(axisTicks(0, true)).toEqual([0, 1]);
     const spec = { id: "c", title: "Calls", labels: ["2026-11-01", "2026-11-02", "2026-11-03"], series: [{ name: "Calls", values: [2, null, 7] }], kind: "line" as const };
     expect(chartSummary(spec)).toBe("Calls: highest 7 on Nov 3, total 9.");
     const out = chart(spec).html;
@@ -249,8 +254,8 @@ describe("the chart", () => {
     expect(out).toContain("aria-labelledby=\"c-title c-desc\"");
     expect(out).toContain("<td class=\"num\">–</td>");
     expect(out).not.toContain("style=");
-    // The y axis tops out at 10: the 7 sits 70% up the plot (top 12, height 192 → y = 12 + 192 × 0.3).
-    expect(out).toContain("cy=\"69.6\"");
+    // The y axis tops out at 8 (ticks 0, 2, … 8): the 7 sits 7/8 up the plot (top 12, height 192 → y = 12 + 192 / 8).
+    expect(out).toContain("cy=\"36\"");
   });
 });
 

@@ -50,11 +50,11 @@ ${v.billing.length === 0
 <h2>Credit ledger</h2>
 ${v.ledger.length === 0
   ? html`<p class="empty">No ledger entries${v.paged ? " on this page" : ""}.</p>`
-  : html`<div class="table-wrap"><table class="data">
+  : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Credit ledger"><table class="data">
   <thead><tr><th scope="col">Time</th>${showOrg ? html`<th scope="col">Org</th>` : null}<th scope="col">Entry</th><th scope="col">Message</th>
     <th scope="col" class="num">Amount</th><th scope="col" class="num">Balance</th></tr></thead>
   <tbody>${v.ledger.map(
-    (e) => html`<tr><td>${when(e.created_at, v.zones.get(e.org_id) ?? "UTC")}</td>${showOrg ? html`<td>${e.org_id}</td>` : null}
+    (e) => html`<tr><td class="nowrap">${when(e.created_at, v.zones.get(e.org_id) ?? "UTC")}</td>${showOrg ? html`<td>${e.org_id}</td>` : null}
       <td>${e.kind}</td>
       <td>${e.message_id === null ? "–" : e.lead_id === null ? `${e.channel ?? ""} #${e.message_id}` : html`<a href="/console/leads/${e.lead_id}">${e.channel ?? "message"} #${e.message_id}</a>`}</td>
       <td class="num">${money(e.amount)}</td><td class="num">${money(e.balance)}</td></tr>`,

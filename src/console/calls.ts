@@ -65,10 +65,16 @@ export interface CallsView {
 
 const dash = (v: string | null | undefined) => (v ? v : "–");
 
+/** A landing page as a person reads it: host and path, without scheme or query (the whole address in its title). */
+export function landingLabel(url: string): string {
+  const short = url.replace(/^https?:\/\//i, "").replace(/[?#].*$/, "");
+  return short.length > 60 ? `${short.slice(0, 59)}…` : short;
+}
+
 function row(r: CallRow, showOrg: boolean): Html {
   const attribution = [r.utm_source, r.utm_medium, r.utm_campaign].filter((v) => v).join(" / ");
   return html`<tr>
-    <td>${when(r.occurred_at, r.timezone)}</td>
+    <td class="nowrap">${when(r.occurred_at, r.timezone)}</td>
     ${showOrg ? html`<td>${r.org_id ?? "–"}</td>` : null}
     <td>${r.lead_id === null ? html`<span class="muted">none</span>` : html`<a href="/console/leads/${r.lead_id}">${r.lead_name || `Lead ${r.lead_id}`}</a>`}</td>
     <td>${dash(r.phone)}</td>
@@ -78,7 +84,7 @@ function row(r: CallRow, showOrg: boolean): Html {
     <td>${dash(r.status)}</td>
     <td>${dash(r.dni_pool)}</td>
     <td>${attribution || "–"}</td>
-    <td class="cell-clip">${dash(r.landing)}</td>
+    <td class="cell-clip">${r.landing ? html`<span title="${r.landing}">${landingLabel(r.landing)}</span>` : "–"}</td>
   </tr>`;
 }
 
@@ -103,7 +109,7 @@ export function callsBody(v: CallsView): Html {
 <p><a class="btn" href="/console/calls.csv${queryOf(q)}" download>Export these calls as CSV</a></p>
 ${v.rows.length === 0
   ? html`<p class="empty">No calls${v.paged ? " on this page" : " match these filters"}.</p>`
-  : html`<div class="table-wrap"><table class="data">
+  : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Calls"><table class="data">
   <caption class="muted">Newest first${v.paged ? ", continued" : ""}.</caption>
   <thead><tr><th scope="col">Time</th>${showOrg ? html`<th scope="col">Org</th>` : null}<th scope="col">Lead</th><th scope="col">Caller</th><th scope="col">Number called</th>
     <th scope="col">Agent</th><th scope="col" class="num">Duration</th><th scope="col">Status</th><th scope="col">Pool</th>

@@ -9,6 +9,8 @@ export interface Series {
   name: string;
   /** One value per label; null where there is no data. */
   values: (number | null)[];
+  /** Whether a total means something (a count per day), unlike a peak per day; default true. */
+  total?: boolean;
 }
 
 export interface ChartSpec {
@@ -34,12 +36,25 @@ export function dayLabel(day: string): string {
   return m >= 1 && m <= 12 ? `${MONTHS[m - 1]} ${d}` : day;
 }
 
-/** The smallest 1, 2 or 5 × 10ⁿ at or above `max` (at least 1): the top of the y axis. */
-export function niceMax(max: number): number {
-  if (!(max > 0)) return 1;
-  const p = 10 ** Math.floor(Math.log10(max));
-  for (const m of [1, 2, 5, 10]) if (m * p >= max) return m * p;
+/** The smallest 1, 2 or 5 × 10ⁿ at or above `v`. */
+function nice(v: number): number {
+  const p = 10 ** Math.floor(Math.log10(v));
+  for (const m of [1, 2, 5]) if (m * p >= v * (1 - 1e-9)) return m * p;
   return 10 * p;
+}
+
+/**
+ * The y axis's ticks, from 0 up to at or above `max`: at most five, a step of 1, 2 or 5 × 10ⁿ
+ * (whole numbers when every value is one: no "1.25 holds").
+ */
+export function axisTicks(max: number, whole: boolean): number[] {
+  if (!(max > 0)) return [0, 1];
+  let step = nice(max / 4);
+  if (whole) step = Math.max(1, Math.round(step));
+  const top = Math.ceil(max / step - 1e-9) * step;
+  const ticks: number[] = [];
+  for (let i = 0; i * step <= top + step / 2; i++) ticks.push(Number((i * step).toPrecision(12)));
+  return ticks;
 }
 
 const fmt = (v: number) => (Number.isInteger(v) ? v.toLocaleString("en-US") : v.toLocaleString("en-US", { maximumFractionDigits: 2 }));
@@ -58,19 +73,21 @@ export function chartSummary(spec: ChartSpec): string {
         if (best < 0 || v > (s.values[best] ?? 0)) best = i;
       });
       if (best < 0) return `${s.name}: no data.`;
-      return `${s.name}: highest ${fmt(s.values[best]!)}${unit} on ${dayLabel(spec.labels[best])}, total ${fmt(total)}${unit}.`;
+      const sum = s.total === false ? "" : `, total ${fmt(total)}${unit}`;
+      return `${s.name}: highest ${fmt(s.values[best]!)}${unit} on ${dayLabel(spec.labels[best])}${sum}.`;
     })
     .join(" ");
 }
 
 export function chart(spec: ChartSpec): Html {
   const n = spec.labels.length;
-  const max = niceMax(Math.max(0, ...spec.series.flatMap((s) => s.values.filter((v): v is number => v !== null))));
+  const values = spec.series.flatMap((s) => s.values.filter((v): v is number => v !== null));
+  const ticks = axisTicks(Math.max(0, ...values), values.every(Number.isInteger));
+  const max = ticks[ticks.length - 1];
   const plotW = W - PAD.left - PAD.right;
   const plotH = H - PAD.top - PAD.bottom;
   const slot = plotW / Math.max(n, 1);
   const y = (v: number) => r1(PAD.top + plotH - (v / max) * plotH);
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => f * max);
   // About eight x labels, whatever the number of days.
   const every = Math.max(1, Math.ceil(n / 8));
   const titleId = `${spec.id}-title`;
@@ -114,7 +131,10 @@ export function chart(spec: ChartSpec): Html {
     spec.series.length > 1
       ? html`<ul class="chart-legend">${spec.series.map((s, si) => html`<li><span class="chart-key chart-s${si}" aria-hidden="true"></span>${s.name}</li>`)}</ul>`
       : null;
+  // On a phone the picture keeps a readable size and scrolls sideways (a focusable region, so the
+  // keyboard can scroll it too); the table below has every number anyway.
   return html`<figure class="chart">
+  <div class="chart-scroll" tabindex="0" role="group" aria-label="${spec.title}">
   <svg viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${titleId} ${descId}" focusable="false">
     <title id="${titleId}">${spec.title}</title>
     <desc id="${descId}">${summary}</desc>
@@ -123,10 +143,11 @@ export function chart(spec: ChartSpec): Html {
     ${marks}
     ${xLabels}
   </svg>
+  </div>
   <figcaption>${legend}<p class="muted">${summary}</p></figcaption>
   <details class="chart-data">
     <summary>${spec.title}: the numbers</summary>
-    <div class="table-wrap"><table class="data">
+    <div class="table-wrap" tabindex="0" role="region" aria-label="${spec.title}: the numbers"><table class="data">
       <thead><tr><th scope="col">Day</th>${spec.series.map((s) => html`<th scope="col" class="num">${s.name}</th>`)}</tr></thead>
       <tbody>${spec.labels.map(
         (d, i) => html`<tr><th scope="row">${d}</th>${spec.series.map((s) => html`<td class="num">${s.values[i] === null ? "–" : fmt(s.values[i]!)}</td>`)}</tr>`,

@@ -61,7 +61,7 @@ function poolSection(v: PoolView, i: number): Html {
     title: `${pool.name || pool.key}: peak numbers held and fallbacks served per day, last ${USAGE_DAYS} days`,
     labels: usage.days.map((d) => d.day),
     series: [
-      { name: "Peak held at once", values: usage.days.map((d) => d.peak) },
+      { name: "Peak held at once", values: usage.days.map((d) => d.peak), total: false },
       { name: "Fallbacks served", values: usage.days.map((d) => d.served) },
     ],
     kind: "bar",
@@ -92,7 +92,7 @@ ${v.pools.length === 0 ? html`<p class="empty">No number pools are provisioned.<
   </form>
   ${v.report.length === 0
     ? html`<p class="empty">No visitors, page views, forms or calls in this range.</p>`
-    : html`<div class="table-wrap"><table class="data">
+    : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Attribution report"><table class="data">
     <thead><tr>${showPool ? html`<th scope="col">Pool</th>` : null}<th scope="col">Source</th><th scope="col">Medium</th><th scope="col">Campaign</th>
       <th scope="col" class="num">Visitors</th><th scope="col" class="num">Page views</th><th scope="col" class="num">Forms</th><th scope="col" class="num">Calls</th></tr></thead>
     <tbody>${v.report.map(
