@@ -192,6 +192,15 @@ describe("KPIs", () => {
     expect(foreign.body).not.toContain("333");
   });
 
+  test("an admin picks the organization; the other organization's manager sees only its own", async () => {
+    const bolt = await as.admin.get("/console/kpi?org=2&from=2026-11-19&to=2026-11-22");
+    expect(bolt.body).toContain("Bolt leads");
+    expect(bolt.body).toContain("<tr><th scope=\"row\">2026-11-20</th><td class=\"num\">333</td></tr>");
+    const own = await as.manager2.get("/console/kpi?org=1&metric=acme.leads&from=2026-11-19&to=2026-11-22");
+    expect(own.body).toContain("Bolt leads");
+    expect(own.body).not.toContain("Acme leads");
+  });
+
   test("agents get the 404 page", async () => {
     expect((await as.agent.get("/console/kpi")).status).toBe(404);
   });

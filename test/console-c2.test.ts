@@ -49,7 +49,7 @@ beforeAll(async () => {
     from generate_series(0, 29) i, unnest(array['google', 'facebook']) dim`;
   await sql`insert into org_billing (org_id, status, subscription, credits, sms_cost, email_cost) values (1, 'active', 'active', 24.37, 0.01, 0.001)`;
   await sql`insert into credit_ledger (org_id, kind, amount, balance, created_at)
-    select 1, 'charge', -0.01, 25 - i * 0.01, ${new Date(T0)}::timestamptz - i * interval '1 hour' from generate_series(1, 60) i`;
+    select 1, 'charge', -0.01, 25 - i * 0.01, ${new Date(T0)}::timestamptz - (61 - i) * interval '1 hour' from generate_series(1, 60) i`;
   app = await startApp(db.url, { BASE_URL: "https://leads.example" }, { clock });
   const manager = await makeUser(sql, { role: "manager", orgId: 1 });
   browser = await launchBrowser();
