@@ -70,7 +70,8 @@ describe("pool usage", () => {
   });
 
   test("each hour's peak of concurrent holds, and the refusals beside it", async () => {
-    const hours = await usageByHour(db.sql, "acme-site", at("2026-11-20T09:00:00Z"), at("2026-11-20T13:00:00Z"));
+    const hours = (await usageByHour(db.sql, ["acme-site", "bolt-site"], at("2026-11-20T09:00:00Z"), at("2026-11-20T13:00:00Z")))
+      .filter((h) => h.pool_key === "acme-site");
     expect(hours.map((h) => [h.hour.toISOString(), h.peak, h.refused, h.served])).toEqual([
       ["2026-11-20T09:00:00.000Z", 0, 0, 0],
       ["2026-11-20T10:00:00.000Z", 3, 2, 4],

@@ -7,7 +7,7 @@ import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { dniReport, type ReportRow } from "../dni/report";
 import { dniScriptTag } from "../dni/script";
-import { poolsNow, poolUsage, USAGE_DAYS, type PoolNow, type PoolUsage } from "../dni/usage";
+import { poolsNow, poolsUsage, USAGE_DAYS, type PoolNow, type PoolUsage } from "../dni/usage";
 import { chart } from "./chart";
 import { consoleHtml, html, when, type Html } from "./html";
 import { dayParam, instantsOf, orgChoices, orgOf, orgSelect, textParam, today, zoneOf, type OrgChoice } from "./period";
@@ -129,16 +129,17 @@ export function dniRoutes(deps: Deps): Route[] {
         const asked = textParam(q.pool, 48);
         const reportPool = asked !== null && pools.some((p) => p.key === asked) ? asked : null;
         const range = instantsOf(from, to, zone);
-        const [views, report, orgs] = await Promise.all([
-          Promise.all(
-            pools.map(async (pool) => {
-              const poolZone = org === null ? await zoneOf(sql, pool.org_id) : zone;
-              return { pool, zone: poolZone, usage: await poolUsage(sql, pool.key, now, poolZone), tag: dniScriptTag(deps.config.baseUrl, pool.key) };
-            }),
-          ),
+        // Each pool's days in its own organization's zone (an admin may see several).
+        const zones = new Map<number | null, string>([[org, zone]]);
+        for (const p of pools) if (!zones.has(p.org_id)) zones.set(p.org_id, await zoneOf(sql, p.org_id));
+        const [usage, report, orgs] = await Promise.all([
+          poolsUsage(sql, pools.map((p) => ({ key: p.key, zone: zones.get(p.org_id)! })), now),
           dniReport(sql, { pool: reportPool, since: range.from, until: range.to, orgId: org }),
           orgChoices(sql, viewer),
         ]);
+        const views = pools.map((pool) => ({
+          pool, zone: zones.get(pool.org_id)!, usage: usage.get(pool.key)!, tag: dniScriptTag(deps.config.baseUrl, pool.key),
+        }));
         const body = dniBody({ pools: views, report, from, to, reportPool, org, orgs });
         return consoleHtml(deps, viewer, { title: "Number insertion", nav: "dni", body, styles: ["c2.css"] });
       },

@@ -32,6 +32,7 @@ export async function poolsNow(sql: Sql, orgId: number | null, now: Date): Promi
 }
 
 export interface UsageHour {
+  pool_key: string;
   /** The hour's start. */
   hour: Date;
   /** The most holds live at once during the hour. */
@@ -43,34 +44,37 @@ export interface UsageHour {
 }
 
 /**
- * Each hour of [from, to) (both on the hour): the peak of concurrent holds, by a sweep over the
- * holds' spans (a start adds one, an end takes one away; at the same instant ends go first, spans
- * being half-open; a zero step at each hour's start carries the level into hours without a
- * change), and the fallbacks served.
+ * Each pool's every hour of [from, to) (both on the hour): the peak of concurrent holds, by a
+ * sweep over the holds' spans (a start adds one, an end takes one away; at the same instant ends
+ * go first, spans being half-open; a zero step at each hour's start carries the level into hours
+ * without a change), and the fallbacks served. The pools together, so the hold history, which has
+ * no index by time (sql/0008: it is written by every allocation), is read once per page.
  */
-export async function usageByHour(sql: Sql, pool: string, from: Date, to: Date): Promise<UsageHour[]> {
+export async function usageByHour(sql: Sql, pools: string[], from: Date, to: Date): Promise<UsageHour[]> {
+  if (pools.length === 0) return [];
   return sql<UsageHour[]>`
     with spans as (
-      select started_at, ends_at from dni_hold_spans
-      where pool_key = ${pool} and ends_at > ${from} and started_at < ${to}
+      select pool_key, started_at, ends_at from dni_hold_spans
+      where pool_key = any(${pools}::text[]) and ends_at > ${from} and started_at < ${to}
     ), steps as (
-      select greatest(started_at, ${from}) as at, 1 as d from spans
+      select pool_key, greatest(started_at, ${from}) as at, 1 as d from spans
       union all
-      select ends_at, -1 from spans where ends_at < ${to}
+      select pool_key, ends_at, -1 from spans where ends_at < ${to}
       union all
-      select h, 0 from generate_series(${from}::timestamptz, ${to}::timestamptz - interval '1 hour', interval '1 hour') h
+      select p, h, 0 from unnest(${pools}::text[]) p,
+        generate_series(${from}::timestamptz, ${to}::timestamptz - interval '1 hour', interval '1 hour') h
     ), levels as (
-      select at, sum(d) over (order by at, d rows unbounded preceding) as live from steps
+      select pool_key, at, sum(d) over (partition by pool_key order by at, d rows unbounded preceding) as live from steps
     ), hours as (
-      select date_trunc('hour', at, 'UTC') as hour, max(live)::int as peak from levels group by 1
+      select pool_key, date_trunc('hour', at, 'UTC') as hour, max(live)::int as peak from levels group by 1, 2
     ), refused as (
-      select hour, count(*)::int as refused, sum(served)::int as served
-      from dni_fallbacks where pool_key = ${pool} and hour >= ${from} and hour < ${to}
-      group by hour
+      select pool_key, hour, count(*)::int as refused, sum(served)::int as served
+      from dni_fallbacks where pool_key = any(${pools}::text[]) and hour >= ${from} and hour < ${to}
+      group by 1, 2
     )
-    select h.hour, h.peak, coalesce(r.refused, 0) as refused, coalesce(r.served, 0) as served
-    from hours h left join refused r on r.hour = h.hour
-    order by h.hour`;
+    select h.pool_key, h.hour, h.peak, coalesce(r.refused, 0) as refused, coalesce(r.served, 0) as served
+    from hours h left join refused r on r.pool_key = h.pool_key and r.hour = h.hour
+    order by h.pool_key, h.hour`;
 }
 
 export interface UsageDay {
@@ -129,7 +133,15 @@ export function usageWindow(now: number, days = USAGE_DAYS): { from: Date; to: D
   return { from: new Date(to - days * 24 * HOUR_MS), to: new Date(to) };
 }
 
-export async function poolUsage(sql: Sql, pool: string, now: number, zone: string): Promise<PoolUsage> {
+/** Each pool's usage over the window ending with `now`'s hour, by day in the pool's zone. */
+export async function poolsUsage(sql: Sql, pools: { key: string; zone: string }[], now: number): Promise<Map<string, PoolUsage>> {
   const { from, to } = usageWindow(now);
-  return summarizeUsage(await usageByHour(sql, pool, from, to), zone);
+  const hours = await usageByHour(sql, pools.map((p) => p.key), from, to);
+  const out = new Map<string, PoolUsage>();
+  for (const p of pools) out.set(p.key, summarizeUsage(hours.filter((h) => h.pool_key === p.key), p.zone));
+  return out;
+}
+
+export async function poolUsage(sql: Sql, pool: string, now: number, zone: string): Promise<PoolUsage> {
+  return (await poolsUsage(sql, [{ key: pool, zone }], now)).get(pool)!;
 }
