@@ -12,7 +12,7 @@ import { DniEngine, type VisitSource } from "../src/dni/engine";
 import { pruneFallbacks } from "../src/dni/fallbacks";
 import { dniReport } from "../src/dni/report";
 import { dniScriptTag } from "../src/dni/script";
-import { poolsNow, poolUsage, usageByHour } from "../src/dni/usage";
+import { firstHoldSince, poolsNow, poolUsage, usageByHour } from "../src/dni/usage";
 import { kpiDimensions, kpiMetrics, kpiSeries } from "../src/kpi/queries";
 import { billingOf, ledgerPage } from "../src/messages/ledger";
 import { testDatabase, type TestDatabase } from "./harness/db";
@@ -42,17 +42,23 @@ describe("pool usage", () => {
   beforeAll(async () => {
     await provisionPools(db.sql, [{ numbers: ["5125550101", "5125550102"] }]);
     await provisionPools(db.sql, [{ key: "bolt-site", org_id: 2, numbers: ["7375550101"], fallback: "7375550100", placeholder: "7375550199" }]);
+    // Written in start order, as allocation writes them (ids follow start times: src/dni/usage.ts).
     // Nov 20, 10:00 UTC hour: A, B, C overlap 10:30-10:40 (three at once); E starts the instant A
     // ends (spans are half-open: still three, not four). B runs on into the 11:00 hour.
-    await hold("acme-site", "5125550101", "2026-11-20T10:10:00Z", "2026-11-20T10:40:00Z");
-    await hold("acme-site", "5125550102", "2026-11-20T10:20:00Z", "2026-11-20T11:30:00Z");
-    await hold("acme-site", "5125550103", "2026-11-20T10:30:00Z", "2026-11-20T10:50:00Z");
-    await hold("acme-site", "5125550104", "2026-11-20T10:40:00Z", "2026-11-20T10:45:00Z");
-    // Began before the window (Oct 24, 13:00 UTC), ended inside it; one wholly before it.
-    await hold("acme-site", "5125550105", "2026-10-01T00:00:00Z", "2026-10-30T00:00:00Z");
-    await hold("acme-site", "5125550106", "2026-10-01T00:00:00Z", "2026-10-02T00:00:00Z");
-    // Another organization's pool, at the same time: never counted for acme-site.
-    for (let i = 0; i < 5; i++) await hold("bolt-site", "7375550101", "2026-11-20T10:00:00Z", "2026-11-20T10:59:00Z");
+    // D began before the window (Oct 24, 13:00 UTC) and ended inside it; F lies wholly before it;
+    // G began more than the lookback (7 days) before the window: left out though it overlaps.
+    // Another organization's pool, at the same time as A-E: never counted for acme-site.
+    const holds: [string, string, string, string][] = [
+      ["acme-site", "5125550107", "2026-10-10T00:00:00Z", "2026-10-26T00:00:00Z"], // G
+      ["acme-site", "5125550106", "2026-10-16T00:00:00Z", "2026-10-17T00:00:00Z"], // F
+      ["acme-site", "5125550105", "2026-10-20T00:00:00Z", "2026-10-30T00:00:00Z"], // D
+      ...Array.from({ length: 5 }, (): [string, string, string, string] => ["bolt-site", "7375550101", "2026-11-20T10:00:00Z", "2026-11-20T10:59:00Z"]),
+      ["acme-site", "5125550101", "2026-11-20T10:10:00Z", "2026-11-20T10:40:00Z"], // A
+      ["acme-site", "5125550102", "2026-11-20T10:20:00Z", "2026-11-20T11:30:00Z"], // B
+      ["acme-site", "5125550103", "2026-11-20T10:30:00Z", "2026-11-20T10:50:00Z"], // C
+      ["acme-site", "5125550104", "2026-11-20T10:40:00Z", "2026-11-20T10:45:00Z"], // E
+    ];
+    for (const [pool, number, from, to] of holds) await hold(pool, number, from, to);
     // The current hold of 0101 (live expiry in dni_holds), held at T0 (Nov 23 12:00 UTC).
     const live = await hold("acme-site", "5125550101", "2026-11-23T11:55:00Z", "2026-11-23T12:05:00Z");
     await db.sql`update dni_holds set hold_id = ${live}, visitor_id = 0, expires_at = ${at("2026-11-23T12:25:00Z")} where number = '5125550101'`;
@@ -67,6 +73,16 @@ describe("pool usage", () => {
     expect(await poolsNow(db.sql, 1, new Date(T0))).toEqual([{ key: "acme-site", name: "site", org_id: 1, numbers: 2, held: 1, free: 1 }]);
     expect((await poolsNow(db.sql, null, new Date(T0))).map((p) => p.key)).toEqual(["acme-site", "bolt-site"]);
     expect(await poolsNow(db.sql, 3, new Date(T0))).toEqual([]);
+  });
+
+  test("the first hold started since a time, by bisection over the ids (gaps included)", async () => {
+    // F is wholly before the window: removing it (as the retention would) leaves a gap in the ids.
+    await db.sql`delete from dni_hold_history where number = '5125550106'`;
+    const ids = await db.sql<{ id: number; started_at: Date }[]>`select id, started_at from dni_hold_history order by id`;
+    const expected = (t: Date) => ids.find((r) => r.started_at >= t)?.id ?? null;
+    for (const t of ["2026-10-01", "2026-10-12", "2026-10-16", "2026-10-17", "2026-11-20T10:00:00Z", "2026-11-20T10:00:01Z", "2026-11-23T11:55:00Z", "2026-11-24"]) {
+      expect(await firstHoldSince(db.sql, at(t))).toBe(expected(at(t)));
+    }
   });
 
   test("each hour's peak of concurrent holds, and the refusals beside it", async () => {
@@ -87,7 +103,8 @@ describe("pool usage", () => {
     expect(byDay.get("2026-11-20")).toEqual({ day: "2026-11-20", peak: 3, served: 4 });
     expect(byDay.get("2026-11-21")).toEqual({ day: "2026-11-21", peak: 0, served: 1 });
     expect(byDay.get("2026-11-23")).toEqual({ day: "2026-11-23", peak: 1, served: 0 });
-    expect(byDay.get("2026-10-24")!.peak).toBe(1); // the hold begun before the window
+    expect(byDay.get("2026-10-24")!.peak).toBe(1); // D, begun before the window (G is past the lookback)
+    expect(byDay.get("2026-10-29")!.peak).toBe(1);
     expect(byDay.get("2026-10-31")!.peak).toBe(0);
     expect(usage.served).toBe(5); // October 1st's are outside the window
     expect(usage.sufficient).toEqual({ size: 5, hour: at("2026-11-20T10:00:00Z"), peak: 3, refused: 2 });

@@ -31,6 +31,44 @@ export async function poolsNow(sql: Sql, orgId: number | null, now: Date): Promi
     order by p.org_id nulls first, p.key`;
 }
 
+/**
+ * How long before the window a hold may have started and still count. The hold history has no
+ * index by time (every allocation writes it: sql/0008), but its ids follow its start times (a
+ * sequence, taken as each hold is made), so the holds that may overlap the window are read as one
+ * primary-key range from the first hold started this long before it. A hold lives a ttl past its
+ * last lease or heartbeat, and the script beats only while its page is visible: one kept alive for
+ * a week is a tab left in front of someone for a week, and is left out.
+ */
+export const HOLD_LOOKBACK_MS = 7 * 24 * HOUR_MS;
+
+/**
+ * The lowest hold id started at or after `t`, by bisection over the primary key (each probe one
+ * index lookup), or null when no hold started since. Start times follow ids to within a batch's
+ * clock skew, which the lookback absorbs many times over.
+ */
+export async function firstHoldSince(sql: Sql, t: Date): Promise<number | null> {
+  const [b] = await sql<{ lo: number | null; hi: number | null }[]>`select min(id) as lo, max(id) as hi from dni_hold_history`;
+  if (b.lo === null || b.hi === null) return null;
+  const [last] = await sql<{ started_at: Date }[]>`select started_at from dni_hold_history where id = ${b.hi}`;
+  if (last.started_at < t) return null;
+  // `best`: the lowest id known to have started since t; a lower one can only lie in [lo, hi].
+  let best = b.hi;
+  let lo = b.lo;
+  let hi = b.hi - 1;
+  while (lo <= hi) {
+    const mid = lo + Math.floor((hi - lo) / 2);
+    const [r] = await sql<{ id: number; started_at: Date }[]>`
+      select id, started_at from dni_hold_history where id >= ${mid} order by id limit 1`;
+    if (r === undefined || r.id >= best) hi = mid - 1; // no id in [mid, best)
+    else if (r.started_at < t) lo = r.id + 1;
+    else {
+      best = r.id;
+      hi = mid - 1; // none in [mid, r.id)
+    }
+  }
+  return best;
+}
+
 export interface UsageHour {
   pool_key: string;
   /** The hour's start. */
@@ -52,10 +90,12 @@ export interface UsageHour {
  */
 export async function usageByHour(sql: Sql, pools: string[], from: Date, to: Date): Promise<UsageHour[]> {
   if (pools.length === 0) return [];
+  const first = await firstHoldSince(sql, new Date(from.getTime() - HOLD_LOOKBACK_MS));
   return sql<UsageHour[]>`
     with spans as (
       select pool_key, started_at, ends_at from dni_hold_spans
-      where pool_key = any(${pools}::text[]) and ends_at > ${from} and started_at < ${to}
+      where id >= ${first ?? Number.MAX_SAFE_INTEGER}
+        and pool_key = any(${pools}::text[]) and ends_at > ${from} and started_at < ${to}
     ), steps as (
       select pool_key, greatest(started_at, ${from}) as at, 1 as d from spans
       union all
