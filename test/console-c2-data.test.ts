@@ -121,7 +121,7 @@ describe("pool usage", () => {
       pools: [{ pool, usage, zone: "America/New_York", tag: dniScriptTag("https://leads.example/", "acme-site") }],
       report: [], from: "2026-10-25", to: "2026-11-23", reportPool: null, org: 1, orgs: [],
     }).html;
-    expect(page).toContain("A pool of 5 numbers would have sufficed</strong> (it has 2 now)");
+    expect(page).toContain("A pool of 5 numbers would have sufficed</strong> (it has 2 now: 3 more)");
     expect(page).toContain("In the hour from Nov 20, 2026, 5:00 AM, 2 visitors got the fallback number");
     expect(page).toContain("<tr><th scope=\"row\">2026-11-20</th><td class=\"num\">3</td><td class=\"num\">4</td></tr>");
     expect(page).toContain("Peak held at once: highest 3 on Nov 20. Fallbacks served: highest 4 on Nov 20, total 5.");

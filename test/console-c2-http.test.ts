@@ -153,7 +153,7 @@ describe("Number insertion", () => {
     expect(body).toContain("acme-site");
     expect(body).not.toContain("bolt-site");
     expect(body).toContain("<svg");
-    expect(body).toContain("A pool of 5 numbers would have sufficed</strong> (it has 2 now)");
+    expect(body).toContain("A pool of 5 numbers would have sufficed</strong> (it has 2 now: 3 more)");
     expect(body).toContain("<tr><th scope=\"row\">2026-11-20</th><td class=\"num\">3</td><td class=\"num\">4</td></tr>");
     expect(body).toContain("&lt;script src=&quot;https://leads.example/dni.js&quot; data-pool=&quot;acme-site&quot; async&gt;&lt;/script&gt;");
     // The report: its own pool's source, never the other organization's.

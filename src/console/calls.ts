@@ -101,8 +101,8 @@ export function callsBody(v: CallsView): Html {
   <div><label for="f-pool">Number pool</label><select id="f-pool" name="pool"><option value="">Any pool</option>${v.pools.map(
     (x) => html`<option value="${x.key}"${x.key === p.pool ? html` selected` : null}>${x.name || x.key}</option>`,
   )}</select></div>
-  <div><label for="f-source">Source</label><input id="f-source" name="source" value="${p.source ?? ""}" placeholder="google"></div>
-  <div><label for="f-status">Status</label><input id="f-status" name="status" value="${p.status ?? ""}" placeholder="ANSWERED"></div>
+  <div><label for="f-source">Source</label><input id="f-source" name="source" value="${p.source ?? ""}" placeholder="e.g. google"></div>
+  <div><label for="f-status">Status</label><input id="f-status" name="status" value="${p.status ?? ""}" placeholder="e.g. ANSWERED"></div>
   ${orgSelect(v.orgs, p.org)}
   <div><button class="btn btn-primary" type="submit">Show calls</button></div>
 </form>

@@ -46,7 +46,8 @@ function poolSection(v: PoolView, i: number): Html {
       : html`<div class="card" role="note"><p><span class="badge badge-warn">Pool exhausted</span>
   In the hour from ${when(s.hour, v.zone)}, ${s.refused} ${s.refused === 1 ? "visitor" : "visitors"} got the fallback number
   beside ${s.peak} ${s.peak === 1 ? "number" : "numbers"} held at the peak.
-  <strong>A pool of ${s.size} numbers would have sufficed</strong> (it has ${pool.numbers} now).</p></div>`;
+  <strong>A pool of ${s.size} numbers would have sufficed</strong> (it has ${pool.numbers} now${
+    pool.numbers >= s.size ? ", enough for that hour" : `: ${s.size - pool.numbers} more`}).</p></div>`;
   return html`<section class="card" aria-labelledby="pool-${i}">
   <h2 id="pool-${i}">${pool.name || pool.key} <span class="muted">(${pool.key})</span></h2>
   <ul class="pool-figures">
