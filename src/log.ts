@@ -7,6 +7,7 @@ const rank: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 4
 let threshold = rank.info;
 /** LOG_COPY_FILE's descriptor: every line at every level, whatever LOG_LEVEL lets through to stdout. */
 let copy: number | null = null;
+let copyPath: string | null = null;
 
 export function setLogLevel(level: LogLevel): void {
   threshold = rank[level];
@@ -15,11 +16,15 @@ export function setLogLevel(level: LogLevel): void {
 /**
  * Appends every log line, debug included, to `path` as well (LOG_COPY_FILE; null stops). Written
  * synchronously with O_APPEND, so several processes may share one file: the test suite's sweep
- * collects every line its in-process servers and spawned executables write.
+ * collects every line its in-process servers and spawned executables write. Answers the file it
+ * replaces.
  */
-export function copyLogTo(path: string | null): void {
+export function copyLogTo(path: string | null): string | null {
+  const previous = copyPath;
   if (copy !== null) closeSync(copy);
   copy = path === null ? null : openSync(path, "a", 0o600);
+  copyPath = path;
+  return previous;
 }
 
 function write(level: LogLevel, msg: string, fields?: Record<string, unknown>): void {
