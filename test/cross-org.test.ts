@@ -49,7 +49,7 @@ beforeAll(async () => {
   };
   // The fixtures are real: organization 2 reaches them with its own key.
   expect((await call(app.base, `/hooks/api_v1.php?r=leads/${otherLead}`, { key: bolt })).status).toBe(200);
-});
+}, 60_000);
 afterAll(async () => {
   await app?.stop();
   await db?.drop();
@@ -95,7 +95,7 @@ describe("key routes: another organization's ids are answered like missing ones"
       const list = cases(world);
       expect(list.length).toBeGreaterThan(0);
       for (const c of list) await expectSameAsMissing(app.base, entry.id, c, { key: acme });
-    });
+    }, 60_000);
   }
 
   test("and nothing of the other organization was touched: no dial, call, message or KPI of organization 1's requests landed there", async () => {
