@@ -108,13 +108,20 @@ describe("key routes: another organization's ids are answered like missing ones"
   });
 });
 
-describe("console routes: another organization's ids are answered like missing ones", () => {
+describe("console routes: refused without a session or permission; another organization's ids answered like missing ones", () => {
   for (const [id, entry] of Object.entries(CONSOLE_ROUTES)) {
-    if ("none" in entry.crossOrg) continue;
-    const cases = entry.crossOrg.cases;
     test(id, async () => {
-      // Filled in with the console (issue 21): a session of organization 1 with the route's permission.
-      throw new Error(`console route ${id}: sign in as organization 1 and call expectSameAsMissing(app.base, id, c, { headers: { cookie } }) for each of ${cases(world).length} cases`);
-    });
+      const ask = (headers: Record<string, string>) =>
+        call(app.base, entry.request.path, { method: entry.request.method, json: entry.request.json, headers: { ...entry.request.headers, ...headers } });
+      const none = await ask({});
+      expect({ id, status: none.status, error: none.body?.error }).toEqual({ id, ...entry.refusals.noSession });
+      if (entry.withoutPermission && entry.refusals.noPermission) {
+        const denied = await ask(await entry.withoutPermission(app.base, db.sql));
+        expect({ id, status: denied.status, error: denied.body?.error }).toEqual({ id, ...entry.refusals.noPermission });
+      }
+      if ("none" in entry.crossOrg) return;
+      const headers = await entry.session(app.base, db.sql);
+      for (const c of entry.crossOrg.cases(world)) await expectSameAsMissing(app.base, id, c, { headers });
+    }, 60_000);
   }
 });

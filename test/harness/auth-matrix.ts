@@ -227,14 +227,18 @@ export const KEY_ROUTES: KeyRoute[] = [
 
 /**
  * The console's routes (issue 21: tag `Console`, a session cookie), keyed by route id; empty until
- * the console lands. `session` signs in as organization 1 (Acme) with the route's permission, and
- * without it; `crossOrg` as for key routes, its requests made with the session's cookie.
+ * the console lands. test/cross-org.test.ts asks `request` without a session, then with a session
+ * lacking the route's permission, expecting `refusals`; then each cross-organization case with a
+ * session of organization 1 (Acme) that has the permission.
  */
 export interface ConsoleRoute {
   name: string;
-  /** The answer without a session cookie, and with a session lacking the route's permission. */
-  refusals: { noSession: { status: number; error: string }; noPermission?: { status: number; error: string } };
+  /** Signs in as organization 1 with the route's permission: the headers (the cookie) to send. */
+  session(base: string, sql: Sql): Promise<Record<string, string>>;
+  /** The same without the route's permission, when it needs one. */
+  withoutPermission?(base: string, sql: Sql): Promise<Record<string, string>>;
   request: Ask;
+  refusals: { noSession: { status: number; error: string }; noPermission?: { status: number; error: string } };
   crossOrg: CrossOrg;
 }
 
