@@ -18,6 +18,8 @@ import { databaseUrl } from "./harness/db";
 import { LOG_FILE, scanSweep, SWEEP_DIR_VAR } from "./harness/sweep";
 
 const TEMPLATE = "leadline_template";
+/** A test's time unless it names its own. */
+const TEST_TIMEOUT_MS = 30_000;
 const CHROMIUM = "/usr/bin/chromium";
 const root = resolve(import.meta.dir, "..");
 
@@ -135,8 +137,9 @@ async function main(): Promise<number> {
   await buildTemplate(server.adminUrl);
   const sweepDir = sweepDirectory();
   // --parallel runs files in worker processes (one per core by default), each file still with its
-  // own database; --no-orphans stops the workers if this process dies.
-  child = Bun.spawn([process.execPath, "test", "--parallel", "--no-orphans", ...process.argv.slice(2)], {
+  // own database; --no-orphans stops the workers if this process dies. --timeout: Bun 1.4 does not
+  // read a timeout from bunfig.toml (a test without its own got 5 s, and failed on a loaded machine).
+  child = Bun.spawn([process.execPath, "test", "--parallel", "--no-orphans", "--timeout", String(TEST_TIMEOUT_MS), ...process.argv.slice(2)], {
     cwd: root,
     stdio: ["inherit", "inherit", "inherit"],
     env: {
