@@ -27,18 +27,20 @@ export const median = (xs: readonly number[]): number => {
 /**
  * `n` durations of each kind, one of each per round in a random order, after `warmup` rounds that
  * are thrown away (JIT, connections, caches). `measure(kind, i)` does the i-th thing of its kind;
- * its duration is taken around it.
+ * its duration is taken around it; `before`, when given, runs untimed just before each measurement.
  */
 export async function interleaved(
   n: number,
   measure: (kind: "a" | "b", i: number) => Promise<unknown> | unknown,
   warmup = 30,
+  before?: () => Promise<unknown> | unknown,
 ): Promise<{ a: number[]; b: number[] }> {
   const a: number[] = [];
   const b: number[] = [];
   for (let i = 0; i < n + warmup; i++) {
     const order: ("a" | "b")[] = Math.random() < 0.5 ? ["a", "b"] : ["b", "a"];
     for (const kind of order) {
+      if (before) await before();
       const t0 = performance.now();
       await measure(kind, i);
       const d = performance.now() - t0;
