@@ -5,12 +5,14 @@
 // webhook deliveries signed with the endpoint's secret (and a failing endpoint), a booking's
 // reschedule token (good, wrong, on the page), DNI visitors from IPv4 and IPv6 addresses, /metrics
 // with its token — and then no line it wrote, and no line of a pg_dump of its database, holds any
-// of those secrets or client addresses in clear (test/harness/sweep.ts scans both).
+// of those secrets or client addresses in clear, nor does `leadline dump`'s (test/harness/sweep.ts
+// scans all three).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { writeDump } from "../src/dump/dump";
 import { setLogLevel } from "../src/log";
 import { provisionCommand } from "../src/provision/command";
 import { call, startApp, type Reply, type TestApp } from "./harness/app";
@@ -265,4 +267,11 @@ test("every secret-bearing path at LOG_LEVEL=debug with the access log: no line 
   expect(text).toContain("enc:v1:");
   expect(text).toContain("ACacme");
   expect(scanLines(text.split("\n"), secrets)).toEqual([]);
+
+  // And `leadline dump`, the operator's own backup, of the same database.
+  const chunks: string[] = [];
+  await writeDump(db.sql, { out: (t) => void chunks.push(t), err: () => {}, readInput: async () => "", flush: async () => {} }, new Date());
+  const own = chunks.join("");
+  expect(own).toContain("enc:v1:");
+  expect(scanLines(own.split("\n"), secrets)).toEqual([]);
 }, 120_000);
