@@ -1,4 +1,4 @@
-// The log sweep's dedicated scenario (README "Security"): one instance at LOG_LEVEL=debug with the
+// The log sweep's dedicated scenario (docs/testing.md, "Security sweeps"): one instance at LOG_LEVEL=debug with the
 // access log on and LEADLINE_SECRET_KEY set goes through every path that handles a secret — keys in
 // the header and in the body (valid, unknown, revoked, without the scope), sends through Twilio and
 // SMTP with their credentials (and their failures), Twilio's signed callbacks (and a forgery),
