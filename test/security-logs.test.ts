@@ -1,6 +1,6 @@
-// The log sweep's dedicated scenario (docs/testing.md, "Security sweeps"): one instance at LOG_LEVEL=debug with the
-// access log on and LEADLINE_SECRET_KEY set goes through every path that handles a secret — keys in
-// the header and in the body (valid, unknown, revoked, without the scope), sends through Twilio and
+// The log sweep's dedicated scenario (docs/testing.md, "Security sweeps"): one instance at
+// LOG_LEVEL=debug with the access log on and LEADLINE_SECRET_KEY set goes through every path that
+// handles a secret — keys in the header and in the body (valid, unknown, revoked, without the scope), sends through Twilio and
 // SMTP with their credentials (and their failures), Twilio's signed callbacks (and a forgery),
 // webhook deliveries signed with the endpoint's secret (and a failing endpoint), a booking's
 // reschedule token (good, wrong, on the page), DNI visitors from IPv4 and IPv6 addresses, /metrics
