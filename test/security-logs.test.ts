@@ -1,12 +1,12 @@
 // The log sweep's dedicated scenario (docs/testing.md, "Security sweeps"): one instance at
 // LOG_LEVEL=debug with the access log on and LEADLINE_SECRET_KEY set goes through every path that
-// handles a secret — keys in the header and in the body (valid, unknown, revoked, without the scope), sends through Twilio and
-// SMTP with their credentials (and their failures), Twilio's signed callbacks (and a forgery),
-// webhook deliveries signed with the endpoint's secret (and a failing endpoint), a booking's
-// reschedule token (good, wrong, on the page), DNI visitors from IPv4 and IPv6 addresses, /metrics
-// with its token — and then no line it wrote, and no line of a pg_dump of its database, holds any
-// of those secrets or client addresses in clear, nor does `leadline dump`'s (test/harness/sweep.ts
-// scans all three).
+// handles a secret — keys in the header and in the body (valid, unknown, revoked, without the
+// scope), sends through Twilio and SMTP with their credentials (and their failures), Twilio's signed
+// callbacks (and a forgery), webhook deliveries signed with the endpoint's secret (and a failing
+// endpoint), a booking's reschedule token (good, wrong, on the page), DNI visitors from IPv4 and
+// IPv6 addresses, /metrics with its token — and then no line it wrote, no line of a pg_dump of its
+// database and no line of `leadline dump`'s holds any of those secrets or client addresses in clear
+// (test/harness/sweep.ts scans all three).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
