@@ -8,6 +8,7 @@ import { expect } from "bun:test";
 import type { Sql } from "../../src/db/client";
 import { ALL_SCOPES, makeKey } from "./factory";
 import { call } from "./app";
+import { makeUser, signIn } from "./console";
 
 export interface Ask {
   method: "GET" | "POST";
@@ -242,7 +243,56 @@ export interface ConsoleRoute {
   crossOrg: CrossOrg;
 }
 
-export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {};
+export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {
+  ...c2ConsoleRoutes(),
+};
+
+/**
+ * Calls, Number insertion, KPIs, Billing (src/console/calls.ts, dni.ts, kpi.ts, billing.ts): pages
+ * of lists that take no record id; what another organization could leak through is the admins'
+ * `org` filter, which a manager's session must ignore: naming organization 2 answers the very page
+ * naming a missing one. Without a session the page sends to the sign-in page (`call` follows the
+ * 303, so the answer is that page: 200, no JSON code); an agent gets the 404 page on the pages for
+ * managers.
+ */
+function c2ConsoleRoutes(): Record<string, ConsoleRoute> {
+  const sessions = new Map<string, Promise<Record<string, string>>>();
+  const as = (role: "manager" | "agent") => (base: string, sql: Sql) => {
+    const k = `${base} ${role}`;
+    if (!sessions.has(k)) {
+      sessions.set(
+        k,
+        (async () => {
+          const u = await makeUser(sql, { role, orgId: 1 });
+          return { cookie: (await signIn(base, u.email, u.password)).cookie };
+        })(),
+      );
+    }
+    return sessions.get(k)!;
+  };
+  const page = (name: string, path: string, managers: boolean): ConsoleRoute => ({
+    name,
+    session: as("manager"),
+    ...(managers ? { withoutPermission: as("agent") } : {}),
+    request: { method: "GET", path },
+    refusals: {
+      noSession: { status: 200, error: undefined as unknown as string },
+      ...(managers ? { noPermission: { status: 404, error: undefined as unknown as string } } : {}),
+    },
+    crossOrg: {
+      cases: (w) => [
+        { name: "an admin's organization filter naming another organization", other: { method: "GET", path: `${path}?org=${w.otherOrg}` }, missing: { method: "GET", path: `${path}?org=${w.missingOrg}` } },
+      ],
+    },
+  });
+  return {
+    consoleCalls: page("console calls", "/console/calls", false),
+    consoleCallsCsv: page("console calls CSV", "/console/calls.csv", false),
+    consoleDni: page("console number insertion", "/console/dni", true),
+    consoleKpi: page("console KPIs", "/console/kpi", true),
+    consoleBilling: page("console billing", "/console/billing", true),
+  };
+}
 
 export async function expectKeyRefusals(base: string, sql: Sql, route: KeyRoute): Promise<void> {
   const others = ALL_SCOPES.filter((s) => s !== route.scope);
