@@ -53,7 +53,7 @@ beforeAll(async () => {
   app = await startApp(db.url, { BASE_URL: "https://leads.example" }, { clock });
   const manager = await makeUser(sql, { role: "manager", orgId: 1 });
   browser = await launchBrowser();
-  const context = await browser.newContext({ bypassCSP: true });
+  const context = await browser.newContext({ bypassCSP: true, permissions: ["clipboard-read", "clipboard-write"] });
   page = await context.newPage();
   problems = pageProblems(page);
   page.on("response", (r) => {
@@ -99,6 +99,9 @@ describe("the pages in Chromium", () => {
     expect(await page.locator("figure.chart svg title").first().textContent()).toContain("peak numbers held and fallbacks served per day");
     expect(await page.getByText("would have sufficed").count()).toBe(1);
     expect(await page.locator("code.snippet").textContent()).toBe('<script src="https://leads.example/dni.js" data-pool="acme-site" async></script>');
+    await page.getByRole("button", { name: "Copy the tag" }).click();
+    await page.getByText("Copied.").waitFor();
+    expect(await page.evaluate("navigator.clipboard.readText()")).toBe('<script src="https://leads.example/dni.js" data-pool="acme-site" async></script>');
     await page.locator("figure.chart summary").first().click();
     expect(await page.locator("figure.chart table tbody tr").count()).toBe(31);
   }, 60_000);
@@ -121,6 +124,7 @@ describe("the pages in Chromium", () => {
   }, 60_000);
 
   test("nothing went wrong in the page", () => {
-    expect(problems).toEqual([]);
+    // A navigation cancels what the page was still loading (the icon): not a failure of the page.
+    expect(problems.filter((p) => !p.includes("net::ERR_ABORTED"))).toEqual([]);
   });
 });

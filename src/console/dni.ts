@@ -69,7 +69,8 @@ function poolSection(v: PoolView, i: number): Html {
   })}
   <h3 id="tag-${i}">Script tag to paste</h3>
   <p class="muted">Put it on every page of the site, with the placeholder number written where the tracked number should appear.</p>
-  <code class="snippet" aria-labelledby="tag-${i}">${v.tag}</code>
+  <code class="snippet" id="tag-code-${i}">${v.tag}</code>
+  <p><button type="button" class="btn" data-copy="tag-code-${i}" hidden>Copy the tag</button> <span id="tag-code-${i}-status" role="status"></span></p>
 </section>`;
 }
 
@@ -142,7 +143,7 @@ export function dniRoutes(deps: Deps): Route[] {
           pool, zone: zones.get(pool.org_id)!, usage: usage.get(pool.key)!, tag: dniScriptTag(deps.config.baseUrl, pool.key),
         }));
         const body = dniBody({ pools: views, report, from, to, reportPool, org, orgs });
-        return consoleHtml(deps, viewer, { title: "Number insertion", nav: "dni", body, styles: ["c2.css"] });
+        return consoleHtml(deps, viewer, { title: "Number insertion", nav: "dni", body, styles: ["c2.css"], scripts: ["c2.js"] });
       },
     ),
   ];

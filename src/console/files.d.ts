@@ -16,3 +16,7 @@ declare module "*/assets/c2.css" {
   const text: string;
   export default text;
 }
+declare module "*/assets/c2.js" {
+  const text: string;
+  export default text;
+}
