@@ -4,7 +4,7 @@
 // filters and keyset pages; CSV cells; KPI series; the ledger's scope.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Actor } from "../src/auth/actor";
-import { allCalls, listCalls, noCallFilter, type CallFilter } from "../src/calls/log";
+import { allCalls, listCalls, noCallFilter, parseCursor, type CallCursor, type CallFilter } from "../src/calls/log";
 import { axisTicks, chart, chartSummary } from "../src/console/chart";
 import { csvCell, csvLine } from "../src/console/csv";
 import { dniBody } from "../src/console/dni";
@@ -228,14 +228,22 @@ describe("the call log", () => {
     });
   });
 
+  test("the cursor carries the time to the microsecond; a malformed one is no cursor", async () => {
+    await db.sql`update calls set occurred_at = occurred_at + interval '123456 microseconds' where id = ${ids.h1}`;
+    const [row] = await listCalls(db.sql, actor(null), noCallFilter, null, 1);
+    expect(row.cursor).toBe(`${BigInt(Date.parse("2026-11-22T10:00:00Z")) * 1000n + 123456n}.${ids.h1}`);
+    expect((await listCalls(db.sql, actor(null), noCallFilter, parseCursor(row.cursor), 1))[0].id).toBe(ids.b1);
+    for (const bad of ["", "12", "1.2.3", "-1.2", "x.1", "1.x"]) expect(parseCursor(bad)).toBeNull();
+  });
+
   test("keyset pages of one visit every call once, in order, ties included", async () => {
     const seen: number[] = [];
-    let after: number | null = null;
+    let after: CallCursor | null = null;
     for (;;) {
       const rows = await listCalls(db.sql, actor(null), noCallFilter, after, 1);
       seen.push(rows[0].id);
       if (rows.length <= 1) break;
-      after = rows[0].id;
+      after = parseCursor(rows[0].cursor);
     }
     expect(seen).toEqual([ids.h1, ids.b1, ids.a3, ids.a2, ids.a1]);
     const batches: number[][] = [];

@@ -91,7 +91,7 @@ describe("Calls", () => {
     // Newest first: the unanswered call and the reporting key's (no lead), then 48 of the 55.
     expect(leadLinks(body)).toBe(49);
     expect(body).toContain("5125559999");
-    const next = body.match(/href="(\/console\/calls\?after=\d+)" rel="next"/);
+    const next = body.match(/href="(\/console\/calls\?after=\d+\.\d+)" rel="next"/);
     expect(next).not.toBeNull();
     const page2 = await as.manager.get(next![1].replace(/&amp;/g, "&"));
     expect(leadLinks(page2.body)).toBe(7);
@@ -109,6 +109,13 @@ describe("Calls", () => {
     expect(leadLinks(other.body)).toBe(1);
     expect(other.body).toContain("Bob Bolt");
     expect(other.body).not.toContain("Ann Acme");
+  });
+
+  test("a page's cursor is a time and an id: another organization's call ids position nothing", async () => {
+    const [bob] = await db.sql<{ id: number }[]>`select c.id from calls c join leads l on l.id = c.lead_id where l.org_id = 2`;
+    const first = await as.manager.get("/console/calls");
+    // An id alone (the old form, or another organization's call) is no cursor: the first page.
+    expect((await as.manager.get(`/console/calls?after=${bob.id}`)).body).toBe(first.body);
   });
 
   test("filters: another organization's pool or agent shows nothing of it; an admin sees every organization or one", async () => {

@@ -25,6 +25,8 @@ export const noCallFilter: CallFilter = { from: null, to: null, agent: null, poo
 
 export interface CallRow {
   id: number;
+  /** Where the next page starts: this call's time in epoch microseconds and its id ("µs.id"). */
+  cursor: string;
   occurred_at: Date;
   org_id: number | null;
   /** The organization's time zone (the lead's organization's; UTC for a call of no organization). */
@@ -47,15 +49,30 @@ export interface CallRow {
 
 export const CALLS_PAGE = 50;
 
+/** A page's position: the last call shown, by its time (epoch microseconds, occurred_at's full precision) and id. */
+export interface CallCursor {
+  micros: bigint;
+  id: number;
+}
+
+const CURSOR = /^(\d{1,17})\.(\d{1,15})$/;
+
+/** A cursor as written in a page link, or null for anything else. */
+export function parseCursor(v: string | undefined): CallCursor | null {
+  const m = v === undefined ? null : CURSOR.exec(v);
+  return m ? { micros: BigInt(m[1]), id: Number(m[2]) } : null;
+}
+
 /**
- * One page of calls, newest first, strictly after the call `after` in that order (its id: its
- * time is read in SQL, so the cursor keeps occurred_at's full precision). Asks for one more than
- * `limit`, so the caller knows whether a next page exists.
+ * One page of calls, newest first, strictly after the cursor in that order. The cursor carries the
+ * last call's time rather than only its id: looking the time up by id would read a call of any
+ * organization, and pages positioned by it would tell when another organization's calls happened.
+ * Asks for one more than `limit`, so the caller knows whether a next page exists.
  */
-export async function listCalls(sql: Sql, actor: Actor, filter: CallFilter, after: number | null, limit: number): Promise<CallRow[]> {
+export async function listCalls(sql: Sql, actor: Actor, filter: CallFilter, after: CallCursor | null, limit: number): Promise<CallRow[]> {
   const org = actor.orgId ?? filter.org;
   return sql<CallRow[]>`
-    select c.id, c.occurred_at, o.org_id, coalesce(g.timezone, 'UTC') as timezone, c.phone, c.to_number, c.status,
+    select c.id, (extract(epoch from c.occurred_at) * 1000000)::bigint::text || '.' || c.id as cursor, c.occurred_at, o.org_id, coalesce(g.timezone, 'UTC') as timezone, c.phone, c.to_number, c.status,
            c.secs, c.agent, coalesce(u.name, '') as agent_name, c.lead_id,
            coalesce(trim(l.first_name || ' ' || l.last_name), '') as lead_name,
            c.dni_pool, c.utm_source, c.utm_medium, c.utm_campaign, c.landing, c.gclid
@@ -73,20 +90,20 @@ export async function listCalls(sql: Sql, actor: Actor, filter: CallFilter, afte
       and ${filter.pool === null ? sql`true` : sql`c.dni_pool = ${filter.pool}`}
       and ${filter.source === null ? sql`true` : sql`c.utm_source = ${filter.source}`}
       and ${filter.status === null ? sql`true` : sql`c.status = ${filter.status}`}
-      and ${after === null ? sql`true` : sql`(c.occurred_at, c.id) < (select x.occurred_at, x.id from calls x where x.id = ${after})`}
+      and ${after === null ? sql`true` : sql`(c.occurred_at, c.id) < (timestamptz 'epoch' + ${String(after.micros)}::bigint * interval '1 microsecond', ${after.id})`}
     order by c.occurred_at desc, c.id desc
     limit ${limit + 1}`;
 }
 
 /** Every call of the filter, page after page (the CSV export streams these). */
 export async function* allCalls(sql: Sql, actor: Actor, filter: CallFilter, batch = 1000): AsyncGenerator<CallRow[]> {
-  let after: number | null = null;
+  let after: CallCursor | null = null;
   for (;;) {
     const rows = await listCalls(sql, actor, filter, after, batch);
     const page = rows.slice(0, batch);
     if (page.length > 0) yield page;
     if (rows.length <= batch) return;
-    after = page[page.length - 1].id;
+    after = parseCursor(page[page.length - 1].cursor);
   }
 }
 

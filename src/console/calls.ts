@@ -2,13 +2,13 @@
 // Agents see their own calls (reported with their user id as `agent`), as they see their own
 // dials; managers their organization's; admins every organization's, or one they pick.
 import { Type as t } from "@sinclair/typebox";
-import { agentChoices, allCalls, CALLS_PAGE, listCalls, type CallFilter, type CallRow, type Choice } from "../calls/log";
+import { agentChoices, allCalls, CALLS_PAGE, listCalls, parseCursor, type CallFilter, type CallRow, type Choice } from "../calls/log";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { poolsNow, type PoolNow } from "../dni/usage";
 import { csvResponse } from "./csv";
 import { consoleHtml, html, when, type Html } from "./html";
-import { dayParam, idParam, instantsOf, orgChoices, orgOf, orgSelect, queryOf, textParam, zoneOf, type OrgChoice } from "./period";
+import { dayParam, instantsOf, orgChoices, orgOf, orgSelect, queryOf, textParam, zoneOf, type OrgChoice } from "./period";
 import { consolePage, type Viewer } from "./route";
 
 const CallQuery = t.Object({
@@ -19,7 +19,7 @@ const CallQuery = t.Object({
   source: t.Optional(t.String({ description: "utm_source of the call's attribution" })),
   status: t.Optional(t.String()),
   org: t.Optional(t.String({ description: "admins: one organization" })),
-  after: t.Optional(t.String({ description: "the last call id of the previous page" })),
+  after: t.Optional(t.String({ description: "where the previous page ended: its last call's time (epoch µs) and id, `µs.id`" })),
 });
 
 export interface CallParams {
@@ -55,8 +55,8 @@ const paramsQuery = (p: CallParams, picks: boolean) => ({ from: p.from, to: p.to
 export interface CallsView {
   params: CallParams;
   rows: CallRow[];
-  /** The id to continue after, when there is an older page. */
-  next: number | null;
+  /** The cursor to continue after, when there is an older page. */
+  next: string | null;
   paged: boolean;
   agents: Choice[] | null;
   pools: PoolNow[];
@@ -154,7 +154,7 @@ export function callRoutes(deps: Deps): Route[] {
       },
       async (viewer, _request, selected) => {
         const params = callParams(viewer, selected.query);
-        const after = idParam(selected.query.after);
+        const after = parseCursor(selected.query.after);
         const zone = await zoneOf(sql, params.org);
         const [rows, agents, pools, orgs] = await Promise.all([
           listCalls(sql, viewer.actor, filterOf(params, zone), after, CALLS_PAGE),
@@ -163,7 +163,7 @@ export function callRoutes(deps: Deps): Route[] {
           orgChoices(sql, viewer),
         ]);
         const page = rows.slice(0, CALLS_PAGE);
-        const next = rows.length > CALLS_PAGE ? page[page.length - 1].id : null;
+        const next = rows.length > CALLS_PAGE ? page[page.length - 1].cursor : null;
         const body = callsBody({ params, rows: page, next, paged: after !== null, agents, pools, orgs });
         return consoleHtml(deps, viewer, { title: "Calls", nav: "calls", body, styles: ["c2.css"] });
       },
