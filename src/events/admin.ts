@@ -88,10 +88,16 @@ export interface AttemptListing {
   response: string | null;
 }
 
-export async function listAttempts(sql: Sql, deliveryId: number, orgId: number | null = null): Promise<AttemptListing[] | null> {
+/** A delivery's attempts in order; null when there is no such delivery (of the organization, to `endpoint`). */
+export async function listAttempts(
+  sql: Sql,
+  deliveryId: number,
+  orgId: number | null = null,
+  endpoint: number | null = null,
+): Promise<AttemptListing[] | null> {
   const [exists] = await sql`
     select 1 from webhook_deliveries d join webhooks w on w.id = d.webhook_id
-    where d.id = ${deliveryId} and ${ofOrg(sql, orgId)}`;
+    where d.id = ${deliveryId} and ${ofOrg(sql, orgId)} and ${endpoint === null ? sql`true` : sql`w.id = ${endpoint}`}`;
   if (!exists) return null;
   return sql<AttemptListing[]>`
     select id, trigger, started_at, duration_ms, address, status, error, response

@@ -129,6 +129,8 @@ export interface Replayed {
 export interface ReplayBy {
   /** Only deliveries of this organization's endpoints (null or absent: any). */
   orgId?: number | null;
+  /** Only a delivery to this endpoint (the console's page of one endpoint). */
+  endpoint?: number;
   /** Written in the transaction that records the attempt (the console's audit row). */
   record?: (tx: Tx, replayed: Replayed) => Promise<void>;
 }
@@ -149,7 +151,9 @@ export async function replayDelivery(
 ): Promise<Replayed> {
   const now = clock.now();
   const d = await loadDelivery(sql, deliveryId, by.orgId ?? null);
-  if (d === null) throw new ReplayRefused(`delivery ${deliveryId} does not exist`, "not_found");
+  if (d === null || (by.endpoint !== undefined && d.webhook_id !== by.endpoint)) {
+    throw new ReplayRefused(`delivery ${deliveryId} does not exist`, "not_found");
+  }
   if (!d.open) {
     const hint = d.closed_reason?.startsWith("endpoint disabled") ? "; enable it with `leadline webhooks enable ID` first" : "";
     throw new ReplayRefused(`delivery ${deliveryId}: ${d.closed_reason}${hint}`);

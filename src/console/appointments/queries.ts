@@ -56,10 +56,3 @@ export function calendarsOf(sql: Sql, orgId: number | null): Promise<{ id: numbe
   return sql<{ id: number; name: string }[]>`
     select c.id, c.name from calendars c where ${inOrg(sql, orgId)} order by c.name, c.id`;
 }
-
-/** The zone the viewer's dates mean: its organization's; UTC for admins (every organization). */
-export async function viewerZone(sql: Sql, orgId: number | null): Promise<string> {
-  if (orgId === null) return "UTC";
-  const [row] = await sql<{ timezone: string }[]>`select timezone from orgs where id = ${orgId}`;
-  return row?.timezone ?? "UTC";
-}

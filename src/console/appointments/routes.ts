@@ -8,7 +8,8 @@ import { instantOf, isZone, wallOf } from "../../zone";
 import { consoleHtml, csrfField, notFoundPage, seeOther } from "../html";
 import { consolePage, formOf } from "../route";
 import { appointmentsBody, DONE_TEXT, ERROR_TEXT, type FilterForm } from "./page";
-import { calendarsOf, listAppointments, viewerZone } from "./queries";
+import { viewerZone } from "../viewer-zone";
+import { calendarsOf, listAppointments } from "./queries";
 import { changeStatus } from "./service";
 
 export const PAGE_SIZE = 50;
