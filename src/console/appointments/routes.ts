@@ -43,9 +43,9 @@ const todayIn = (zone: string, now: number) => new Date(wallOf(now, isZone(zone)
 
 /** An address inside the appointments page to come back to, with the notice; anything else is the page itself. */
 export function backTo(back: string | undefined, notice: Record<string, string>): string {
-  const safe = back && back.startsWith(PATH) && !back.startsWith("//") ? back : PATH;
-  const url = new URL(safe, "http://console.invalid");
-  if (url.pathname !== PATH) return PATH;
+  const origin = "http://console.invalid";
+  let url = new URL(back && back.startsWith(PATH) ? back : PATH, origin);
+  if (url.origin !== origin || url.pathname !== PATH) url = new URL(PATH, origin);
   url.searchParams.delete("done");
   url.searchParams.delete("error");
   for (const [k, v] of Object.entries(notice)) url.searchParams.set(k, v);
