@@ -75,7 +75,7 @@ describe("changes", () => {
   test("confirm: the status, the lead's conversation event and appointment.confirmed, with who did it", async () => {
     const id = await booked("acme-estimate", mon(10));
     clock.t = T0 + 60_000;
-    expect(await change(acme, id, "confirm")).toEqual({ ok: true, appt_id: id, lead_id: expect.any(Number), from: "pending", to: "confirmed" });
+    expect(await change(acme, id, "confirm")).toEqual({ ok: true, appt_id: id, lead_id: expect.any(Number), org_id: 1, from: "pending", to: "confirmed" });
     const [row] = await db.sql`select status, updated_at, lead_id from appointments where id = ${id}`;
     expect(row.status).toBe("confirmed");
     expect(row.updated_at.getTime()).toBe(T0 + 60_000);

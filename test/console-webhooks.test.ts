@@ -1,12 +1,14 @@
 // The console's webhooks pages through HTTP: endpoints per role and organization, one endpoint's
 // deliveries (failed first) and attempts, a replay delivered to a real receiver, re-enable, each
 // change's audit row, and another organization's ids answered as missing ones.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { call, startApp, type TestApp } from "./harness/app";
 import { makeUser, signIn, type ConsoleClient } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { WebhookReceiver } from "./harness/webhook-receiver";
+
+setDefaultTimeout(30_000);
 
 let db: TestDatabase;
 let app: TestApp;
@@ -46,7 +48,7 @@ beforeAll(async () => {
   const s = await makeUser(db.sql, { role: "admin", orgId: null });
   Object.assign(ids, { manager: m.id, admin: s.id });
   [manager, agent, admin] = await Promise.all([signIn(app.base, m.email, m.password), signIn(app.base, a.email, a.password), signIn(app.base, s.email, s.password)]);
-});
+}, 60_000);
 afterAll(async () => {
   await app?.stop();
   await rx?.stop();

@@ -138,11 +138,12 @@ export async function listKeys(sql: Sql, orgId: number | null = null): Promise<K
  * Revokes key `id` of organization `orgId` (null: any) inside the caller's transaction. Revocation
  * is final: nothing (not even provisioning) makes a revoked key active again.
  */
-export async function revokeKeyIn(tx: Sql | Tx, id: number, now: Date, orgId: number | null = null): Promise<void> {
-  const [row] = await tx`
+export async function revokeKeyIn(tx: Sql | Tx, id: number, now: Date, orgId: number | null = null): Promise<{ org_id: number | null }> {
+  const [row] = await tx<{ org_id: number | null }[]>`
     update api_keys set active = false, revoked_at = coalesce(revoked_at, ${now})
-    where id = ${id} and ${ofOrg(tx, orgId)} returning id`;
+    where id = ${id} and ${ofOrg(tx, orgId)} returning org_id`;
   if (!row) throw new KeyRefused("not_found", `no API key with id ${id}`);
+  return row;
 }
 
 export async function revokeKey(sql: Sql, id: number, now: Date): Promise<void> {

@@ -64,6 +64,8 @@ export interface StatusChanged {
   ok: true;
   appt_id: number;
   lead_id: number | null;
+  /** Its calendar's organization (null: the house's). */
+  org_id: number | null;
   from: AppointmentStatus;
   to: AppointmentStatus;
 }
@@ -148,5 +150,5 @@ export async function changeAppointmentStatus(
       data: tx`jsonb_build_object('appt_id', changed.id) || ${tx.json(data as never)}::jsonb`,
       from: tx`changed`,
     })}`;
-  return { ok: true, appt_id: a.id, lead_id: a.lead_id, from: a.status, to: rule.to };
+  return { ok: true, appt_id: a.id, lead_id: a.lead_id, org_id: a.org_id, from: a.status, to: rule.to };
 }

@@ -104,10 +104,10 @@ export async function listAttempts(
     from webhook_attempts where delivery_id = ${deliveryId} order by id`;
 }
 
-/** Clears a 410's disabled state; false when there is no such endpoint (of the organization). */
-export async function enableEndpoint(sql: Sql | Tx, id: number, orgId: number | null = null): Promise<boolean> {
-  const rows = await sql`
+/** Clears a 410's disabled state; the endpoint's organization, or null when there is no such endpoint (of `orgId`). */
+export async function enableEndpoint(sql: Sql | Tx, id: number, orgId: number | null = null): Promise<{ org_id: number | null } | null> {
+  const [row] = await sql<{ org_id: number | null }[]>`
     update webhooks w set disabled_at = null, disabled_reason = null
-    where w.id = ${id} and ${ofOrg(sql, orgId)} returning w.id`;
-  return rows.length === 1;
+    where w.id = ${id} and ${ofOrg(sql, orgId)} returning w.org_id`;
+  return row ?? null;
 }

@@ -103,8 +103,7 @@ function row(v: AppointmentsView, a: AppointmentItem): Html {
 }
 
 export function appointmentsBody(v: AppointmentsView): Html {
-  return html`<h1>Appointments</h1>
-${v.done ? notice(v.done) : ""}${v.error ? notice(v.error, "error") : ""}
+  return html`${v.done ? notice(v.done) : ""}${v.error ? notice(v.error, "error") : ""}
 ${filters(v)}
 ${v.items.length === 0
     ? html`<p class="empty">No appointments match.</p>`

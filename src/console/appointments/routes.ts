@@ -31,6 +31,8 @@ const ListQuery = t.Object(
 );
 
 /** The instant a day (YYYY-MM-DD) starts in `zone`, Unix seconds; null for anything else. */
+const STYLES = ["operations.css"];
+
 export function dayStart(day: string, zone: string, plusDays = 0): number | null {
   const m = DAY.exec(day);
   if (!m) return null;
@@ -105,7 +107,7 @@ export function appointmentRoutes(deps: Deps): Route[] {
         done,
         error,
       });
-      return consoleHtml(deps, viewer, { title: "Appointments", nav: "appointments", body });
+      return consoleHtml(deps, viewer, { title: "Appointments", nav: "appointments", body, styles: STYLES });
     },
   );
 

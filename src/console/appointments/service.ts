@@ -18,7 +18,8 @@ export function changeStatus(sql: Sql, clock: Clock, actor: Actor, id: number, a
   const now = new Date(clock.now());
   return sql.begin(async (tx) => {
     const r = await changeAppointmentStatus(tx, actor, now, id, action);
-    if (r.ok) await audit(tx, actor, AUDIT_ACTION[action], `appointment:${id}`, { from: r.from, to: r.to });
+    // In the appointment's organization's log, also when an admin acts.
+    if (r.ok) await audit(tx, actor, AUDIT_ACTION[action], `appointment:${id}`, { from: r.from, to: r.to }, r.org_id);
     return r;
   });
 }

@@ -21,8 +21,7 @@ function who(r: AuditRow): Html | string {
 }
 
 export function auditBody(v: AuditView): Html {
-  return html`<h1>Audit log</h1>
-<form class="filters" method="get" action="/console/audit">
+  return html`<form class="filters" method="get" action="/console/audit">
   <div><label for="a-user">User</label><select id="a-user" name="user"><option value="">Everyone</option>${v.users.map(
     (u) => html`<option value="${u.id}"${u.id === v.form.user ? html` selected` : ""}>${u.name} (${u.id})</option>`,
   )}</select></div>

@@ -12,6 +12,8 @@ import { auditUsers, listAudit } from "./queries";
 export const AUDIT_PAGE = 50;
 const ACTION = /^[a-z0-9_.]{1,64}$/;
 
+const STYLES = ["operations.css"];
+
 export function auditRoutes(deps: Deps): Route[] {
   return [
     consolePage(
@@ -47,7 +49,7 @@ export function auditRoutes(deps: Deps): Route[] {
         const shown = rows.slice(0, AUDIT_PAGE);
         const older = rows.length > AUDIT_PAGE ? `/console/audit?${new URLSearchParams({ ...form, before: String(shown[shown.length - 1].id) })}` : null;
         const body = auditBody({ rows: shown, users, form, zone, everyOrg: orgId === null, older });
-        return consoleHtml(deps, viewer, { title: "Audit log", nav: "audit", body });
+        return consoleHtml(deps, viewer, { title: "Audit log", nav: "audit", body, styles: STYLES });
       },
     ),
   ];

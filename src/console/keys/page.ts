@@ -85,8 +85,7 @@ function row(v: KeysView, k: KeyListing): Html {
 }
 
 export function keysBody(v: KeysView): Html {
-  return html`<h1>API keys</h1>
-${v.done ? notice(v.done) : ""}${v.error ? notice(v.error, "error") : ""}
+  return html`${v.done ? notice(v.done) : ""}${v.error ? notice(v.error, "error") : ""}
 ${v.issued ? issuedBox(v.issued) : ""}
 ${createForm(v)}
 <h2>Keys</h2>

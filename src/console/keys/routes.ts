@@ -22,7 +22,6 @@ async function keysPage(
   deps: Deps,
   viewer: Viewer,
   extra: Pick<KeysView, "form" | "issued" | "done" | "error">,
-  status = 200,
 ): Promise<Response> {
   const orgId = viewer.actor.orgId;
   const [keys, agents, orgs, zone] = await Promise.all([
@@ -32,7 +31,7 @@ async function keysPage(
     viewerZone(deps.sql, orgId),
   ]);
   const body = keysBody({ keys, agents, orgs, zone, csrf: csrfField(viewer), ...extra });
-  const res = await consoleHtml(deps, viewer, { title: "API keys", nav: "keys", body, status });
+  const res = await consoleHtml(deps, viewer, { title: "API keys", nav: "keys", body, styles: STYLES });
   res.headers.set("cache-control", "no-store");
   return res;
 }
@@ -43,6 +42,8 @@ const requestOf = (form: Record<string, string>): KeyRequest => ({
   agent: form.agent ?? "",
   org: form.org ?? "",
 });
+
+const STYLES = ["operations.css"];
 
 export function keyRoutes(deps: Deps): Route[] {
   const list = consolePage(
@@ -57,7 +58,7 @@ export function keyRoutes(deps: Deps): Route[] {
     {
       id: "consoleKeyCreate",
       summary: "Create an API key (form: name, scope.<scope>, agent, org for admins); the answer shows its plaintext once",
-      description: "Audited as key.create. The answer is the keys page (200, Cache-Control: no-store) with the plaintext; 422 with the reason when refused.",
+      description: "Audited as key.create. The answer is the keys page (200, Cache-Control: no-store) with the plaintext, or with the reason when refused.",
       method: "POST",
       path: "/console/keys",
       roles: ROLES,
@@ -66,7 +67,7 @@ export function keyRoutes(deps: Deps): Route[] {
       const form = requestOf(await formOf(request));
       const r = await createKeyFor(deps.sql, viewer.actor, form);
       if (r.ok) return keysPage(deps, viewer, { form: null, issued: { key: r.issued, verb: "created" }, done: null, error: null });
-      return keysPage(deps, viewer, { form, issued: null, done: null, error: r.message }, 422);
+      return keysPage(deps, viewer, { form, issued: null, done: null, error: r.message });
     },
   );
 
@@ -86,7 +87,7 @@ export function keyRoutes(deps: Deps): Route[] {
       const r = await rotateKeyFor(deps.sql, deps.clock, viewer.actor, Number(raw));
       if (r.ok) return keysPage(deps, viewer, { form: null, issued: { key: r.issued, verb: `created; key ${raw} revoked` }, done: null, error: null });
       if (r.reason === "not_found") return notFoundPage(deps, viewer);
-      return keysPage(deps, viewer, { form: null, issued: null, done: null, error: r.message }, 409);
+      return keysPage(deps, viewer, { form: null, issued: null, done: null, error: r.message });
     },
   );
 

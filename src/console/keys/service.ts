@@ -49,7 +49,8 @@ export async function createKeyFor(sql: Sql, actor: Actor, r: KeyRequest): Promi
   try {
     const issued = await sql.begin(async (tx) => {
       const made = await createKeyIn(tx, grant);
-      await audit(tx, actor, "key.create", `key:${made.id}`, { name: made.name, org_id: made.org_id, scopes: made.scopes, agent: made.agent });
+      // In the key's organization's log, also when an admin acts.
+      await audit(tx, actor, "key.create", `key:${made.id}`, { name: made.name, org_id: made.org_id, scopes: made.scopes, agent: made.agent }, made.org_id);
       return made;
     });
     await notifyKeysChanged(sql);
@@ -63,7 +64,7 @@ export async function rotateKeyFor(sql: Sql, clock: Clock, actor: Actor, id: num
   try {
     const issued = await sql.begin(async (tx) => {
       const fresh = await rotateKeyIn(tx, id, new Date(clock.now()), actor.orgId);
-      await audit(tx, actor, "key.rotate", `key:${id}`, { new_key: fresh.id });
+      await audit(tx, actor, "key.rotate", `key:${id}`, { new_key: fresh.id }, fresh.org_id);
       return fresh;
     });
     await notifyKeysChanged(sql);
@@ -77,8 +78,8 @@ export async function rotateKeyFor(sql: Sql, clock: Clock, actor: Actor, id: num
 export async function revokeKeyFor(sql: Sql, clock: Clock, actor: Actor, id: number): Promise<boolean> {
   try {
     await sql.begin(async (tx) => {
-      await revokeKeyIn(tx, id, new Date(clock.now()), actor.orgId);
-      await audit(tx, actor, "key.revoke", `key:${id}`);
+      const key = await revokeKeyIn(tx, id, new Date(clock.now()), actor.orgId);
+      await audit(tx, actor, "key.revoke", `key:${id}`, {}, key.org_id);
     });
   } catch (err) {
     if (err instanceof KeyRefused && err.kind === "not_found") return false;

@@ -23,8 +23,7 @@ function enableForm(e: EndpointListing, csrf: Html, back: string): Html {
 }
 
 export function endpointsBody(v: { endpoints: EndpointListing[]; zone: string; csrf: Html; flash: Flash }): Html {
-  return html`<h1>Webhooks</h1>
-${flashOf(v.flash)}
+  return html`${flashOf(v.flash)}
 <p class="muted">Endpoints and their deliveries; times in ${v.zone}. Endpoints are set in the provisioning file.</p>
 ${v.endpoints.length === 0
     ? html`<p class="empty">No webhook endpoints.</p>`
@@ -105,8 +104,7 @@ ${s.attempts.length === 0
 
 export function endpointBody(v: EndpointView): Html {
   const e = v.endpoint;
-  return html`<p><a href="/console/webhooks">← Webhooks</a></p>
-<h1>Webhook endpoint ${e.id}</h1>
+  return html`<p><a href="/console/webhooks">← All endpoints</a></p>
 ${flashOf(v.flash)}
 <div class="card">
 <dl class="facts">

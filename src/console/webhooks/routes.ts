@@ -30,6 +30,8 @@ const flashOf = (q: Record<string, string | undefined>): Flash => ({
 
 const FlashQuery = { done: t.Optional(t.String()), error: t.Optional(t.String()) };
 
+const STYLES = ["operations.css"];
+
 export function webhookRoutes(deps: Deps): Route[] {
   const list = consolePage(
     deps,
@@ -38,7 +40,7 @@ export function webhookRoutes(deps: Deps): Route[] {
       const orgId = viewer.actor.orgId;
       const [endpoints, zone] = await Promise.all([listEndpoints(deps.sql, orgId), viewerZone(deps.sql, orgId)]);
       const body = endpointsBody({ endpoints, zone, csrf: csrfField(viewer), flash: flashOf(selected.query) });
-      return consoleHtml(deps, viewer, { title: "Webhooks", nav: "webhooks", body });
+      return consoleHtml(deps, viewer, { title: "Webhooks", nav: "webhooks", body, styles: STYLES });
     },
   );
 
@@ -74,7 +76,7 @@ export function webhookRoutes(deps: Deps): Route[] {
         flash: flashOf(selected.query),
         limit: DELIVERY_LIMIT,
       });
-      return consoleHtml(deps, viewer, { title: `Webhook endpoint ${id}`, nav: "webhooks", body });
+      return consoleHtml(deps, viewer, { title: `Webhook endpoint ${id}`, nav: "webhooks", body, styles: STYLES });
     },
   );
 

@@ -21,14 +21,18 @@ export async function replay(
   overrides: Partial<DeliveryOptions> = {},
 ): Promise<ReplayAnswer> {
   const opts = deliveryOptions(deps.config.webhookAllowPrivate, { secretKey: deps.config.secretKey, ...overrides });
-  const record = (tx: Tx, r: Replayed) =>
-    audit(tx, actor, "webhook.replay", `delivery:${r.delivery_id}`, {
-      endpoint,
-      event_id: r.event_id,
-      attempt_id: r.attempt_id,
-      status: r.outcome.status,
-      error: r.outcome.error,
-    });
+  // In the endpoint's organization's log, also when an admin acts.
+  const record = async (tx: Tx, r: Replayed) => {
+    const [w] = await tx<{ org_id: number | null }[]>`select org_id from webhooks where id = ${endpoint}`;
+    await audit(
+      tx,
+      actor,
+      "webhook.replay",
+      `delivery:${r.delivery_id}`,
+      { endpoint, event_id: r.event_id, attempt_id: r.attempt_id, status: r.outcome.status, error: r.outcome.error },
+      w?.org_id ?? null,
+    );
+  };
   try {
     return { ok: true, replayed: await replayDelivery(deps.sql, deps.clock, deliveryId, opts, { orgId: actor.orgId, endpoint, record }) };
   } catch (err) {
@@ -41,7 +45,7 @@ export async function replay(
 export function enable(deps: Deps, actor: Actor, endpoint: number): Promise<boolean> {
   return deps.sql.begin(async (tx) => {
     const found = await enableEndpoint(tx, endpoint, actor.orgId);
-    if (found) await audit(tx, actor, "webhook.enable", `webhook:${endpoint}`);
-    return found;
+    if (found) await audit(tx, actor, "webhook.enable", `webhook:${endpoint}`, {}, found.org_id);
+    return found !== null;
   });
 }
