@@ -107,7 +107,7 @@ export function appointmentsBody(v: AppointmentsView): Html {
 ${filters(v)}
 ${v.items.length === 0
     ? html`<p class="empty">No appointments match.</p>`
-    : html`<div class="table-wrap"><table class="data">
+    : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Appointments"><table class="data">
 <caption class="muted">Appointments by start time</caption>
 <thead><tr><th scope="col">Starts</th><th scope="col">Calendar</th><th scope="col">Person</th><th scope="col">Status</th><th scope="col">Actions</th></tr></thead>
 <tbody>${v.items.map((a) => row(v, a))}</tbody>

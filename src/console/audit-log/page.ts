@@ -31,7 +31,7 @@ export function auditBody(v: AuditView): Html {
 <p class="muted">Newest first; times in ${v.zone}. An action ending in a dot shows its whole family (<code>key.</code>). Addresses are hashed.</p>
 ${v.rows.length === 0
     ? html`<p class="empty">No audit entries match.</p>`
-    : html`<div class="table-wrap"><table class="data">
+    : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Audit entries"><table class="data">
 <thead><tr><th scope="col">When</th>${v.everyOrg ? html`<th scope="col">Organization</th>` : ""}<th scope="col">Who</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Details</th><th scope="col">Address</th></tr></thead>
 <tbody>${v.rows.map(
         (r) => html`<tr>

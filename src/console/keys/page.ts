@@ -92,7 +92,7 @@ ${createForm(v)}
 <p class="muted">Times in ${v.zone}. Rotating makes a new key with the same grants and revokes the old one at once; revocation is final.</p>
 ${v.keys.length === 0
     ? html`<p class="empty">No keys yet.</p>`
-    : html`<div class="table-wrap"><table class="data">
+    : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Keys"><table class="data">
 <thead><tr><th scope="col">ID</th><th scope="col">Name</th><th scope="col">Prefix</th>${v.orgs === null ? "" : html`<th scope="col">Organization</th>`}<th scope="col">Scopes</th><th scope="col">Agent</th><th scope="col">State</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Actions</th></tr></thead>
 <tbody>${v.keys.map((k) => row(v, k))}</tbody></table></div>`}`;
 }

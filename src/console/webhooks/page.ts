@@ -27,7 +27,7 @@ export function endpointsBody(v: { endpoints: EndpointListing[]; zone: string; c
 <p class="muted">Endpoints and their deliveries; times in ${v.zone}. Endpoints are set in the provisioning file.</p>
 ${v.endpoints.length === 0
     ? html`<p class="empty">No webhook endpoints.</p>`
-    : html`<div class="table-wrap"><table class="data">
+    : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Endpoints"><table class="data">
 <thead><tr><th scope="col">Endpoint</th><th scope="col">Organization</th><th scope="col">Events</th><th scope="col">State</th><th scope="col">Pending</th><th scope="col">Failed</th><th scope="col">Last delivered</th><th scope="col">Actions</th></tr></thead>
 <tbody>${v.endpoints.map(
         (e) => html`<tr>
@@ -86,7 +86,7 @@ function attemptsSection(v: EndpointView): Html {
   return html`<section id="attempts" aria-labelledby="attempts-h"><h2 id="attempts-h">Attempts of delivery ${s.id}</h2>
 ${s.attempts.length === 0
     ? html`<p class="empty">No attempt yet.</p>`
-    : html`<div class="table-wrap"><table class="data">
+    : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Attempts"><table class="data">
 <thead><tr><th scope="col">#</th><th scope="col">Trigger</th><th scope="col">Started</th><th scope="col">Duration</th><th scope="col">Address</th><th scope="col">Answer</th><th scope="col">Response</th></tr></thead>
 <tbody>${s.attempts.map(
         (a) => html`<tr>
@@ -121,7 +121,7 @@ ${enableForm(e, v.csrf, `/console/webhooks/${e.id}`)}
 <p class="muted">Failed first, then the newest; up to ${v.limit}. Times in ${v.zone}. A replay sends the event again now with the same id.</p>
 ${v.deliveries.length === 0
     ? html`<p class="empty">No deliveries yet.</p>`
-    : html`<div class="table-wrap"><table class="data">
+    : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Deliveries"><table class="data">
 <thead><tr><th scope="col">Delivery</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last answer</th><th scope="col">Next attempt</th><th scope="col">Created</th><th scope="col">Actions</th></tr></thead>
 <tbody>${v.deliveries.map((d) => deliveryRow(v, d))}</tbody></table></div>`}
 ${attemptsSection(v)}`;
