@@ -193,8 +193,11 @@ describe("actions", () => {
       // Hours later than the other sessions' last use: past their idle timeout, so a new one.
       const manager = await signIn(app.base, logins.manager.email, logins.manager.password);
       const page = await manager.get("/console/appointments?from=2026-11-23");
-      const form = page.body.slice(page.body.indexOf(`/console/appointments/${id}/status`));
-      expect(form.slice(0, form.indexOf("</form>"))).toContain('name="action" value="no_show"');
+      const from = page.body.slice(page.body.indexOf(`>Connie Confirm<`));
+      const actions = from.slice(0, from.indexOf("</tr>"));
+      expect(actions).toContain('name="action" value="no_show"');
+      expect(actions).toContain('name="action" value="complete"');
+      expect(actions).not.toContain('name="action" value="cancel"');
       expect((await manager.post(`/console/appointments/${id}/status`, { action: "cancel" })).headers.get("location")).toBe("/console/appointments?error=already_started");
       expect((await manager.post(`/console/appointments/${id}/status`, { action: "no_show" })).headers.get("location")).toBe("/console/appointments?done=no_show");
       expect((await manager.post(`/console/appointments/${id}/status`, { action: "complete" })).headers.get("location")).toBe("/console/appointments?done=complete");

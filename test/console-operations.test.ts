@@ -41,7 +41,7 @@ beforeAll(async () => {
   const payload = { type: "lead.created", timestamp: "2026-11-23T11:00:00.000Z", data: { lead_id: 1, list_id: 101, campaign: "ACME", org_id: 1, phone: "5125550100", source: "web", created_at: "2026-11-23T11:00:00.000Z" } };
   const [e] = await db.sql`insert into outbox_events (org_id, type, payload, dispatched_at) values (1, 'lead.created', ${db.sql.json(payload)}, now()) returning id`;
   const [d] = await db.sql`insert into webhook_deliveries (event_id, webhook_id, status, attempts, last_status, last_error, updated_at)
-                           values (${e.id}, 1, 'failed', 10, 503, 'HTTP 503', now()) returning id`;
+                           values (${e.id}, 1, 'failed', 3, 503, 'HTTP 503', now()) returning id`;
   await db.sql`insert into webhook_attempts (delivery_id, trigger, started_at, finished_at, duration_ms, address, status, error, response)
                select ${d.id}, 'schedule', now(), now(), 40 + i, '127.0.0.1', 503, 'HTTP 503', 'Service Unavailable: upstream maintenance window'
                from generate_series(1, 3) i`;
@@ -69,6 +69,8 @@ async function consolePage(path: string): Promise<{ ctx: BrowserContext; page: P
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 }, deviceScaleFactor: 1, locale: "en-US", timezoneId: "America/New_York", bypassCSP: true });
   const page = await ctx.newPage();
   const problems = pageProblems(page);
+  // The confirmations (data-confirm) a person would accept.
+  page.on("dialog", (d) => void d.accept());
   await browserSignIn(page, app.base, manager.email, manager.password, path);
   return { ctx, page, problems };
 }

@@ -65,6 +65,9 @@ export const ERROR_TEXT: Record<Exclude<StatusReason, "not_found">, string> = {
   not_started: "The appointment has not started yet: it can be confirmed or cancelled.",
 };
 
+/** Ten digits as (512) 555-0142; anything else as stored. */
+const phoneText = (p: string) => (/^[0-9]{10}$/.test(p) ? `(${p.slice(0, 3)}) ${p.slice(3, 6)}-${p.slice(6)}` : p);
+
 function filters(v: AppointmentsView): Html {
   const f = v.form;
   return html`<form class="filters" method="get" action="/console/appointments">
@@ -87,16 +90,17 @@ function actionsCell(v: AppointmentsView, a: AppointmentItem): Html {
   const open = actionsFor(a.status, a.slot_epoch * 1000, v.now);
   if (open.length === 0) return html`<span class="muted">—</span>`;
   const who = `${a.name}, ${when(a.slot_epoch * 1000, a.zone)}`;
-  return html`<form class="row-actions" method="post" action="/console/appointments/${a.id}/status">${v.csrf}<input type="hidden" name="back" value="${v.back}">${open.map(
-    (act) => html`<button class="${BUTTON[act].cls}" type="submit" name="action" value="${act}" aria-label="${BUTTON[act].text}: ${who}">${BUTTON[act].text}</button>`,
-  )}</form>`;
+  // A form per action: a cancellation asks first (console.js reads data-confirm), the others do not.
+  return html`<div class="row-actions">${open.map(
+    (act) => html`<form method="post" action="/console/appointments/${a.id}/status"${act === "cancel" ? html` data-confirm="Cancel the appointment of ${who}? Its slot is offered again."` : ""}>${v.csrf}<input type="hidden" name="back" value="${v.back}"><button class="${BUTTON[act].cls}" type="submit" name="action" value="${act}" aria-label="${BUTTON[act].text}: ${who}">${BUTTON[act].text}</button></form>`,
+  )}</div>`;
 }
 
 function row(v: AppointmentsView, a: AppointmentItem): Html {
   return html`<tr>
   <td>${when(a.slot_epoch * 1000, a.zone)}</td>
   <td>${a.calendar || `Calendar ${a.calendar_id}`}</td>
-  <td>${a.lead_id === null ? a.name : html`<a href="/console/leads/${a.lead_id}">${a.name}</a>`}<br><span class="muted">${[a.phone, a.email].filter(Boolean).join(" · ")}</span></td>
+  <td>${a.lead_id === null ? a.name : html`<a href="/console/leads/${a.lead_id}">${a.name}</a>`}<br><span class="muted">${[phoneText(a.phone), a.email].filter(Boolean).join(" · ")}</span></td>
   <td><span class="${BADGE[a.status] ?? "badge"}">${STATUS_TEXT[a.status] ?? a.status}</span></td>
   <td>${actionsCell(v, a)}</td>
 </tr>`;
@@ -108,7 +112,7 @@ ${filters(v)}
 ${v.items.length === 0
     ? html`<p class="empty">No appointments match.</p>`
     : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Appointments"><table class="data">
-<caption class="muted">Appointments by start time</caption>
+<caption class="visually-hidden">Appointments by start time</caption>
 <thead><tr><th scope="col">Starts</th><th scope="col">Calendar</th><th scope="col">Person</th><th scope="col">Status</th><th scope="col">Actions</th></tr></thead>
 <tbody>${v.items.map((a) => row(v, a))}</tbody>
 </table></div>`}

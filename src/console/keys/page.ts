@@ -80,7 +80,7 @@ function row(v: KeysView, k: KeyListing): Html {
   <td>${k.last_used_at ? when(k.last_used_at, v.zone) : html`<span class="muted">never</span>`}</td>
   <td>${k.revoked_at
     ? html`<span class="muted">—</span>`
-    : html`<div class="row-actions"><form method="post" action="/console/keys/${k.id}/rotate">${v.csrf}<button class="btn" type="submit" aria-label="Rotate ${label}">Rotate</button></form><form method="post" action="/console/keys/${k.id}/revoke">${v.csrf}<button class="btn btn-danger" type="submit" aria-label="Revoke ${label}">Revoke</button></form></div>`}</td>
+    : html`<div class="row-actions"><form method="post" action="/console/keys/${k.id}/rotate" data-confirm="Rotate ${label}? It stops working at once; the new key is shown once.">${v.csrf}<button class="btn" type="submit" aria-label="Rotate ${label}">Rotate</button></form><form method="post" action="/console/keys/${k.id}/revoke" data-confirm="Revoke ${label}? Requests with it fail at once; this cannot be undone.">${v.csrf}<button class="btn btn-danger" type="submit" aria-label="Revoke ${label}">Revoke</button></form></div>`}</td>
 </tr>`;
 }
 

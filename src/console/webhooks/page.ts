@@ -68,15 +68,15 @@ function deliveryRow(v: EndpointView, d: DeliveryListing): Html {
   <td>${d.id}</td>
   <td>${d.type}<br><span class="muted">evt_${d.event_id}</span></td>
   <td><span class="${DELIVERY_BADGE[d.status] ?? "badge"}">${d.status}</span></td>
-  <td>${d.tries === d.attempts ? d.attempts : `${d.attempts} + ${d.tries - d.attempts} replayed`}</td>
+  <td>${d.tries > d.attempts ? `${d.attempts} + ${d.tries - d.attempts} replayed` : d.attempts}</td>
   <td class="wrap">${lastAnswer(d)}</td>
   <td>${at(d.next_attempt_at, v.zone)}</td>
   <td>${when(d.created_at, v.zone)}</td>
-  <td class="row-actions"><a class="btn" href="${base}?delivery=${d.id}#attempts"${current ? html` aria-current="true"` : ""} aria-label="Attempts of delivery ${d.id}">Attempts</a>${
+  <td><div class="row-actions"><a class="btn" href="${base}?delivery=${d.id}#attempts"${current ? html` aria-current="true"` : ""} aria-label="Attempts of delivery ${d.id}">Attempts</a>${
     v.endpoint.disabled_at || !v.endpoint.active
       ? ""
       : html`<form method="post" action="${base}/replay">${v.csrf}<input type="hidden" name="delivery" value="${d.id}"><button class="btn${d.status === "failed" ? " btn-primary" : ""}" type="submit" aria-label="Replay delivery ${d.id}">Replay</button></form>`
-  }</td>
+  }</div></td>
 </tr>`;
 }
 
@@ -95,7 +95,7 @@ ${s.attempts.length === 0
   <td>${when(a.started_at, v.zone)}</td>
   <td>${a.duration_ms === null ? "—" : `${a.duration_ms} ms`}</td>
   <td>${a.address ?? "—"}</td>
-  <td class="wrap">${a.status === null ? "" : html`<span class="${a.status >= 200 && a.status < 300 ? "badge badge-ok" : "badge badge-bad"}">HTTP ${a.status}</span> `}${a.error ?? ""}</td>
+  <td class="wrap">${a.status === null ? "" : html`<span class="${a.status >= 200 && a.status < 300 ? "badge badge-ok" : "badge badge-bad"}">HTTP ${a.status}</span> `}${a.error === `HTTP ${a.status}` ? "" : (a.error ?? "")}</td>
   <td class="wrap"><code>${a.response ?? ""}</code></td>
 </tr>`,
       )}</tbody></table></div>`}
