@@ -13,7 +13,11 @@ export interface AuditView {
   older: string | null;
 }
 
-const detailsText = (d: Record<string, unknown> | null): string => (d && Object.keys(d).length > 0 ? JSON.stringify(d) : "");
+/** `from: pending · to: cancelled`: each detail on its own, strings as they are, other values as JSON. */
+const detailsText = (d: Record<string, unknown> | null): string =>
+  Object.entries(d ?? {})
+    .map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`)
+    .join(" · ");
 
 function who(r: AuditRow): Html | string {
   if (r.actor_type === "user") return html`${r.actor_name ?? r.actor_id}<br><span class="muted">${r.actor_id}</span>`;
