@@ -211,6 +211,23 @@ describe("actions", () => {
     }
   });
 
+  test("an admin's change is written to the appointment's organization's log, which its manager reads", async () => {
+    const id = await book("bolt-estimate", at(14), "Bree Bolt");
+    expect((await admin.post(`/console/appointments/${id}/status`, { action: "confirm" })).status).toBe(303);
+    const [row] = await auditRows("appointment.confirm", `appointment:${id}`);
+    expect(row).toMatchObject({ org_id: 2, actor_type: "user", actor_id: ids.admin });
+    expect((await bolt.get("/console/audit")).body).toContain(`appointment:${id}`);
+    expect((await manager.get("/console/audit")).body).not.toContain(`appointment:${id}`);
+  });
+
+  test("a post without the session's CSRF token, or from another site, is refused and changes nothing", async () => {
+    const id = await book("acme-estimate", at(15), "Cora Csrf");
+    expect((await manager.post(`/console/appointments/${id}/status`, { action: "cancel", _csrf: "x".repeat(manager.csrf.length) })).status).toBe(403);
+    expect((await manager.post(`/console/appointments/${id}/status`, { action: "cancel" }, { origin: "https://evil.example", "sec-fetch-site": "cross-site" })).status).toBe(403);
+    const [row] = await db.sql`select status from appointments where id = ${id}`;
+    expect(row.status).toBe("pending");
+  });
+
   test("an unknown action answers the 404 page; `back` cannot lead outside the page", async () => {
     const id = await book("acme-estimate", at(13), "Bea Back");
     expect((await manager.post(`/console/appointments/${id}/status`, { action: "delete" })).status).toBe(404);
