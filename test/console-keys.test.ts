@@ -8,7 +8,7 @@ import { makeUser, signIn, type ConsoleClient } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { makeKey, makeLead, seedWorld } from "./harness/factory";
 
-setDefaultTimeout(30_000);
+setDefaultTimeout(60_000);
 
 let db: TestDatabase;
 let app: TestApp;

@@ -8,7 +8,7 @@ import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { WebhookReceiver } from "./harness/webhook-receiver";
 
-setDefaultTimeout(30_000);
+setDefaultTimeout(60_000);
 
 let db: TestDatabase;
 let app: TestApp;
