@@ -63,6 +63,12 @@ describe("keys", () => {
     expect(mine.body).not.toContain("bolt-site");
     expect(mine.body).not.toContain("platform-etl");
     expect(mine.body).not.toContain('id="k-org"');
+    // The agents a key may be bound to: the organization's and the house's, not another's, nor managers or admins.
+    const agents = mine.body.slice(mine.body.indexOf('id="k-agent"'), mine.body.indexOf("</select>", mine.body.indexOf('id="k-agent"')));
+    expect(agents).toContain('value="agent7"');
+    expect(agents).toContain('value="house1"');
+    expect(agents).toContain(`value="${ids.agent}"`);
+    for (const other of ["agent9", ids.manager, ids.admin, ids.bolt]) expect(agents).not.toContain(`value="${other}"`);
     const all = await admin.get("/console/keys");
     for (const name of ["acme-site", "bolt-site", "platform-etl"]) expect(all.body).toContain(name);
     expect(all.body).toContain('id="k-org"');

@@ -89,11 +89,16 @@ export async function revokeKeyFor(sql: Sql, clock: Clock, actor: Actor, id: num
   return true;
 }
 
-/** Who a key may be bound to, for the form: the organization's users and the house's (admins: all). */
+/**
+ * Who a key may be bound to, for the form: the agents (CTI users, and console users of the agent
+ * role) of the organization and of the house (admins: every one); managers and admins are not
+ * agents. The rule itself is checkGrant's, whatever is posted.
+ */
 export function agentChoices(sql: Sql, orgId: number | null): Promise<{ id: string; name: string; org_id: number | null }[]> {
   return sql<{ id: string; name: string; org_id: number | null }[]>`
     select id, name, org_id from users
-    where ${orgId === null ? sql`true` : sql`(org_id = ${orgId} or org_id is null)`}
+    where (role is null or role = 'agent')
+      and ${orgId === null ? sql`true` : sql`(org_id = ${orgId} or org_id is null)`}
     order by org_id nulls first, name, id`;
 }
 
