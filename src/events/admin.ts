@@ -63,17 +63,28 @@ export interface DeliveryFilter {
 
 /** The newest deliveries first. `next_attempt_at` only while one is due. */
 export function listDeliveries(sql: Sql, f: DeliveryFilter): Promise<DeliveryListing[]> {
-  return sql<DeliveryListing[]>`
+  const where = (status: "failed" | "other" | "any") => sql`
+    where ${f.endpoint === null ? sql`true` : sql`d.webhook_id = ${f.endpoint}`}
+      and ${status === "failed" ? sql`d.status = 'failed'` : status === "other" ? sql`d.status <> 'failed'` : sql`true`}
+      and ${ofOrg(sql, f.orgId ?? null)}`;
+  const page = (status: "failed" | "other" | "any") => sql`
     select d.id, d.webhook_id as endpoint, d.event_id, e.type, d.status, d.attempts,
            (select count(*)::int from webhook_attempts a where a.delivery_id = d.id) as tries,
            d.last_status, d.last_error,
            case when d.status = 'pending' then d.next_attempt_at end as next_attempt_at,
            d.delivered_at, d.created_at
     from webhook_deliveries d join outbox_events e on e.id = d.event_id join webhooks w on w.id = d.webhook_id
-    where ${f.endpoint === null ? sql`true` : sql`d.webhook_id = ${f.endpoint}`}
-      and ${f.failed ? sql`d.status = 'failed'` : sql`true`}
-      and ${ofOrg(sql, f.orgId ?? null)}
-    order by ${f.failedFirst ? sql`d.status = 'failed' desc,` : sql``} d.id desc
+    ${where(status)}
+    order by d.id desc
+    limit ${f.limit}`;
+  if (f.failed) return sql<DeliveryListing[]>`${page("failed")}`;
+  if (!f.failedFirst) return sql<DeliveryListing[]>`${page("any")}`;
+  // Failed first: two pages that each read an index newest first (the failed deliveries' partial
+  // index, the endpoint's), not a sort of every delivery an endpoint ever had.
+  return sql<DeliveryListing[]>`
+    select id, endpoint, event_id, type, status, attempts, tries, last_status, last_error, next_attempt_at, delivered_at, created_at
+    from ((${page("failed")}) union all (${page("other")})) x
+    order by status = 'failed' desc, id desc
     limit ${f.limit}`;
 }
 
