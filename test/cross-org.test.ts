@@ -112,7 +112,7 @@ describe("console routes: refused without a session or permission; another organ
   for (const [id, entry] of Object.entries(CONSOLE_ROUTES)) {
     test(id, async () => {
       const ask = (headers: Record<string, string>) =>
-        call(app.base, entry.request.path, { method: entry.request.method, json: entry.request.json, headers: { ...entry.request.headers, ...headers } });
+        call(app.base, entry.request.path, { method: entry.request.method, json: entry.request.json, headers: { ...entry.request.headers, ...headers }, redirect: "manual" });
       const none = await ask({});
       expect({ id, status: none.status, error: none.body?.error }).toEqual({ id, ...entry.refusals.noSession });
       if (entry.withoutPermission && entry.refusals.noPermission) {

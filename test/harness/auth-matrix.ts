@@ -238,11 +238,12 @@ export interface ConsoleRoute {
   /** The same without the route's permission, when it needs one. */
   withoutPermission?(base: string, sql: Sql): Promise<Record<string, string>>;
   request: Ask;
-  refusals: { noSession: { status: number; error: string }; noPermission?: { status: number; error: string } };
+  /** `error`: the JSON answer's code; absent for pages (a 303 to the sign-in page, a 404 page). */
+  refusals: { noSession: { status: number; error?: string }; noPermission?: { status: number; error?: string } };
   crossOrg: CrossOrg;
 }
 
-export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {};
+export { CONSOLE_ROUTES } from "./console-matrix";
 
 export async function expectKeyRefusals(base: string, sql: Sql, route: KeyRoute): Promise<void> {
   const others = ALL_SCOPES.filter((s) => s !== route.scope);
@@ -281,7 +282,7 @@ export function comparable(r: { status: number; body: unknown; headers: Headers 
 
 /** Asks both requests of a case with `auth` (a key, or a console session's headers) and expects the same answer. */
 export async function expectSameAsMissing(base: string, route: string, c: CrossOrgCase, auth: { key?: string; headers?: Record<string, string> }): Promise<void> {
-  const ask = (a: Ask) => call(base, a.path, { method: a.method, json: a.json, key: auth.key, headers: { ...auth.headers, ...a.headers } });
+  const ask = (a: Ask) => call(base, a.path, { method: a.method, json: a.json, key: auth.key, headers: { ...auth.headers, ...a.headers }, redirect: "manual" });
   const missing = await ask(c.missing);
   const other = await ask(c.other);
   expect({ route, case: c.name, answer: comparable(other, c.varies) }).toEqual({ route, case: c.name, answer: comparable(missing, c.varies) });
