@@ -114,10 +114,10 @@ describe("console routes: refused without a session or permission; another organ
       const ask = (headers: Record<string, string>) =>
         call(app.base, entry.request.path, { method: entry.request.method, json: entry.request.json, headers: { ...entry.request.headers, ...headers }, redirect: "manual" });
       const none = await ask({});
-      expect({ id, status: none.status, error: none.body?.error }).toEqual({ id, ...entry.refusals.noSession });
+      expect({ id, status: none.status, error: none.body?.error }).toEqual({ id, error: undefined, ...entry.refusals.noSession });
       if (entry.withoutPermission && entry.refusals.noPermission) {
         const denied = await ask(await entry.withoutPermission(app.base, db.sql));
-        expect({ id, status: denied.status, error: denied.body?.error }).toEqual({ id, ...entry.refusals.noPermission });
+        expect({ id, status: denied.status, error: denied.body?.error }).toEqual({ id, error: undefined, ...entry.refusals.noPermission });
       }
       if ("none" in entry.crossOrg) return;
       const headers = await entry.session(app.base, db.sql);
