@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import consoleCss from "./assets/console.css" with { type: "text" };
 import consoleJs from "./assets/console.js" with { type: "text" };
 import icon from "./assets/icon.svg" with { type: "text" };
+import operationsCss from "./assets/operations.css" with { type: "text" };
 
 export interface Asset {
   body: string;
@@ -16,6 +17,7 @@ export const ASSETS: Readonly<Record<string, Asset>> = {
   "console.css": { body: consoleCss, type: "text/css; charset=utf-8" },
   "console.js": { body: consoleJs, type: "text/javascript; charset=utf-8" },
   "icon.svg": { body: icon, type: "image/svg+xml" },
+  "operations.css": { body: operationsCss, type: "text/css; charset=utf-8" },
 };
 
 const versions = new Map(Object.entries(ASSETS).map(([name, a]) => [name, createHash("sha1").update(a.body).digest("hex").slice(0, 12)]));

@@ -12,3 +12,7 @@ declare module "*/assets/icon.svg" {
   const text: string;
   export default text;
 }
+declare module "*/assets/operations.css" {
+  const text: string;
+  export default text;
+}

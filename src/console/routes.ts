@@ -2,8 +2,19 @@
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { accountRoutes } from "./account";
+import { appointmentRoutes } from "./appointments/routes";
+import { auditRoutes } from "./audit-log/routes";
+import { keyRoutes } from "./keys/routes";
+import { webhookRoutes } from "./webhooks/routes";
 import { signInRoutes } from "./sign-in";
 
 export function consoleRoutes(deps: Deps): Route[] {
-  return [...signInRoutes(deps), ...accountRoutes(deps)];
+  return [
+    ...signInRoutes(deps),
+    ...accountRoutes(deps),
+    ...appointmentRoutes(deps),
+    ...webhookRoutes(deps),
+    ...keyRoutes(deps),
+    ...auditRoutes(deps),
+  ];
 }

@@ -13,8 +13,13 @@ export interface Ask {
   method: "GET" | "POST";
   path: string;
   json?: unknown;
+  /** A form body (URL-encoded; give the content type in `headers`). */
+  form?: Record<string, string>;
   headers?: Record<string, string>;
 }
+
+/** An Ask's body: its form, URL-encoded, or none (call() sends `json`). */
+export const formBody = (a: Ask): string | undefined => (a.form ? new URLSearchParams(a.form).toString() : undefined);
 
 /**
  * What organization 2 (Bolt) has that organization 1 (Acme) must not reach, and ids that exist
@@ -282,7 +287,7 @@ export function comparable(r: { status: number; body: unknown; headers: Headers 
 
 /** Asks both requests of a case with `auth` (a key, or a console session's headers) and expects the same answer. */
 export async function expectSameAsMissing(base: string, route: string, c: CrossOrgCase, auth: { key?: string; headers?: Record<string, string> }): Promise<void> {
-  const ask = (a: Ask) => call(base, a.path, { method: a.method, json: a.json, key: auth.key, headers: { ...auth.headers, ...a.headers }, redirect: "manual" });
+  const ask = (a: Ask) => call(base, a.path, { method: a.method, json: a.json, body: formBody(a), key: auth.key, headers: { ...auth.headers, ...a.headers }, redirect: "manual" });
   const missing = await ask(c.missing);
   const other = await ask(c.other);
   expect({ route, case: c.name, answer: comparable(other, c.varies) }).toEqual({ route, case: c.name, answer: comparable(missing, c.varies) });

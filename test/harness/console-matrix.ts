@@ -4,6 +4,7 @@
 import type { Sql } from "../../src/db/client";
 import type { ConsoleRoute } from "./auth-matrix";
 import { makeUser, signIn, type ConsoleClient } from "./console";
+import { OPERATIONS_ROUTES } from "./console-matrix-operations";
 
 const sessions = new Map<string, Promise<ConsoleClient>>();
 
@@ -58,4 +59,5 @@ export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {
   consoleAsset: open("GET /console/assets/{name}", "GET", "/console/assets/console.css", 200, "the console's own files, the same for everyone"),
   consoleAccount: page("GET /console/account", "/console/account"),
   consoleSignOutEverywhere: page("POST /console/account/sign-out-everywhere", "/console/account/sign-out-everywhere", "POST"),
+  ...OPERATIONS_ROUTES,
 };
