@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { declaredRoutes } from "../src/app/app";
 import type { Route } from "../src/http/route";
-import { CONSOLE_ROUTES, expectSameAsMissing, KEY_ROUTES, type CrossWorld } from "./harness/auth-matrix";
+import { CONSOLE_ROUTES, expectSameAsMissing, formBody, KEY_ROUTES, type CrossWorld } from "./harness/auth-matrix";
 import { call, startApp, type TestApp } from "./harness/app";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { ALL_SCOPES, makeKey, makeLead, seedWorld } from "./harness/factory";
@@ -112,12 +112,12 @@ describe("console routes: refused without a session or permission; another organ
   for (const [id, entry] of Object.entries(CONSOLE_ROUTES)) {
     test(id, async () => {
       const ask = (headers: Record<string, string>) =>
-        call(app.base, entry.request.path, { method: entry.request.method, json: entry.request.json, headers: { ...entry.request.headers, ...headers } });
+        call(app.base, entry.request.path, { method: entry.request.method, json: entry.request.json, body: formBody(entry.request), headers: { ...entry.request.headers, ...headers }, redirect: "manual" });
       const none = await ask({});
-      expect({ id, status: none.status, error: none.body?.error }).toEqual({ id, ...entry.refusals.noSession });
+      expect({ id, status: none.status, error: none.body?.error }).toEqual({ id, error: undefined, ...entry.refusals.noSession });
       if (entry.withoutPermission && entry.refusals.noPermission) {
         const denied = await ask(await entry.withoutPermission(app.base, db.sql));
-        expect({ id, status: denied.status, error: denied.body?.error }).toEqual({ id, ...entry.refusals.noPermission });
+        expect({ id, status: denied.status, error: denied.body?.error }).toEqual({ id, error: undefined, ...entry.refusals.noPermission });
       }
       if ("none" in entry.crossOrg) return;
       const headers = await entry.session(app.base, db.sql);

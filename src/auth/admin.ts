@@ -85,61 +85,95 @@ export function agentProblem(grant: Pick<KeyGrant, "org_id" | "agent">, agentOrg
   return null;
 }
 
+/**
+ * Why a key operation was refused, in words (the CLI prints them); `kind` lets the console answer
+ * a missing key (or one of another organization) as not found.
+ */
+export class KeyRefused extends Error {
+  constructor(
+    readonly kind: "not_found" | "revoked" | "invalid_grant",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The keys of one organization, or every key for the platform (null). */
+const ofOrg = (sql: Sql | Tx, orgId: number | null) => (orgId === null ? sql`true` : sql`org_id = ${orgId}`);
+
 /** The org must exist, and the agent binding must follow agentProblem's rule. */
 export async function checkGrant(tx: Tx, grant: Pick<KeyGrant, "org_id" | "agent">): Promise<void> {
   if (grant.org_id !== null) {
     const [org] = await tx`select 1 from orgs where id = ${grant.org_id}`;
-    if (!org) throw new Error(`org ${grant.org_id} does not exist`);
+    if (!org) throw new KeyRefused("invalid_grant", `org ${grant.org_id} does not exist`);
   }
   if (grant.agent !== null) {
     const [user] = await tx<{ org_id: number | null }[]>`select org_id from users where id = ${grant.agent}`;
     const problem = agentProblem(grant, user ? user.org_id : undefined);
-    if (problem) throw new Error(problem);
+    if (problem) throw new KeyRefused("invalid_grant", problem);
   }
 }
 
+/** A checked grant written as a new key, inside the caller's transaction (send notifyKeysChanged after it commits). */
+export async function createKeyIn(tx: Tx, grant: KeyGrant): Promise<IssuedKey> {
+  await checkGrant(tx, grant);
+  return insertKey(tx, grant);
+}
+
 export async function createKey(sql: Sql, grant: KeyGrant): Promise<IssuedKey> {
-  const issued = await sql.begin(async (tx) => {
-    await checkGrant(tx, grant);
-    return insertKey(tx, grant);
-  });
+  const issued = await sql.begin((tx) => createKeyIn(tx, grant));
   await notifyKeysChanged(sql);
   return issued;
 }
 
-export async function listKeys(sql: Sql): Promise<KeyListing[]> {
+/** Every key, or one organization's (`orgId`; null: all of them). */
+export async function listKeys(sql: Sql, orgId: number | null = null): Promise<KeyListing[]> {
   return sql<KeyListing[]>`
     select id, nullif(key_prefix, '') as prefix, name, org_id, scopes, agent, active, provisioned,
            created_at, revoked_at, last_used_at
-    from api_keys order by id`;
+    from api_keys where ${ofOrg(sql, orgId)} order by id`;
 }
 
-/** Revocation is final: nothing (not even provisioning) makes a revoked key active again. */
-export async function revokeKey(sql: Sql, id: number, now: Date): Promise<void> {
-  const [row] = await sql`
+/**
+ * Revokes key `id` of organization `orgId` (null: any) inside the caller's transaction. Revocation
+ * is final: nothing (not even provisioning) makes a revoked key active again.
+ */
+export async function revokeKeyIn(tx: Sql | Tx, id: number, now: Date, orgId: number | null = null): Promise<{ org_id: number | null }> {
+  const [row] = await tx<{ org_id: number | null }[]>`
     update api_keys set active = false, revoked_at = coalesce(revoked_at, ${now})
-    where id = ${id} returning id`;
-  if (!row) throw new Error(`no API key with id ${id}`);
+    where id = ${id} and ${ofOrg(tx, orgId)} returning org_id`;
+  if (!row) throw new KeyRefused("not_found", `no API key with id ${id}`);
+  return row;
+}
+
+export async function revokeKey(sql: Sql, id: number, now: Date): Promise<void> {
+  await revokeKeyIn(sql, id, now);
   await notifyKeysChanged(sql);
+}
+
+/**
+ * A new key with the old one's grants, the old one (of organization `orgId`; null: any) revoked,
+ * inside the caller's transaction.
+ */
+export async function rotateKeyIn(tx: Tx, id: number, now: Date, orgId: number | null = null): Promise<IssuedKey> {
+  const [old] = await tx<(KeyGrant & { active: boolean; provisioned: boolean; revoked_at: Date | null })[]>`
+    select name, org_id, scopes, agent, active, provisioned, revoked_at
+    from api_keys where id = ${id} and ${ofOrg(tx, orgId)} for update`;
+  if (!old) throw new KeyRefused("not_found", `no API key with id ${id}`);
+  if (old.revoked_at !== null) throw new KeyRefused("revoked", `API key ${id} is revoked; create a new one instead`);
+  // The new key is bound like a created one: never to an agent of another organization (the
+  // old binding may predate the rule).
+  await checkGrant(tx, old);
+  // `provisioned` carries over so that re-applying the provisioning file finds the new key
+  // instead of generating yet another one.
+  const fresh = await insertKey(tx, old);
+  await tx`update api_keys set active = false, revoked_at = ${now} where id = ${id}`;
+  return fresh;
 }
 
 /** A new key with the old one's grants; the old one is revoked in the same transaction. */
 export async function rotateKey(sql: Sql, id: number, now: Date): Promise<IssuedKey> {
-  const issued = await sql.begin(async (tx) => {
-    const [old] = await tx<(KeyGrant & { active: boolean; provisioned: boolean; revoked_at: Date | null })[]>`
-      select name, org_id, scopes, agent, active, provisioned, revoked_at
-      from api_keys where id = ${id} for update`;
-    if (!old) throw new Error(`no API key with id ${id}`);
-    if (old.revoked_at !== null) throw new Error(`API key ${id} is revoked; create a new one instead`);
-    // The new key is bound like a created one: never to an agent of another organization (the
-    // old binding may predate the rule).
-    await checkGrant(tx, old);
-    // `provisioned` carries over so that re-applying the provisioning file finds the new key
-    // instead of generating yet another one.
-    const fresh = await insertKey(tx, old);
-    await tx`update api_keys set active = false, revoked_at = ${now} where id = ${id}`;
-    return fresh;
-  });
+  const issued = await sql.begin((tx) => rotateKeyIn(tx, id, now));
   await notifyKeysChanged(sql);
   return issued;
 }

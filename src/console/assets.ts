@@ -7,6 +7,7 @@ import c2Js from "./assets/c2.js" with { type: "text" };
 import consoleCss from "./assets/console.css" with { type: "text" };
 import consoleJs from "./assets/console.js" with { type: "text" };
 import icon from "./assets/icon.svg" with { type: "text" };
+import operationsCss from "./assets/operations.css" with { type: "text" };
 
 export interface Asset {
   body: string;
@@ -18,6 +19,7 @@ export const ASSETS: Readonly<Record<string, Asset>> = {
   "console.css": { body: consoleCss, type: "text/css; charset=utf-8" },
   "console.js": { body: consoleJs, type: "text/javascript; charset=utf-8" },
   "icon.svg": { body: icon, type: "image/svg+xml" },
+  "operations.css": { body: operationsCss, type: "text/css; charset=utf-8" },
   "c2.css": { body: c2Css, type: "text/css; charset=utf-8" },
   "c2.js": { body: c2Js, type: "text/javascript; charset=utf-8" },
 };

@@ -12,6 +12,10 @@ declare module "*/assets/icon.svg" {
   const text: string;
   export default text;
 }
+declare module "*/assets/operations.css" {
+  const text: string;
+  export default text;
+}
 declare module "*/assets/c2.css" {
   const text: string;
   export default text;

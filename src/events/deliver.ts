@@ -1,7 +1,7 @@
 // One attempt of one delivery: sign and send the event, record the outcome, and say when the
 // next automatic attempt is due. Used by the delivery job and by operator replays.
 import type { Clock } from "../clock";
-import type { Sql } from "../db/client";
+import type { Sql, Tx } from "../db/client";
 import type { Job, Outcome } from "../jobs/queue";
 import { openSecret, SecretError } from "../secrets/seal";
 import { isSink, SINK } from "../sink";
@@ -108,13 +108,31 @@ export async function deliverWebhook(
   return job.id === undefined ? { done: true } : { done: true, removed: true };
 }
 
-export class ReplayRefused extends Error {}
+/** A replay not made: `not_found` (no such delivery, or one of another organization) or `closed` (its endpoint is off). */
+export class ReplayRefused extends Error {
+  constructor(
+    message: string,
+    readonly kind: "not_found" | "closed" = "closed",
+  ) {
+    super(message);
+  }
+}
 
 export interface Replayed {
   delivery_id: number;
   event_id: string;
   attempt_id: number;
   outcome: AttemptOutcome;
+}
+
+/** Who replays: confined to an organization's endpoints, with what to record beside the attempt. */
+export interface ReplayBy {
+  /** Only deliveries of this organization's endpoints (null or absent: any). */
+  orgId?: number | null;
+  /** Only a delivery to this endpoint (the console's page of one endpoint). */
+  endpoint?: number;
+  /** Written in the transaction that records the attempt (the console's audit row). */
+  record?: (tx: Tx, replayed: Replayed) => Promise<void>;
 }
 
 /**
@@ -124,10 +142,18 @@ export interface Replayed {
  * not wait for a scheduled attempt of the same delivery that may be in flight: the endpoint may
  * then get the id twice, which the id is there for.
  */
-export async function replayDelivery(sql: Sql, clock: Clock, deliveryId: number, opts: DeliveryOptions): Promise<Replayed> {
+export async function replayDelivery(
+  sql: Sql,
+  clock: Clock,
+  deliveryId: number,
+  opts: DeliveryOptions,
+  by: ReplayBy = {},
+): Promise<Replayed> {
   const now = clock.now();
-  const d = await loadDelivery(sql, deliveryId);
-  if (d === null) throw new ReplayRefused(`delivery ${deliveryId} does not exist`);
+  const d = await loadDelivery(sql, deliveryId, by.orgId ?? null);
+  if (d === null || (by.endpoint !== undefined && d.webhook_id !== by.endpoint)) {
+    throw new ReplayRefused(`delivery ${deliveryId} does not exist`, "not_found");
+  }
   if (!d.open) {
     const hint = d.closed_reason?.startsWith("endpoint disabled") ? "; enable it with `leadline webhooks enable ID` first" : "";
     throw new ReplayRefused(`delivery ${deliveryId}: ${d.closed_reason}${hint}`);
@@ -135,18 +161,23 @@ export async function replayDelivery(sql: Sql, clock: Clock, deliveryId: number,
   const outcome = await send(d, now, opts);
   const ok = isSuccess(outcome);
   const gone = outcome.status === 410;
-  const attemptId = await finishAttempt(sql, {
-    delivery: d,
-    trigger: "replay" satisfies Trigger,
-    abandoned: 0,
-    startedAt: new Date(now),
-    now: new Date(clock.now()),
-    outcome,
-    ok,
-    failStatus: gone ? "failed" : null,
-    nextAttemptAt: null,
-    gone,
-    finishedJob: null,
+  const replayed = (attempt_id: number): Replayed => ({ delivery_id: d.id, event_id: eventId(d.event_id), attempt_id, outcome });
+  const attemptId = await sql.begin(async (tx) => {
+    const id = await finishAttempt(tx, {
+      delivery: d,
+      trigger: "replay" satisfies Trigger,
+      abandoned: 0,
+      startedAt: new Date(now),
+      now: new Date(clock.now()),
+      outcome,
+      ok,
+      failStatus: gone ? "failed" : null,
+      nextAttemptAt: null,
+      gone,
+      finishedJob: null,
+    });
+    await by.record?.(tx, replayed(id));
+    return id;
   });
-  return { delivery_id: d.id, event_id: eventId(d.event_id), attempt_id: attemptId, outcome };
+  return replayed(attemptId);
 }

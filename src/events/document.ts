@@ -13,6 +13,10 @@ const SUMMARIES: Record<EventType, string> = {
   "message.received": "An inbound SMS",
   "appointment.booked": "An appointment was booked",
   "appointment.rescheduled": "An appointment was moved to another slot",
+  "appointment.confirmed": "An operator confirmed a pending appointment",
+  "appointment.cancelled": "An operator cancelled an appointment; its seat is offered again",
+  "appointment.completed": "An operator marked an appointment as held (completed)",
+  "appointment.no_show": "An operator marked an appointment as a no-show",
   "call.completed": "A dialer reported a call",
 };
 

@@ -40,6 +40,17 @@ const appointment = {
   status: str,
 };
 
+/**
+ * An operator's change of an appointment's status (src/booking/states.ts): the appointment as it
+ * is now, the status it left, and who changed it (an Actor: `user` and a console user's id, …).
+ */
+function statusChange() {
+  return t.Object(
+    { ...appointment, previous_status: str, actor_type: str, actor_id: str, updated_at: time },
+    closed,
+  );
+}
+
 export const EVENT_DATA: Record<EventType, TSchema> = {
   "lead.created": t.Object(
     { lead_id: id, list_id: id, campaign: str, org_id: nid, phone: str, source: str, created_at: time },
@@ -63,6 +74,10 @@ export const EVENT_DATA: Record<EventType, TSchema> = {
     { ...appointment, previous_epoch: id, previous_label: str, previous_starts_at: time, updated_at: time },
     closed,
   ),
+  "appointment.confirmed": statusChange(),
+  "appointment.cancelled": statusChange(),
+  "appointment.completed": statusChange(),
+  "appointment.no_show": statusChange(),
 };
 
 /** The body of any event: its type, when it happened, and its data (per EVENT_DATA). */

@@ -62,8 +62,11 @@ export interface DeliveryRow {
   payload: Record<string, unknown>;
 }
 
-/** A delivery with what an attempt needs: its endpoint (URL and current secret) and its event. */
-export async function loadDelivery(sql: Sql, id: number): Promise<DeliveryRow | null> {
+/**
+ * A delivery with what an attempt needs: its endpoint (URL and current secret) and its event.
+ * `orgId`: only a delivery of that organization's endpoints (null: any, house endpoints included).
+ */
+export async function loadDelivery(sql: Sql, id: number, orgId: number | null = null): Promise<DeliveryRow | null> {
   const [row] = await sql<DeliveryRow[]>`
     select d.id, d.event_id, d.webhook_id, d.status, d.attempts, w.url, w.secret,
            w.active and w.disabled_at is null as open,
@@ -73,7 +76,7 @@ export async function loadDelivery(sql: Sql, id: number): Promise<DeliveryRow | 
     from webhook_deliveries d
     join webhooks w on w.id = d.webhook_id
     join outbox_events e on e.id = d.event_id
-    where d.id = ${id}`;
+    where d.id = ${id} and ${orgId === null ? sql`true` : sql`w.org_id = ${orgId}`}`;
   return row ?? null;
 }
 
@@ -119,7 +122,7 @@ export interface Finish {
  * a scheduled delivery only if no other run recorded an attempt since this one read it, so a run
  * that outlived its job's lease cannot overwrite the schedule of the one after it.
  */
-export async function finishAttempt(sql: Sql, f: Finish): Promise<number> {
+export async function finishAttempt(sql: Sql | Tx, f: Finish): Promise<number> {
   const o = f.outcome;
   const d = f.delivery;
   const scheduled = f.trigger === "schedule";

@@ -7,6 +7,10 @@ export const EVENT_TYPES = [
   "message.received",
   "appointment.booked",
   "appointment.rescheduled",
+  "appointment.confirmed",
+  "appointment.cancelled",
+  "appointment.completed",
+  "appointment.no_show",
   "call.completed",
 ] as const;
 

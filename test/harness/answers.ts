@@ -185,9 +185,7 @@ const checked = async function fetch(input: string | Request | URL, init?: Reque
   } catch {
     return res;
   }
-  // A followed redirect answers for the last URL (a GET), not for the one asked: the console's pages
-  // send a visitor without a session on to the sign-in page.
-  if (entry) await check(entry, res.redirected ? "GET" : target.method, res.redirected ? new URL(res.url) : target.url, res);
+  if (entry) await check(entry, target.method, target.url, res);
   return res;
 };
 

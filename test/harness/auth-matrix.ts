@@ -8,14 +8,18 @@ import { expect } from "bun:test";
 import type { Sql } from "../../src/db/client";
 import { ALL_SCOPES, makeKey } from "./factory";
 import { call } from "./app";
-import { makeUser, signIn } from "./console";
 
 export interface Ask {
   method: "GET" | "POST";
   path: string;
   json?: unknown;
+  /** A form body (URL-encoded; give the content type in `headers`). */
+  form?: Record<string, string>;
   headers?: Record<string, string>;
 }
+
+/** An Ask's body: its form, URL-encoded, or none (call() sends `json`). */
+export const formBody = (a: Ask): string | undefined => (a.form ? new URLSearchParams(a.form).toString() : undefined);
 
 /**
  * What organization 2 (Bolt) has that organization 1 (Acme) must not reach, and ids that exist
@@ -239,60 +243,12 @@ export interface ConsoleRoute {
   /** The same without the route's permission, when it needs one. */
   withoutPermission?(base: string, sql: Sql): Promise<Record<string, string>>;
   request: Ask;
-  refusals: { noSession: { status: number; error: string }; noPermission?: { status: number; error: string } };
+  /** `error`: the JSON answer's code; absent for pages (a 303 to the sign-in page, a 404 page). */
+  refusals: { noSession: { status: number; error?: string }; noPermission?: { status: number; error?: string } };
   crossOrg: CrossOrg;
 }
 
-export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {
-  ...c2ConsoleRoutes(),
-};
-
-/**
- * Calls, Number insertion, KPIs, Billing (src/console/calls.ts, dni.ts, kpi.ts, billing.ts): pages
- * of lists that take no record id; what another organization could leak through is the admins'
- * `org` filter, which a manager's session must ignore: naming organization 2 answers the very page
- * naming a missing one. Without a session the page sends to the sign-in page (`call` follows the
- * 303, so the answer is that page: 200, no JSON code); an agent gets the 404 page on the pages for
- * managers.
- */
-function c2ConsoleRoutes(): Record<string, ConsoleRoute> {
-  const sessions = new Map<string, Promise<Record<string, string>>>();
-  const as = (role: "manager" | "agent") => (base: string, sql: Sql) => {
-    const k = `${base} ${role}`;
-    if (!sessions.has(k)) {
-      sessions.set(
-        k,
-        (async () => {
-          const u = await makeUser(sql, { role, orgId: 1 });
-          return { cookie: (await signIn(base, u.email, u.password)).cookie };
-        })(),
-      );
-    }
-    return sessions.get(k)!;
-  };
-  const page = (name: string, path: string, managers: boolean): ConsoleRoute => ({
-    name,
-    session: as("manager"),
-    ...(managers ? { withoutPermission: as("agent") } : {}),
-    request: { method: "GET", path },
-    refusals: {
-      noSession: { status: 200, error: undefined as unknown as string },
-      ...(managers ? { noPermission: { status: 404, error: undefined as unknown as string } } : {}),
-    },
-    crossOrg: {
-      cases: (w) => [
-        { name: "an admin's organization filter naming another organization", other: { method: "GET", path: `${path}?org=${w.otherOrg}` }, missing: { method: "GET", path: `${path}?org=${w.missingOrg}` } },
-      ],
-    },
-  });
-  return {
-    consoleCalls: page("console calls", "/console/calls", false),
-    consoleCallsCsv: page("console calls CSV", "/console/calls.csv", false),
-    consoleDni: page("console number insertion", "/console/dni", true),
-    consoleKpi: page("console KPIs", "/console/kpi", true),
-    consoleBilling: page("console billing", "/console/billing", true),
-  };
-}
+export { CONSOLE_ROUTES } from "./console-matrix";
 
 export async function expectKeyRefusals(base: string, sql: Sql, route: KeyRoute): Promise<void> {
   const others = ALL_SCOPES.filter((s) => s !== route.scope);
@@ -331,7 +287,7 @@ export function comparable(r: { status: number; body: unknown; headers: Headers 
 
 /** Asks both requests of a case with `auth` (a key, or a console session's headers) and expects the same answer. */
 export async function expectSameAsMissing(base: string, route: string, c: CrossOrgCase, auth: { key?: string; headers?: Record<string, string> }): Promise<void> {
-  const ask = (a: Ask) => call(base, a.path, { method: a.method, json: a.json, key: auth.key, headers: { ...auth.headers, ...a.headers } });
+  const ask = (a: Ask) => call(base, a.path, { method: a.method, json: a.json, body: formBody(a), key: auth.key, headers: { ...auth.headers, ...a.headers }, redirect: "manual" });
   const missing = await ask(c.missing);
   const other = await ask(c.other);
   expect({ route, case: c.name, answer: comparable(other, c.varies) }).toEqual({ route, case: c.name, answer: comparable(missing, c.varies) });
