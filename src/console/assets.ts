@@ -2,6 +2,8 @@
 // third-party or CDN assets) and served at /console/assets/{name} with a version in the URL, so
 // they are cached for a year and a new executable is fetched at once.
 import { createHash } from "node:crypto";
+import c2Css from "./assets/c2.css" with { type: "text" };
+import c2Js from "./assets/c2.js" with { type: "text" };
 import consoleCss from "./assets/console.css" with { type: "text" };
 import consoleJs from "./assets/console.js" with { type: "text" };
 import icon from "./assets/icon.svg" with { type: "text" };
@@ -18,6 +20,8 @@ export const ASSETS: Readonly<Record<string, Asset>> = {
   "console.js": { body: consoleJs, type: "text/javascript; charset=utf-8" },
   "icon.svg": { body: icon, type: "image/svg+xml" },
   "operations.css": { body: operationsCss, type: "text/css; charset=utf-8" },
+  "c2.css": { body: c2Css, type: "text/css; charset=utf-8" },
+  "c2.js": { body: c2Js, type: "text/javascript; charset=utf-8" },
 };
 
 const versions = new Map(Object.entries(ASSETS).map(([name, a]) => [name, createHash("sha1").update(a.body).digest("hex").slice(0, 12)]));

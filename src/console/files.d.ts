@@ -16,3 +16,11 @@ declare module "*/assets/operations.css" {
   const text: string;
   export default text;
 }
+declare module "*/assets/c2.css" {
+  const text: string;
+  export default text;
+}
+declare module "*/assets/c2.js" {
+  const text: string;
+  export default text;
+}

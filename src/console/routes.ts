@@ -4,7 +4,11 @@ import type { Route } from "../http/route";
 import { accountRoutes } from "./account";
 import { appointmentRoutes } from "./appointments/routes";
 import { auditRoutes } from "./audit-log/routes";
+import { billingRoutes } from "./billing";
+import { callRoutes } from "./calls";
+import { dniRoutes } from "./dni";
 import { keyRoutes } from "./keys/routes";
+import { kpiRoutes } from "./kpi";
 import { webhookRoutes } from "./webhooks/routes";
 import { signInRoutes } from "./sign-in";
 
@@ -16,5 +20,9 @@ export function consoleRoutes(deps: Deps): Route[] {
     ...webhookRoutes(deps),
     ...keyRoutes(deps),
     ...auditRoutes(deps),
+    ...callRoutes(deps),
+    ...dniRoutes(deps),
+    ...kpiRoutes(deps),
+    ...billingRoutes(deps),
   ];
 }

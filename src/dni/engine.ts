@@ -61,12 +61,14 @@ import {
 } from "./queries";
 import { userAgentOf, type Attribution, type BrowserEvent } from "./rules";
 import { dniFallbacks } from "../metrics/counters";
+import { HOUR_MS, insertFallbacks, type FallbackRow } from "./fallbacks";
 
 
 // A write-behind batch fails every flush while the database is away: logged once, then summarised.
 const renewalFailures = new RepeatedFailure("dni renewal batch failed");
 const visitFailures = new RepeatedFailure("dni visit batch failed");
 const eventFailures = new RepeatedFailure("dni event batch failed");
+const fallbackFailures = new RepeatedFailure("dni fallback batch failed");
 export const DEFAULT_CACHE_SIZE = 100_000;
 /**
  * How long an allocation position is trusted: past it, the next allocation scans the free index
@@ -167,6 +169,8 @@ export class DniEngine {
   /** Entries with a renewal waiting (`renewUntil` > 0), each once. */
   private waiting: Entry[] = [];
   private events: EventRow[] = [];
+  /** Fallbacks not yet written, by pool, hour and visitor (sql/0018; the console's pool page). */
+  private refused = new Map<string, FallbackRow>();
   private writing: Promise<void> = Promise.resolve();
   /** Per pool, the clock time before which allocation is known to find nothing free. */
   private exhaustedUntil = new Map<string, number>();
@@ -300,13 +304,13 @@ export class DniEngine {
       const { visitor_id, held } = await this.visits.load(request);
       if (held) return this.answerOf(pool, this.remember(key, pool.key, visitor_id, held));
       this.cache.delete(key);
-      return this.fallback(pool);
+      return this.fallback(pool, visitor, now);
     }
     const { visitorId, allocation } = await this.allocatorOf(pool.key).load(request);
     if (allocation.kind === "held") return this.answerOf(pool, this.remember(key, pool.key, visitorId!, allocation.held));
     this.cache.delete(key);
     // A capped address's new visitor says nothing about the pool: others may still get numbers.
-    if (allocation.kind === "capped") return this.fallback(pool);
+    if (allocation.kind === "capped") return this.fallback(pool, null, now);
     if (allocation.kind === "exhausted") {
       // Nothing frees a number before some hold expires, except provisioning new numbers; a
       // second of remembering spares the lock a stampede of fallback visitors.
@@ -314,12 +318,24 @@ export class DniEngine {
     } else {
       log.warn("dni allocation kept racing renewals; answering the fallback", { pool: pool.key });
     }
-    return this.fallback(pool);
+    return this.fallback(pool, visitor, now);
   }
 
-  /** The pool's fallback number, counted (src/metrics/). */
-  private fallback(pool: Pool): LeaseAnswer {
+  /**
+   * The pool's fallback number, counted (src/metrics/) and, for a visitor the pool had no number
+   * for (`visitor` null: one refused by the per-address cap, which no pool size would serve),
+   * kept for the pool's usage history, written behind with the next batch.
+   */
+  private fallback(pool: Pool, visitor: string | null, now: number): LeaseAnswer {
     dniFallbacks.inc(pool.key);
+    if (visitor !== null) {
+      const hour = now - (now % HOUR_MS);
+      const k = `${pool.key}\n${hour}\n${visitor}`;
+      const row = this.refused.get(k);
+      if (row) row.served++;
+      // Bounded like the other write-behind queues: past it, only the metric counts.
+      else if (this.refused.size < this.maxPending) this.refused.set(k, { pool_key: pool.key, hour_ms: hour, visitor, served: 1 });
+    }
     return pool.fallbackAnswer;
   }
 
@@ -493,11 +509,14 @@ export class DniEngine {
     }
     const events = this.events;
     this.events = [];
-    if (due.length === 0 && events.length === 0) return;
-    const [holds, visits, written] = await Promise.allSettled([
+    const refused = this.refused;
+    this.refused = new Map();
+    if (due.length === 0 && events.length === 0 && refused.size === 0) return;
+    const [holds, visits, written, fallbacks] = await Promise.allSettled([
       renewHolds(this.sql, [...renewals.values()]),
       touchVisitors(this.sql, [...touches.values()]),
       insertEvents(this.sql, events),
+      insertFallbacks(this.sql, [...refused.values()]),
     ]);
     if (holds.status === "fulfilled") {
       renewalFailures.succeeded();
@@ -526,6 +545,14 @@ export class DniEngine {
       eventFailures.failed(written.reason);
       if (this.events.length + events.length <= this.maxPending) this.events.unshift(...events);
     }
+    if (fallbacks.status === "rejected") {
+      fallbackFailures.failed(fallbacks.reason);
+      for (const [k, row] of refused) {
+        const newer = this.refused.get(k);
+        if (newer) newer.served += row.served;
+        else if (this.refused.size < this.maxPending) this.refused.set(k, row);
+      }
+    } else if (refused.size > 0) fallbackFailures.succeeded();
   }
 
   /** Entries in the LRU (for the benchmark and tests of the bound). */

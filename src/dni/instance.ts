@@ -3,6 +3,7 @@
 import type { Deps } from "../http/deps";
 import { every, type Worker } from "../jobs/worker";
 import { DniEngine } from "./engine";
+import { pruneFallbacks } from "./fallbacks";
 import { pruneDni } from "./prune";
 
 const engines = new WeakMap<Deps, DniEngine>();
@@ -31,7 +32,9 @@ export const dniWorkers = (deps: Deps): Worker[] => {
   return [
     every("dni.flush", 1000, () => engine.flushDue(), () => engine.flush()),
     every("dni.prune", 3_600_000, async () => {
-      await pruneDni(deps.sql, deps.clock.now(), retention);
+      const now = deps.clock.now();
+      await pruneDni(deps.sql, now, retention);
+      await pruneFallbacks(deps.sql, new Date(now - retention.visitorDays * 86_400_000));
     }),
   ];
 };

@@ -28,3 +28,7 @@ async function build(): Promise<Script> {
   const etag = `"${createHash("sha1").update(body).digest("base64url")}"`;
   return { body, etag };
 }
+
+/** The tag a site pastes to load the script for a pool (operations.md, section 5). */
+export const dniScriptTag = (baseUrl: string, pool: string): string =>
+  `<script src="${baseUrl.replace(/\/+$/, "")}/dni.js" data-pool="${pool}" async></script>`;

@@ -32,3 +32,47 @@ export async function upsertPoints(sql: Sql, points: KpiPoint[], today: string):
     select count(*)::int as n from up`;
   return row.n;
 }
+
+/** The console's KPI page: a metric's points, one organization (null: every organization and the house). */
+export interface KpiScope {
+  orgId: number | null;
+  metric: string;
+  /** One dimension (`''` is the points reported without one), or null for every dimension summed. */
+  dim: string | null;
+  /** Days 'YYYY-MM-DD', inclusive. */
+  from: string;
+  to: string;
+}
+
+export interface KpiMetric {
+  key: string;
+  label: string;
+}
+
+/** The metrics that have points in the scope (any day), by label. */
+export async function kpiMetrics(sql: Sql, orgId: number | null): Promise<KpiMetric[]> {
+  return sql<KpiMetric[]>`
+    select m.key, m.label from kpi_metrics m
+    where exists (select 1 from kpi_points p where p.metric_key = m.key
+                    and ${orgId === null ? sql`true` : sql`p.org_id = ${orgId}`})
+    order by m.label, m.key`;
+}
+
+/** The dimensions a metric was reported with in the scope. */
+export async function kpiDimensions(sql: Sql, orgId: number | null, metric: string): Promise<string[]> {
+  const rows = await sql<{ dim_key: string }[]>`
+    select distinct dim_key from kpi_points
+    where metric_key = ${metric} and ${orgId === null ? sql`true` : sql`org_id = ${orgId}`}
+    order by dim_key limit 200`;
+  return rows.map((r) => r.dim_key);
+}
+
+/** The metric summed by day over the scope's points (every metric is a sum, sql/0001); days without a point are absent. */
+export async function kpiSeries(sql: Sql, s: KpiScope): Promise<{ day: string; value: number }[]> {
+  return sql<{ day: string; value: number }[]>`
+    select day, sum(value)::float8 as value from kpi_points
+    where metric_key = ${s.metric} and day >= ${s.from} and day <= ${s.to}
+      and ${s.orgId === null ? sql`true` : sql`org_id = ${s.orgId}`}
+      and ${s.dim === null ? sql`true` : sql`dim_key = ${s.dim}`}
+    group by day order by day`;
+}

@@ -4,6 +4,7 @@
 import type { Sql } from "../../src/db/client";
 import type { ConsoleRoute } from "./auth-matrix";
 import { makeUser, signIn, type ConsoleClient } from "./console";
+import { C2_ROUTES } from "./console-matrix-c2";
 import { OPERATIONS_ROUTES } from "./console-matrix-operations";
 
 const sessions = new Map<string, Promise<ConsoleClient>>();
@@ -60,4 +61,5 @@ export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {
   consoleAccount: page("GET /console/account", "/console/account"),
   consoleSignOutEverywhere: page("POST /console/account/sign-out-everywhere", "/console/account/sign-out-everywhere", "POST"),
   ...OPERATIONS_ROUTES,
+  ...C2_ROUTES,
 };
