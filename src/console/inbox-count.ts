@@ -1,0 +1,14 @@
+// The navigation's inbox count, asked on every console page: an index-only count of the
+// unhandled inbound messages (sql/0017 messages_unhandled), stopped after INBOX_CAP + 1 rows, so a
+// backlog of any size costs the same few index pages.
+import type { Actor } from "../auth/actor";
+import type { Sql } from "../db/client";
+import { unhandledCount } from "../messages/inbox";
+
+/** The largest count given: INBOX_CAP means "INBOX_CAP or more". */
+export const INBOX_CAP = 999;
+
+/** The actor's unhandled inbound messages, 0 … INBOX_CAP. */
+export async function inboxCount(sql: Sql, actor: Actor): Promise<number> {
+  return Math.min(await unhandledCount(sql, actor.orgId, INBOX_CAP), INBOX_CAP);
+}
