@@ -5,10 +5,10 @@ import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
 import { unhandledCount } from "../messages/inbox";
 
-/** The largest count given: INBOX_CAP means "INBOX_CAP or more". */
+/** Counts are exact up to this; beyond it the answer is INBOX_CAP + 1 (the navigation shows "999+"). */
 export const INBOX_CAP = 999;
 
-/** The actor's unhandled inbound messages, 0 … INBOX_CAP. */
-export async function inboxCount(sql: Sql, actor: Actor): Promise<number> {
-  return Math.min(await unhandledCount(sql, actor.orgId, INBOX_CAP), INBOX_CAP);
+/** The actor's unhandled inbound messages: 0 … INBOX_CAP, or INBOX_CAP + 1 for more. */
+export function inboxCount(sql: Sql, actor: Actor): Promise<number> {
+  return unhandledCount(sql, actor.orgId, INBOX_CAP);
 }

@@ -110,9 +110,12 @@ function filterSql(sql: Sql, orgId: number | null, f: LeadFilter): Fragment {
   }
   const from = dateOrNull(f.from);
   const to = dateOrNull(f.to);
+  // A campaign or list of another organization matches nothing: checked once (an InitPlan) before
+  // any lead is read, instead of walking the campaign's leads only to drop each one.
+  const own = orgId === null ? sql`true` : sql`c.org_id = ${orgId}`;
   return sql`${inTenant(sql, orgId)} and ${text}
-    ${f.campaign !== null ? sql`and l.campaign_id = ${f.campaign}` : sql``}
-    ${f.list !== null ? sql`and l.list_id = ${f.list}` : sql``}
+    ${f.campaign !== null ? sql`and l.campaign_id = ${f.campaign} and exists (select 1 from campaigns c where c.id = ${f.campaign} and ${own})` : sql``}
+    ${f.list !== null ? sql`and l.list_id = ${f.list} and exists (select 1 from lists li join campaigns c on c.id = li.campaign_id where li.id = ${f.list} and ${own})` : sql``}
     ${f.status !== null ? sql`and l.status = ${f.status}` : sql``}
     ${from !== null ? sql`and l.created_at >= (${from}::date)::timestamp at time zone ${f.zone}` : sql``}
     ${to !== null ? sql`and l.created_at < (${to}::date + 1)::timestamp at time zone ${f.zone}` : sql``}`;

@@ -80,3 +80,11 @@ export async function markLeadHandled(tx: Tx, orgId: number | null, leadId: numb
     returning m.id`;
   return rows.map((r) => r.id);
 }
+
+/** The lead of an inbound message (handled or not) within the organization, or null. */
+export async function inboundLead(sql: Sql, orgId: number | null, messageId: number): Promise<number | null> {
+  const [row] = await sql<{ lead_id: number }[]>`
+    select m.lead_id from messages m join leads l on l.id = m.lead_id
+    where m.id = ${messageId} and m.direction = 'in' and ${inTenant(sql, orgId)}`;
+  return row?.lead_id ?? null;
+}
