@@ -27,7 +27,7 @@ interface InboxPage {
 
 function item(m: InboxRow, csrf: Html): Html {
   const reply = `reply-${m.id}`;
-  return html`<li class="card inbox-item" aria-labelledby="from-${m.id}">
+  return html`<li class="card inbox-item">
     <div class="inbox-head">
       <a id="from-${m.id}" href="/console/leads/${m.lead_id}"><strong>${m.name || formatNumber(m.phone)}</strong></a>
       <span class="muted">${formatNumber(m.phone)}</span>

@@ -15,7 +15,7 @@ import type { Route } from "../http/route";
 import { CONSENT_VALUES, leadConsent, setConsent, type ConsentValue } from "../leads/consent";
 import { leadProfile, type LeadProfile } from "../leads/profile";
 import { markLeadHandled } from "../messages/inbox";
-import { parseSendInput, type MessageResult } from "../messages/model";
+import { parseSendInput, type MessageResult, type SendInput } from "../messages/model";
 import { recipientZone } from "../messages/quiet-hours";
 import { sendEnv, sendMessage } from "../messages/service";
 import { audit } from "./audit";
@@ -59,7 +59,7 @@ export async function consoleSend(
   leadId: number,
   form: Record<string, string>,
 ): Promise<{ result: MessageResult; channel: string } | { error: string }> {
-  let input;
+  let input: SendInput;
   try {
     input = parseSendInput({ lead_id: leadId, channel: form.channel, body: form.body ?? "", subject: form.channel === "email" ? form.subject || null : null, operation_id: form.operation_id });
   } catch (err) {
