@@ -7,7 +7,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-ALL="core messages booking events dni text"
+ALL="core messages booking events dni text console"
 IFS=', ' read -r -a suites <<<"${BENCH_SUITES:-$ALL}"
 for s in "${suites[@]}"; do
   [[ " $ALL " == *" $s "* ]] || { echo "bench: unknown suite '$s' in BENCH_SUITES (one of: $ALL)" >&2; exit 2; }

@@ -12,6 +12,7 @@
 --   slug=S      booking: the link; base=E the first slot's epoch, step=S seconds between slots,
 --               offset=K the slot index to start from (keeps warm-up and measurement apart)
 --   pool=P      dni: the pool key; visitors=N warm visitors w1..wN; addresses=N client addresses
+--   cookie=C    console: the session cookie (name=value) every request carries
 -- A mode is chosen once in init(), so every scenario pays wrk the same per-request Lua cost.
 -- No response(): defining it makes wrk hand every body to Lua. done() prints one line
 -- `BENCH {json}` that bench/lib.ts parses.
@@ -28,7 +29,7 @@ local opt = {}
 local keys, nkeys, send_key
 local leads, phones, lead_id, run, nthreads, points
 local slug, base, step, offset
-local pool, visitors, addresses
+local pool, visitors, addresses, cookie
 local i, seq = 0, 0
 
 local function next_key()
@@ -143,6 +144,18 @@ local modes = {
   dni_beat = function()
     return dni("heartbeat", string.format('{"pool":"%s","visitor":"w%d"}', pool, math.random(1, visitors)))
   end,
+  -- Console (bench/console.ts): a signed-in manager's pages.
+  console_search = function()
+    local n = math.random(1, leads)
+    local q = string.format("%%28555%%29+%03d-%04d", math.floor(n / 10000) % 1000, n % 10000)
+    return wrk.format("GET", "/console/leads?q=" .. q, { ["Cookie"] = cookie })
+  end,
+  console_leads = function()
+    return wrk.format("GET", "/console/leads", { ["Cookie"] = cookie })
+  end,
+  console_lead = function()
+    return wrk.format("GET", "/console/leads/" .. lead_id, { ["Cookie"] = cookie })
+  end,
   dni_new = function()
     seq = seq + 1
     return dni("lease", string.format('{"pool":"%s","visitor":"n%d_%d_%d","utm":{"source":"bench"},"landing":"https://acme.example/"}',
@@ -168,6 +181,7 @@ function init(args)
   pool = opt.pool
   visitors = tonumber(opt.visitors or "1")
   addresses = tonumber(opt.addresses or "65536")
+  cookie = opt.cookie
   keys = {}
   if opt.keys then
     for line in io.lines(opt.keys) do
