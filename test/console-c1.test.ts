@@ -14,8 +14,10 @@ import { seedWorld } from "./harness/factory";
 import { postCallback, startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
 
 const PUBLIC = "https://leadline.example";
-const DAY = Date.UTC(2026, 0, 15, 17); // 11:00 in Chicago
-const NIGHT = Date.UTC(2026, 0, 16, 4); // 22:00 in Chicago, inside 21:00–08:00
+// 20:00 on Thu 2026-01-15 in Chicago (the lead's zone: Texas), outside quiet hours (21:00–08:00);
+// 21:15 inside them, 75 minutes later (within a session's idle time). They end at 8:00 on Fri.
+const DAY = Date.UTC(2026, 0, 16, 2);
+const NIGHT = Date.UTC(2026, 0, 16, 3, 15);
 
 let db: TestDatabase;
 let app: TestApp;

@@ -1,7 +1,7 @@
 // The console's inbox, leads and lead pages over HTTP (C1), against PostgreSQL with a fake Twilio:
 // each route's status and content per role, another organization's ids answered like missing ones,
 // every change through the feature's service with its audit row.
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { TestApp } from "./harness/app";
 import { startApp } from "./harness/app";
 import { ManualClock } from "./harness/clock";
@@ -11,9 +11,10 @@ import { seedWorld } from "./harness/factory";
 import { postCallback, startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
 
 const PUBLIC = "https://leadline.example";
-// 2026-01-15 11:00 in Texas (a weekday, outside quiet hours); 22:00 there (inside 21:00–08:00).
-const DAY = Date.UTC(2026, 0, 15, 17);
-const NIGHT = Date.UTC(2026, 0, 16, 4);
+// 20:00 on Thu 2026-01-15 in Chicago (the lead's zone: Texas), outside quiet hours (21:00–08:00);
+// 21:15 inside them, 75 minutes later (within a session's idle time). They end at 8:00 on Fri.
+const DAY = Date.UTC(2026, 0, 16, 2);
+const NIGHT = Date.UTC(2026, 0, 16, 3, 15);
 
 let db: TestDatabase;
 let app: TestApp;
@@ -53,7 +54,7 @@ beforeAll(async () => {
   const b = await makeUser(db.sql, { role: "agent", orgId: 2, id: "agent9" });
   const ad = await makeUser(db.sql, { role: "admin", orgId: null });
   [manager, agent, bolt, admin] = await Promise.all([m, a, b, ad].map((u) => signIn(app.base, u.email, u.password)));
-});
+}, 60_000);
 afterAll(async () => {
   await app?.stop();
   await twilio?.stop();
@@ -65,6 +66,8 @@ beforeEach(() => {
 });
 
 const operationOf = (page: string) => /name="operation_id" value="([^"]+)"/.exec(page)?.[1] ?? "";
+
+setDefaultTimeout(30_000);
 
 describe("inbox", () => {
   test("an inbound SMS appears in the inbox of its organization only, with the count in the navigation", async () => {
@@ -178,7 +181,7 @@ describe("a lead", () => {
     const page = (await agent.get(a.headers.get("location")!)).body as string;
     expect(page).toContain("Sent.");
     expect(page).toContain("Hello Dana!");
-    expect(await db.sql`select actor_type, actor_id from messages where operation_id = ${op}`).toEqual([{ actor_type: "user", actor_id: "agent7" }]);
+    expect([...(await db.sql`select actor_type, actor_id from messages where operation_id = ${op}`)]).toEqual([{ actor_type: "user", actor_id: "agent7" }]);
   });
 
   test("a send in the lead's quiet hours says when it will go, in the lead's time zone", async () => {
@@ -232,7 +235,7 @@ describe("a lead", () => {
   test("consent: changed by channel, audited, in the timeline; another organization's lead is a 404", async () => {
     const r = await agent.post(`/console/leads/${leadId}/consent`, { channel: "email", consent: "in" });
     expect(r.headers.get("location")).toBe(`/console/leads/${leadId}?done=consent_changed`);
-    expect(await db.sql`select consent, consent_source from lead_channels where lead_id = ${leadId} and channel = 'email'`).toEqual([{ consent: "in", consent_source: "console:agent7" }]);
+    expect([...(await db.sql`select consent, consent_source from lead_channels where lead_id = ${leadId} and channel = 'email'`)]).toEqual([{ consent: "in", consent_source: "console:agent7" }]);
     expect((await audits("consent.change")).at(-1)).toMatchObject({ actor_id: "agent7", target: `lead:${leadId}`, details: { channel: "email", consent: "in" } });
     const page = (await agent.get(r.headers.get("location")!)).body as string;
     expect(page).toContain("Consent changed.");

@@ -38,7 +38,7 @@ export function entryHtml(e: Entry, zone: string): Html {
   switch (e.kind) {
     case "msg": {
       const inbound = e.direction === "in";
-      const who = inbound ? "Lead" : e.actor_type === "user" ? "You / team" : e.actor_type || "System";
+      const who = inbound ? "from the lead" : e.actor_type === "user" ? `by ${e.actor_id}` : `by ${e.actor_type || "the system"}`;
       const text = e.channel === "email" ? htmlToText(e.body) : e.body;
       const bad = ["failed", "undelivered", "unknown"].includes(e.status);
       return html`<li class="tl tl-msg ${inbound ? "tl-in" : "tl-out"}">

@@ -119,7 +119,7 @@ export function leadsRoutes(deps: Deps): Route[] {
         body: leadsBody({ filter, rows: found.rows, next: found.next && cursorText(found.next), paged: cursor !== null, choices }),
       });
     }),
-    consolePage(deps, { id: "consoleLeadsCsv", summary: "The filtered leads as CSV, streamed", method: "GET", path: "/console/leads.csv", query: FilterQuery }, async (viewer, request) => {
+    csvRoute(consolePage(deps, { id: "consoleLeadsCsv", summary: "The filtered leads as CSV, streamed", method: "GET", path: "/console/leads.csv", query: FilterQuery }, async (viewer, request) => {
       const q = Object.fromEntries(new URL(request.url).searchParams) as Query;
       const filter = filterOf(q, await viewerZone(deps, viewer));
       const body = csvStream(LEAD_CSV_COLUMNS, leadsForExport(deps.sql, viewer.actor.orgId, filter), (r) => LEAD_CSV_COLUMNS.map((c) => r[c]));
@@ -132,6 +132,9 @@ export function leadsRoutes(deps: Deps): Route[] {
           "x-content-type-options": "nosniff",
         },
       });
-    }),
+    })),
   ];
 }
+
+/** A page route whose 200 is a CSV file, documented so. */
+const csvRoute = (r: Route): Route => ({ ...r, answers: { ...r.answers, 200: { description: "The leads as CSV (RFC 4180), formula-like cells prefixed with '", contentType: "text/csv" } } });
