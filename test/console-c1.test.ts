@@ -59,10 +59,13 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function signedIn(user: MadeUser): Promise<{ ctx: BrowserContext; page: Page; problems: string[] }> {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: "en-US", timezoneId: "America/Chicago", bypassCSP: true });
+async function signedIn(user: MadeUser, javaScriptEnabled = true): Promise<{ ctx: BrowserContext; page: Page; problems: string[] }> {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: "en-US", timezoneId: "America/Chicago", bypassCSP: true, javaScriptEnabled });
   const page = await ctx.newPage();
+  // A load the page's own navigation cancels (its icon, when a form is sent) is not a problem.
   const problems = pageProblems(page);
+  const real = problems.push.bind(problems);
+  problems.push = (...items: string[]) => real(...items.filter((p) => !p.includes("net::ERR_ABORTED")));
   await browserSignIn(page, app.base, user.email, user.password);
   return { ctx, page, problems };
 }
@@ -126,21 +129,32 @@ describe("console: inbox, leads, a lead (Chromium)", () => {
     await ctx.close();
   }, 60_000);
 
-  test("a double-clicked send sends once", async () => {
-    twilio.reset();
-    const { ctx, page, problems } = await signedIn(manager);
-    await page.goto(`${app.base}/console/leads/${leadId}`);
-    await page.getByLabel("Message").fill("Only once, please.");
-    const sent = page.waitForURL(/sent=ok/);
-    await page.getByRole("button", { name: "Send", exact: true }).dblclick();
-    await sent;
-    await Bun.sleep(500); // let a second request, if any, land
-    expect(twilio.requests.map((r) => r.form.Body)).toEqual(["Only once, please."]);
-    const [{ n }] = await db.sql<{ n: number }[]>`select count(*)::int as n from messages where body = 'Only once, please.'`;
-    expect(n).toBe(1);
-    expect(problems.filter((p) => !p.includes("net::ERR_ABORTED"))).toEqual([]);
-    await ctx.close();
-  }, 60_000);
+  // With the console's script the second click is swallowed in the page; without it Chromium (156)
+  // also posts the form once. Two posts of one form (one operation_id) reaching the server are
+  // tested over HTTP in test/console-leads.test.ts: the second is answered, not sent.
+  for (const script of [true, false]) {
+    test(`a double-clicked send sends once (${script ? "with" : "without"} the page's script)`, async () => {
+      twilio.reset();
+      const { ctx, page, problems } = await signedIn(manager, script);
+      await page.goto(`${app.base}/console/leads/${leadId}`);
+      const text = `Only once, please (${script ? "script" : "no script"}).`;
+      await page.getByLabel("Message").fill(text);
+      let posts = 0;
+      page.on("request", (r) => {
+        if (r.method() === "POST" && r.url().endsWith(`/console/leads/${leadId}/send`)) posts++;
+      });
+      const sent = page.waitForURL(/sent=ok/);
+      await page.getByRole("button", { name: "Send", exact: true }).dblclick();
+      await sent;
+      await Bun.sleep(500); // let a second request, if any, land
+      expect(posts).toBe(1);
+      expect(twilio.requests.map((r) => r.form.Body)).toEqual([text]);
+      const [{ n }] = await db.sql<{ n: number }[]>`select count(*)::int as n from messages where body = ${text}`;
+      expect(n).toBe(1);
+      expect(problems).toEqual([]);
+      await ctx.close();
+    }, 60_000);
+  }
 
   test("a reply in the lead's quiet hours says when it will go", async () => {
     twilio.reset();

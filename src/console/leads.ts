@@ -91,7 +91,7 @@ export function leadsBody(p: LeadsPage): Html {
     <p class="export"><a class="btn" href="${exportHref}" download>Export these leads as CSV</a></p>
     ${p.rows.length === 0
       ? html`<p class="empty">No lead matches.</p>`
-      : html`<div class="table-wrap"><table class="data">
+      : html`<div class="table-wrap"><table class="data leads-table">
           <caption class="muted">Newest first${p.paged ? ", continued" : ""}</caption>
           <thead><tr><th scope="col">Name</th><th scope="col">Phone</th><th scope="col">Email</th><th scope="col">Status</th><th scope="col">Campaign</th><th scope="col">List</th><th scope="col">Created</th></tr></thead>
           <tbody>${p.rows.map(
