@@ -25,6 +25,14 @@ commands:
   keys list [--json]         list keys (never plaintext)
   keys revoke ID             revoke a key
   keys rotate ID [--json]    issue a replacement key with the same grants and revoke the old one
+  users create --email E --role admin|manager|agent [--org N] [--id USER] [--name TEXT] [--json]
+                             a console user; prints a one-time link to set the password
+  users invite --email E     print a new one-time link to set the password (72 hours)
+  users passwd --email E     set the password read from standard input; ends the user's sessions
+  users revoke-sessions --email E
+                             sign the user out everywhere
+  users disable --email E    the user can no longer sign in
+  users list [--json]        console users, their roles and open sessions
   webhooks list [--json]     list webhook endpoints with their state and pending/failed deliveries
   webhooks deliveries [--endpoint ID] [--failed] [--limit N] [--json]
                              list deliveries, newest first
@@ -100,6 +108,42 @@ example: leadline keys revoke 12
   "keys rotate": `usage: leadline keys rotate ID [--json]
 Issues a replacement key with the same grants (printed once) and revokes the old one.
 example: leadline keys rotate 12
+`,
+  users: `usage: leadline users create|invite|passwd|revoke-sessions|disable|list ...
+  users create --email E --role admin|manager|agent [--org N] [--id USER] [--name TEXT] [--json]
+  users invite --email E [--json]
+  users passwd --email E          (the password on standard input)
+  users revoke-sessions --email E
+  users disable --email E
+  users list [--json]
+example: leadline users create --email ana@example.com --role manager --org 1
+`,
+  "users create": `usage: leadline users create --email E --role admin|manager|agent [--org N] [--id USER] [--name TEXT] [--json]
+Creates a console user and prints a link that sets the password (once, within 72 hours). A manager
+or agent belongs to one organization (--org); an admin to every one. --id is the user's name for
+CTI dials and keys (default: the email's local part); an existing CTI user of that id gets the email.
+example: leadline users create --email ana@example.com --role agent --org 1 --id agent7
+`,
+  "users invite": `usage: leadline users invite --email E [--json]
+Prints a new one-time link for the user to set a password (72 hours).
+example: leadline users invite --email ana@example.com
+`,
+  "users passwd": `usage: leadline users passwd --email E
+Sets the user's password to the first line of standard input (at least 12 characters) and ends
+every session of the user.
+example: printf '%s\n' 'a long pass phrase' | leadline users passwd --email ana@example.com
+`,
+  "users revoke-sessions": `usage: leadline users revoke-sessions --email E
+Ends every session of the user: each browser is signed out at its next request.
+example: leadline users revoke-sessions --email ana@example.com
+`,
+  "users disable": `usage: leadline users disable --email E
+The user can no longer sign in (their CTI dials and keys stay); ends their sessions.
+example: leadline users disable --email ana@example.com
+`,
+  "users list": `usage: leadline users list [--json]
+Lists console users with their role, organization, whether a password is set and open sessions.
+example: leadline users list
 `,
   webhooks: `usage: leadline webhooks list|deliveries|attempts|replay|enable ...
   webhooks list [--json]
@@ -236,6 +280,7 @@ export async function runCli(argv: string[]): Promise<number> {
       }
       case "provision":
       case "keys":
+      case "users":
       case "webhooks":
       case "secrets":
       case "dni":
@@ -274,7 +319,8 @@ async function operatorCommand(config: Config, argv: string[]): Promise<number> 
   try {
     const path = !config.databaseUrl && SOCKET_COMMANDS.has(cmd) ? findSocketPath(config) : null;
     if (path !== null) {
-      const input = cmd === "provision" && rest.length === 1 ? await readLocally(rest[0]) : undefined;
+      // What the command reads is read here, where the operator is: provision's file, passwd's standard input.
+      const input = cmd === "provision" && rest.length === 1 ? await readLocally(rest[0]) : cmd === "users" && rest[0] === "passwd" ? await readLocally("-") : undefined;
       const status = await relayCommand(path, { argv: command, input }, target.relay);
       if (status !== null) return await target.finish(status);
     }

@@ -14,6 +14,10 @@ export type Surface =
   | "public";
 
 const STATUS = {
+  // The console (README: Console): no session, or a state-changing request whose Origin or CSRF
+  // token is not the console's own.
+  unauthenticated: 401,
+  csrf_rejected: 403,
   forbidden: 403,
   wrong_scope: 403,
   no_bound_agent: 403,

@@ -59,6 +59,7 @@ describe("the served document", () => {
       const ids = op["x-operations"] ? op["x-operations"].map((o: any) => o.operationId) : [op.operationId];
       expect(ids).toContain(route.id);
       if (route.access.kind === "key") expect(op.security).toContainEqual({ apiKey: [route.access.scope] });
+      else if (route.access.kind === "session") expect(op.security).toEqual([{ consoleSession: [] }]);
       else expect(op.security).toEqual([]);
       for (const code of route.errors) {
         const status = String(statusOf(code, surfaceOf(route)));

@@ -5,6 +5,7 @@ import { Elysia } from "elysia";
 import { bookingApiPath, bookingRoutes } from "../booking/routes";
 import { callRoutes } from "../calls/routes";
 import { conversationRoutes } from "../conversations/routes";
+import { consoleRoutes } from "../console/routes";
 import { ctiRoutes } from "../cti/routes";
 import { demoRoutes } from "../demo/routes";
 import { dniPath, dniRoutes } from "../dni/routes";
@@ -41,6 +42,7 @@ export function declaredRoutes(deps: Deps): Route[] {
     ...dniRoutes(deps),
     ...bookingRoutes(deps),
     ...demoRoutes(deps),
+    ...consoleRoutes(deps),
   ];
   return [...features, ...docsRoutes(features, eventWebhooks(), declaredPaths(deps))];
 }

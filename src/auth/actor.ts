@@ -1,7 +1,7 @@
 // Who acts, and within which tenant scope. Services take an Actor, never a request or an API key:
 // the send path is also called by automations and workers, which have no key.
 
-export type ActorType = "api_key" | "automation" | "booking" | "operator" | "provider" | "worker";
+export type ActorType = "api_key" | "automation" | "booking" | "operator" | "provider" | "worker" | "user";
 
 export interface Actor {
   /** The tenant scope: an organization, or null for the platform (house), which is not restricted. */
@@ -13,6 +13,8 @@ export interface Actor {
   agent: string | null;
   /** The API key acting, when one is (recorded on dials and calls). */
   keyId: number | null;
+  /** A console user's client address, salted and hashed (src/http/client.ts): the audit log's "from where". */
+  address?: string;
 }
 
 export interface KeyGrants {
@@ -30,7 +32,7 @@ export const keyActor = (key: KeyGrants): Actor => ({
 });
 
 /** The platform acting for one organization (or the house) without a key: workers, automations. */
-export const systemActor = (type: Exclude<ActorType, "api_key">, id: string, orgId: number | null): Actor => ({
+export const systemActor = (type: Exclude<ActorType, "api_key" | "user">, id: string, orgId: number | null): Actor => ({
   orgId,
   type,
   id,

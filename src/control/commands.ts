@@ -7,7 +7,7 @@ import type { Sql } from "../db/client";
 import { UsageError } from "../errors";
 
 /** What the control socket accepts. `serve`, `migrate` and `secrets` need the database to themselves. */
-export const SOCKET_COMMANDS: ReadonlySet<string> = new Set(["provision", "keys", "webhooks", "dni", "dump"]);
+export const SOCKET_COMMANDS: ReadonlySet<string> = new Set(["provision", "keys", "users", "webhooks", "dni", "dump"]);
 
 export async function runCommand(sql: Sql, config: Config, argv: string[], io: Io): Promise<number> {
   const [cmd, ...rest] = argv;
@@ -19,6 +19,10 @@ export async function runCommand(sql: Sql, config: Config, argv: string[], io: I
     case "keys": {
       const { keysCommand } = await import("../auth/command");
       return keysCommand(sql, rest, undefined, io);
+    }
+    case "users": {
+      const { usersCommand } = await import("../console/command");
+      return usersCommand(sql, rest, config, io);
     }
     case "webhooks": {
       const { webhooksCommand } = await import("../events/command");

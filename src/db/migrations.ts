@@ -16,6 +16,7 @@ import m0012 from "../../sql/0012_dni_retention.sql" with { type: "text" };
 import m0013 from "../../sql/0013_key_prefix.sql" with { type: "text" };
 import m0014 from "../../sql/0014_message_text_as_sent.sql" with { type: "text" };
 import m0015 from "../../sql/0015_dni_holder.sql" with { type: "text" };
+import m0016 from "../../sql/0016_console.sql" with { type: "text" };
 import m0017 from "../../sql/0017_console_leads.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
@@ -34,7 +35,6 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 13, name: "0013_key_prefix", sql: m0013 },
   { version: 14, name: "0014_message_text_as_sent", sql: m0014 },
   { version: 15, name: "0015_dni_holder", sql: m0015 },
-  // PLACEHOLDER until the core's 0016_console merges into this branch (then this line goes).
-  { version: 16, name: "0016_placeholder", sql: "select 1" },
+  { version: 16, name: "0016_console", sql: m0016 },
   { version: 17, name: "0017_console_leads", sql: m0017 },
 ];

@@ -13,7 +13,13 @@ export const DEMO_POOL = "leadline-demo";
 
 export type DemoOutcome =
   | { applied: false }
-  | { applied: true; keys: { key: string; scopes: string[]; agent: string | null }[]; slug: string };
+  | { applied: true; keys: { key: string; scopes: string[]; agent: string | null }[]; slug: string; users: { email: string; role: string; password: string }[] };
+
+/**
+ * The demo's console users sign in with public passwords, like its public keys: the demo listens
+ * on loopback and is never a real installation (a database with data never gets it).
+ */
+export const DEMO_PASSWORD = "leadline-demo-pass";
 
 /** Provisions the demo when no organization exists; the same validation as `leadline provision`. */
 export async function provisionDemo(sql: Sql, now: Date, secretKey: Buffer | null): Promise<DemoOutcome> {
@@ -23,8 +29,12 @@ export async function provisionDemo(sql: Sql, now: Date, secretKey: Buffer | nul
   const [{ empty }] = await sql<{ empty: boolean }[]>`select not exists (select 1 from orgs) as empty`;
   if (!empty) return { applied: false };
   await applyProvisioning(sql, file, { now, secretKey });
+  const users = (file.users ?? []).filter((u) => u.email && u.role).map((u) => ({ email: u.email!, role: u.role!, password: DEMO_PASSWORD }));
+  const hash = await Bun.password.hash(DEMO_PASSWORD, { algorithm: "argon2id" });
+  await sql`update users set password_hash = ${hash}, password_changed_at = ${now} where email in ${sql(users.map((u) => u.email))} and password_hash is null`;
   return {
     applied: true,
+    users,
     keys: (file.api_keys ?? []).map((k) => ({ key: k.key!, scopes: k.scopes, agent: k.agent ?? null })),
     slug: file.calendars![0].links![0].slug,
   };
@@ -43,7 +53,11 @@ export function demoBanner(demo: DemoOutcome, baseUrl: string): string {
     "API keys (header X-Api-Key) — public demo keys, for this machine only:",
     ...keys,
     "",
+    "Console users (sign in at the console) — public demo passwords, for this machine only:",
+    ...demo.users.map((u) => `  ${u.email.padEnd(22)}  ${u.password}  (${u.role})`),
+    "",
     "Open:",
+    `  console        ${baseUrl}/console/`,
     `  booking page   ${baseUrl}/book/${demo.slug}`,
     `  DNI test page  ${baseUrl}/demo/dni`,
     `  API docs       ${baseUrl}/docs`,

@@ -51,6 +51,12 @@ function accessText(d: Declaration): string {
       `; counts against the key's hourly counter, refused with \`rate_limited\` past ${perHour} per hour (\`${a.limit}\`).`
     );
   }
+  if (a.kind === "session") {
+    return (
+      `Console: requires a signed-in session (cookie \`leadline_session\`) of a ${a.roles.join(", ")}` +
+      (d.method === "POST" ? "; the session's CSRF token in `X-CSRF-Token` (or the form field `_csrf`) and, when sent, an `Origin` of the console's own." : ".")
+    );
+  }
   if (a.kind === "provider") return `Called by the provider; requires a valid \`${a.signature}\` header${a.signedWith ? ` (signed with ${a.signedWith})` : ""}. No API key.`;
   const parts = ["Public: no API key."];
   if (a.cors) parts.push("CORS: answers carry `Access-Control-Allow-Origin: *`.");
@@ -58,7 +64,7 @@ function accessText(d: Declaration): string {
   return parts.join(" ");
 }
 
-const security = (d: Declaration) => (d.access.kind === "key" ? [{ apiKey: [d.access.scope] }] : []);
+const security = (d: Declaration): Record<string, string[]>[] => (d.access.kind === "key" ? [{ apiKey: [d.access.scope] }] : d.access.kind === "session" ? [{ consoleSession: [] }] : []);
 
 /** `oneOf` of several titled schemas, or the one schema itself. */
 function oneOf(items: readonly { title: string; schema: Json }[]): Json {
@@ -219,7 +225,7 @@ function operation(group: readonly Declaration[], declared?: PathDeclaration): J
   op.responses = responses(group, unknown);
   // Members of one query-routed path may need different scopes: any of them is listed (OR).
   const sec = group.flatMap(security);
-  op.security = sec.length ? sec.filter((s, i) => sec.findIndex((o) => o.apiKey[0] === s.apiKey[0]) === i) : [];
+  op.security = sec.length ? sec.filter((s, i) => sec.findIndex((o) => JSON.stringify(o) === JSON.stringify(s)) === i) : [];
   return op;
 }
 
@@ -300,6 +306,12 @@ export function openApiDocument(
           name: "X-Api-Key",
           description:
             "An API key (`lk_…`); the scope each operation needs is listed in its `security`. A JSON or form body may carry it as `api_key` instead (on routes that take a body).",
+        },
+        consoleSession: {
+          type: "apiKey",
+          in: "cookie",
+          name: "leadline_session",
+          description: "A console session, set by signing in at `/console/login` (README: Console).",
         },
       },
     },

@@ -20,7 +20,9 @@ export type Access =
   /** Anyone; `cors`: answers carry `Access-Control-Allow-Origin: *`; `limit` says what is counted per client address. */
   | { kind: "public"; cors?: boolean; limit?: string }
   /** A provider's signed callback: `signature` is the header's name (Twilio's `X-Twilio-Signature`), `signedWith` what signs it. */
-  | { kind: "provider"; signature: string; signedWith?: string };
+  | { kind: "provider"; signature: string; signedWith?: string }
+  /** The console (src/console/): a signed-in user's session cookie, one of `roles`; POSTs need the session's CSRF token. */
+  | { kind: "session"; roles: readonly ("admin" | "manager" | "agent")[] };
 
 export interface Answer {
   description: string;

@@ -20,6 +20,10 @@ export const LIMITS = {
   dni: { perHour: 3600, counter: "address" },
   // Per client address, shared by book and reschedule: few, so one upsert each, exact.
   booking_write: { perHour: 10, counter: "exact" },
+  // Console sign-in attempts, per account (its lowercased email, known or not) and per client
+  // address: guessing a password is slow whichever one an attacker varies.
+  login_account: { perHour: 20, counter: "exact" },
+  login_address: { perHour: 100, counter: "exact" },
 } as const;
 
 export type LimitName = keyof typeof LIMITS;

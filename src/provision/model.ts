@@ -62,7 +62,14 @@ export const Campaign = closed({ id: textId, org_id: orgRef, name: t.Optional(t.
 
 export const List = closed({ id: intId, campaign_id: textId, name: t.Optional(t.String()) });
 
-export const User = closed({ id: textId, org_id: orgRef, name: t.Optional(t.String()) });
+export const User = closed({
+  id: textId,
+  org_id: orgRef,
+  name: t.Optional(t.String()),
+  // A console user (README: Console): signs in with this email; the password is set through `leadline users invite`.
+  email: t.Optional(t.String({ minLength: 3, maxLength: 320, pattern: "^[^\\s@]+@[^\\s@]+$" })),
+  role: t.Optional(t.Union([t.Literal("admin"), t.Literal("manager"), t.Literal("agent")])),
+});
 
 export const ApiKey = closed({
   // Operator-chosen keys still have to resist guessing.

@@ -239,11 +239,14 @@ async function applyBilling(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>,
 }
 
 function upsertUsers(tx: Tx, users: NonNullable<ProvisioningFile["users"]>): Promise<Written> {
-  const rows = users.map((u) => ({ id: u.id, org_id: u.org_id, name: u.name ?? "" }));
+  // A user without `email` keeps the console access it has (given by `leadline users create`).
+  const rows = users.map((u) => ({ id: u.id, org_id: u.org_id, name: u.name ?? "", email: u.email?.toLowerCase() ?? null, role: u.email ? (u.role ?? null) : null }));
   return inBatches(rows, (batch) => tx<Written>`
     insert into users ${tx(batch)}
-    on conflict (id) do update set org_id = excluded.org_id, name = excluded.name
+    on conflict (id) do update set org_id = excluded.org_id, name = excluded.name,
+      email = coalesce(excluded.email, users.email), role = case when excluded.email is null then users.role else excluded.role end
     where (users.org_id, users.name) is distinct from (excluded.org_id, excluded.name)
+       or (excluded.email is not null and (users.email, users.role) is distinct from (excluded.email, excluded.role))
     returning (xmax = 0) as inserted`);
 }
 

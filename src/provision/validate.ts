@@ -306,6 +306,18 @@ export function referenceProblems(file: ProvisioningFile, known: KnownRows): str
     }
   });
   orgRef("users", file.users);
+  (file.users ?? []).forEach((u, i) => {
+    if (u.role !== undefined && u.email === undefined) out.push(`users[${i}].role: a console role needs an email`);
+    if (u.role === "admin" && u.org_id !== null) out.push(`users[${i}].role: an admin acts for every organization (org_id null)`);
+    if ((u.role === "manager" || u.role === "agent") && u.org_id === null) out.push(`users[${i}].role: a ${u.role} belongs to one organization (org_id)`);
+  });
+  const emails = new Map<string, number>();
+  (file.users ?? []).forEach((u, i) => {
+    if (u.email === undefined) return;
+    const e = u.email.toLowerCase();
+    if (emails.has(e)) out.push(`users[${i}].email: duplicate ${JSON.stringify(e)} (also users[${emails.get(e)}])`);
+    else emails.set(e, i);
+  });
   orgRef("api_keys", file.api_keys);
   (file.api_keys ?? []).forEach((k, i) => {
     if (!k.agent) return;

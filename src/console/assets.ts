@@ -1,0 +1,32 @@
+// The console's scripts, style sheets and icon, built into the executable (no runtime files, no
+// third-party or CDN assets) and served at /console/assets/{name} with a version in the URL, so
+// they are cached for a year and a new executable is fetched at once.
+import { createHash } from "node:crypto";
+import consoleCss from "./assets/console.css" with { type: "text" };
+import consoleJs from "./assets/console.js" with { type: "text" };
+import icon from "./assets/icon.svg" with { type: "text" };
+import leadCss from "./assets/lead.css" with { type: "text" };
+import leadJs from "./assets/lead.js" with { type: "text" };
+
+export interface Asset {
+  body: string;
+  type: string;
+}
+
+/** Every file the console serves: one line per file (add yours here). */
+export const ASSETS: Readonly<Record<string, Asset>> = {
+  "console.css": { body: consoleCss, type: "text/css; charset=utf-8" },
+  "console.js": { body: consoleJs, type: "text/javascript; charset=utf-8" },
+  "icon.svg": { body: icon, type: "image/svg+xml" },
+  "lead.css": { body: leadCss, type: "text/css; charset=utf-8" },
+  "lead.js": { body: leadJs, type: "text/javascript; charset=utf-8" },
+};
+
+const versions = new Map(Object.entries(ASSETS).map(([name, a]) => [name, createHash("sha1").update(a.body).digest("hex").slice(0, 12)]));
+
+/** The URL of an asset with its content's version; a name not in ASSETS is a bug, refused at render. */
+export function assetUrl(name: string): string {
+  const v = versions.get(name);
+  if (v === undefined) throw new Error(`console asset ${name} is not in ASSETS`);
+  return `/console/assets/${name}?v=${v}`;
+}

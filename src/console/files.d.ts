@@ -1,0 +1,22 @@
+// The console's files (src/console/assets/), imported `with { type: "text" }` by assets.ts: each
+// import yields its text. One line per file, as in ASSETS.
+declare module "*/assets/console.css" {
+  const text: string;
+  export default text;
+}
+declare module "*/assets/console.js" {
+  const text: string;
+  export default text;
+}
+declare module "*/assets/icon.svg" {
+  const text: string;
+  export default text;
+}
+declare module "*/assets/lead.css" {
+  const text: string;
+  export default text;
+}
+declare module "*/assets/lead.js" {
+  const text: string;
+  export default text;
+}

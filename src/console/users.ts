@@ -1,0 +1,178 @@
+// Console users: rows of `users` (the CTI agents keys are bound to) with an email and a role, so
+// an agent who signs in is the agent their dials name. Passwords are Argon2id (Bun.password) and
+// are set only through a one-time link (`users invite`) or `users passwd`; either ends every
+// session of the user.
+import { createHash, randomBytes } from "node:crypto";
+import type { Sql } from "../db/client";
+import { UsageError } from "../errors";
+
+export type Role = "admin" | "manager" | "agent";
+export const ROLES: readonly Role[] = ["admin", "manager", "agent"];
+
+export interface ConsoleUser {
+  id: string;
+  email: string;
+  name: string;
+  role: Role;
+  /** null: an admin, who acts for every organization. */
+  orgId: number | null;
+}
+
+/** How long an invite link works. */
+export const INVITE_TTL_MS = 72 * 3_600_000;
+/** Shorter passwords are refused; longer than this is refused too (Argon2 would hash megabytes). */
+export const PASSWORD_MIN = 12;
+export const PASSWORD_MAX = 256;
+
+export const normalEmail = (email: string) => email.trim().toLowerCase();
+const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
+
+export const tokenHash = (token: string) => createHash("sha256").update(token).digest();
+export const newToken = () => randomBytes(32).toString("base64url");
+
+/** Argon2id with Bun's defaults (64 MiB, t=2): a guess costs what a sign-in costs. */
+export const hashPassword = (password: string) => Bun.password.hash(password, { algorithm: "argon2id" });
+
+/** Why a password is refused, or null. */
+export function passwordProblem(password: string): string | null {
+  if (password.length < PASSWORD_MIN) return `a password has at least ${PASSWORD_MIN} characters`;
+  if (password.length > PASSWORD_MAX) return `a password has at most ${PASSWORD_MAX} characters`;
+  return null;
+}
+
+type Row = { id: string; email: string; name: string; role: Role; org_id: string | number | null };
+const userOf = (r: Row): ConsoleUser => ({ id: r.id, email: r.email, name: r.name, role: r.role, orgId: r.org_id === null ? null : Number(r.org_id) });
+
+export interface NewUser {
+  email: string;
+  role: Role;
+  orgId: number | null;
+  /** The users.id (the agent name dials and keys use); default: the email's local part, made unique. */
+  id?: string;
+  name?: string;
+}
+
+/** Creates a console user (or gives an existing CTI user of the same id an email and a role). */
+export async function createUser(sql: Sql, input: NewUser): Promise<ConsoleUser> {
+  const email = normalEmail(input.email);
+  if (!EMAIL.test(email)) throw new UsageError(`users: ${JSON.stringify(input.email)} is not an email address`);
+  if (input.role !== "admin" && input.orgId === null) throw new UsageError(`users: a ${input.role} belongs to one organization (--org)`);
+  if (input.role === "admin" && input.orgId !== null) throw new UsageError("users: an admin acts for every organization (no --org)");
+  return sql.begin(async (tx) => {
+    if (input.orgId !== null) {
+      const [org] = await tx`select 1 from orgs where id = ${input.orgId}`;
+      if (!org) throw new UsageError(`users: no organization ${input.orgId}`);
+    }
+    const [taken] = await tx`select id from users where email = ${email}`;
+    if (taken) throw new UsageError(`users: ${email} is already user ${JSON.stringify(taken.id)}`);
+    let id = input.id;
+    if (id === undefined) {
+      const base = email.split("@")[0]!.replace(/[^a-z0-9._-]/g, "") || "user";
+      const [free] = await tx<{ id: string }[]>`
+        select c.id from (select ${base}::text as id union all select ${base} || '-' || n from generate_series(2, 999) n) c
+        where not exists (select 1 from users u where u.id = c.id) limit 1`;
+      id = free!.id;
+    }
+    const [existing] = await tx<{ org_id: string | null; role: string | null }[]>`select org_id, role from users where id = ${id} for update`;
+    if (existing) {
+      if (existing.role !== null) throw new UsageError(`users: user ${JSON.stringify(id)} can already sign in`);
+      const org = existing.org_id === null ? null : Number(existing.org_id);
+      if (org !== input.orgId) throw new UsageError(`users: user ${JSON.stringify(id)} belongs to ${org === null ? "the platform" : `org ${org}`}`);
+      const [row] = await tx<Row[]>`
+        update users set email = ${email}, role = ${input.role}, name = coalesce(nullif(${input.name ?? ""}, ''), name)
+        where id = ${id} returning id, email, name, role, org_id`;
+      return userOf(row!);
+    }
+    const [row] = await tx<Row[]>`
+      insert into users (id, org_id, name, email, role) values (${id}, ${input.orgId}, ${input.name ?? ""}, ${email}, ${input.role})
+      returning id, email, name, role, org_id`;
+    return userOf(row!);
+  });
+}
+
+export async function userByEmail(sql: Sql, email: string): Promise<(ConsoleUser & { passwordHash: string | null }) | null> {
+  const [r] = await sql<(Row & { password_hash: string | null })[]>`
+    select id, email, name, role, org_id, password_hash from users
+    where email = ${normalEmail(email)} and role is not null and disabled_at is null`;
+  return r ? { ...userOf(r), passwordHash: r.password_hash } : null;
+}
+
+export async function userById(sql: Sql, id: string): Promise<ConsoleUser | null> {
+  const [r] = await sql<Row[]>`select id, email, name, role, org_id from users where id = ${id} and role is not null and disabled_at is null`;
+  return r ? userOf(r) : null;
+}
+
+export async function listUsers(sql: Sql, orgId?: number | null): Promise<(ConsoleUser & { hasPassword: boolean; sessions: number })[]> {
+  const rows = await sql<(Row & { has_password: boolean; sessions: number })[]>`
+    select u.id, u.email, u.name, u.role, u.org_id, u.password_hash is not null as has_password,
+           (select count(*)::int from console_sessions s where s.user_id = u.id and s.revoked_at is null) as sessions
+    from users u where u.role is not null and u.disabled_at is null ${orgId === undefined ? sql`` : sql`and u.org_id is not distinct from ${orgId}`}
+    order by u.org_id nulls first, u.email`;
+  return rows.map((r) => ({ ...userOf(r), hasPassword: r.has_password, sessions: r.sessions }));
+}
+
+/** A one-time link's token for `email`'s user; the plaintext is returned once, its hash stored. */
+export async function inviteUser(sql: Sql, email: string, now: number): Promise<{ user: ConsoleUser; token: string; expiresAt: Date }> {
+  const user = await userByEmail(sql, email);
+  if (!user) throw new UsageError(`users: no console user ${JSON.stringify(normalEmail(email))}`);
+  const token = newToken();
+  const expiresAt = new Date(now + INVITE_TTL_MS);
+  await sql`insert into console_invites (token_hash, user_id, created_at, expires_at) values (${tokenHash(token)}, ${user.id}, ${new Date(now)}, ${expiresAt})`;
+  return { user, token, expiresAt };
+}
+
+/** The user an unused, unexpired invite belongs to, or null. */
+export async function inviteUserOf(sql: Sql, token: string, now: number): Promise<ConsoleUser | null> {
+  const [r] = await sql<Row[]>`
+    select u.id, u.email, u.name, u.role, u.org_id from console_invites i join users u on u.id = i.user_id
+    where i.token_hash = ${tokenHash(token)} and i.used_at is null and i.expires_at > ${new Date(now)}
+      and u.role is not null and u.disabled_at is null`;
+  return r ? userOf(r) : null;
+}
+
+/**
+ * Sets a password and ends the user's sessions, in one transaction; through an invite (`token`),
+ * which is used up, or directly (`users passwd`). False when the invite is not (or no longer) valid.
+ */
+export async function setPassword(sql: Sql, who: { token: string } | { email: string }, password: string, now: number): Promise<boolean> {
+  const problem = passwordProblem(password);
+  if (problem) throw new UsageError(problem);
+  const hash = await hashPassword(password);
+  const at = new Date(now);
+  return sql.begin(async (tx) => {
+    let userId: string | undefined;
+    if ("token" in who) {
+      const [used] = await tx<{ user_id: string }[]>`
+        update console_invites set used_at = ${at}
+        where token_hash = ${tokenHash(who.token)} and used_at is null and expires_at > ${at} returning user_id`;
+      userId = used?.user_id;
+    } else {
+      const [u] = await tx<{ id: string }[]>`select id from users where email = ${normalEmail(who.email)} and role is not null and disabled_at is null`;
+      if (!u) throw new UsageError(`users: no console user ${JSON.stringify(normalEmail(who.email))}`);
+      userId = u.id;
+    }
+    if (userId === undefined) return false;
+    await tx`update users set password_hash = ${hash}, password_changed_at = ${at} where id = ${userId}`;
+    await tx`update console_sessions set revoked_at = ${at} where user_id = ${userId} and revoked_at is null`;
+    await tx`update console_invites set used_at = ${at} where user_id = ${userId} and used_at is null`;
+    return true;
+  });
+}
+
+/** Ends every session of the user; returns how many were open. */
+export async function revokeSessions(sql: Sql, email: string, now: number): Promise<number> {
+  const user = await userByEmail(sql, email);
+  if (!user) throw new UsageError(`users: no console user ${JSON.stringify(normalEmail(email))}`);
+  const rows = await sql`update console_sessions set revoked_at = ${new Date(now)} where user_id = ${user.id} and revoked_at is null returning 1`;
+  return rows.length;
+}
+
+/** Takes away the right to sign in (the CTI user stays), ending its sessions. */
+export async function disableUser(sql: Sql, email: string, now: number): Promise<void> {
+  const user = await userByEmail(sql, email);
+  if (!user) throw new UsageError(`users: no console user ${JSON.stringify(normalEmail(email))}`);
+  await sql.begin(async (tx) => {
+    await tx`update users set disabled_at = ${new Date(now)} where id = ${user.id}`;
+    await tx`update console_sessions set revoked_at = ${new Date(now)} where user_id = ${user.id} and revoked_at is null`;
+  });
+}

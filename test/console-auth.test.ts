@@ -1,0 +1,248 @@
+// The console's door: sign-in (the same answer for an unknown account and a wrong password,
+// throttled per account and per address), sessions (cookie attributes, idle and absolute ends,
+// revocation, a password change), CSRF on every state-changing request, invite links, the CLI's
+// users commands and console users in the provisioning file.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import type { Io } from "../src/args";
+import { usersCommand } from "../src/console/command";
+import { ABSOLUTE_MS, IDLE_MS, sessionCookie } from "../src/console/sessions";
+import { applyProvisioning } from "../src/provision/service";
+import { parseProvisioning, ProvisioningError } from "../src/provision/validate";
+import { call, startApp, type TestApp } from "./harness/app";
+import { ManualClock } from "./harness/clock";
+import { makeUser, sessionClient, signIn, type MadeUser } from "./harness/console";
+import { testDatabase, type TestDatabase } from "./harness/db";
+import { seedWorld } from "./harness/factory";
+
+// Every sign-in verifies an Argon2id hash (64 MiB, on purpose slow): seconds on a loaded machine.
+setDefaultTimeout(60_000);
+
+let db: TestDatabase;
+let app: TestApp;
+const clock = new ManualClock(Date.parse("2026-11-25T15:00:00Z"));
+let manager: MadeUser;
+let agent: MadeUser;
+
+beforeAll(async () => {
+  db = await testDatabase();
+  await seedWorld(db.sql);
+  app = await startApp(db.url, {}, { clock });
+  manager = await makeUser(db.sql, { role: "manager", orgId: 1 });
+  agent = await makeUser(db.sql, { role: "agent", orgId: 1, id: "agent7" });
+});
+afterAll(async () => {
+  await app?.stop();
+  await db?.drop();
+}, 30_000);
+
+function captureIo(input = ""): Io & { out: (t: string) => void; text: () => string; errText: () => string } {
+  let out = "";
+  let err = "";
+  return {
+    out: (t: string) => void (out += t),
+    err: (t: string) => void (err += t),
+    readInput: async () => input,
+    flush: async () => {},
+    text: () => out,
+    errText: () => err,
+  } as never;
+}
+
+const form = (fields: Record<string, string>) => ({
+  method: "POST",
+  redirect: "manual" as const,
+  headers: { "content-type": "application/x-www-form-urlencoded" },
+  body: new URLSearchParams(fields).toString(),
+});
+
+describe("entry and sign-in", () => {
+  test("/console leads to the inbox; a page without a session to the sign-in page with next", async () => {
+    const home = await fetch(`${app.base}/console`, { redirect: "manual" });
+    expect(home.status).toBe(303);
+    expect(home.headers.get("location")).toBe("/console/inbox");
+    const page = await fetch(`${app.base}/console/account?x=1`, { redirect: "manual" });
+    expect(page.status).toBe(303);
+    expect(page.headers.get("location")).toBe("/console/login?next=%2Fconsole%2Faccount%3Fx%3D1");
+    const login = await fetch(`${app.base}/console/login`);
+    expect(login.status).toBe(200);
+    expect(login.headers.get("content-security-policy")).toContain("default-src 'none'; script-src 'self'");
+    const html = await login.text();
+    expect(html).toContain('<label for="email">Email</label>');
+    expect(html).not.toMatch(/<script>|style="/);
+  });
+
+  test("an unknown account and a wrong password get the same answer", async () => {
+    const wrong = await fetch(`${app.base}/console/login`, form({ email: manager.email, password: "not the password at all" }));
+    const unknown = await fetch(`${app.base}/console/login`, form({ email: "nobody@example.test", password: "not the password at all" }));
+    expect(wrong.status).toBe(401);
+    expect(unknown.status).toBe(401);
+    expect(wrong.headers.get("set-cookie")).toBeNull();
+    const a = (await wrong.text()).replace(manager.email, "EMAIL");
+    const b = (await unknown.text()).replace("nobody@example.test", "EMAIL");
+    expect(a).toBe(b);
+  });
+
+  test("signing in sets an HttpOnly, SameSite=Lax session cookie and goes to next (a console path only)", async () => {
+    const res = await fetch(`${app.base}/console/login`, form({ email: manager.email.toUpperCase(), password: manager.password, next: "/console/account" }));
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe("/console/account");
+    const cookie = res.headers.get("set-cookie")!;
+    expect(cookie).toMatch(/^leadline_session=[A-Za-z0-9_-]{43}; Path=\/console; HttpOnly; SameSite=Lax; Max-Age=\d+$/);
+    expect(sessionCookie("t", true)).toContain("; Secure");
+    for (const next of ["//evil.example/", "https://evil.example/", "/\\evil.example", "/console/../x y"]) {
+      const r = await fetch(`${app.base}/console/login`, form({ email: manager.email, password: manager.password, next }));
+      expect(r.headers.get("location")).toBe("/console/inbox");
+    }
+    const [row] = await db.sql`select action, org_id, actor_id, address from audit_log where action = 'session.sign_in' order by id desc limit 1`;
+    expect(row).toMatchObject({ action: "session.sign_in", org_id: 1, actor_id: manager.id });
+    expect(row.address).toMatch(/^[0-9a-f]{40}$/);
+  });
+
+  test("a form posted from another site does not sign in", async () => {
+    const r = await fetch(`${app.base}/console/login`, { ...form({ email: manager.email, password: manager.password }), headers: { "content-type": "application/x-www-form-urlencoded", origin: "https://evil.example" } });
+    expect(r.status).toBe(403);
+    expect(r.headers.get("set-cookie")).toBeNull();
+  });
+});
+
+describe("CSRF", () => {
+  test("a state-changing request needs the session's token and the console's origin", async () => {
+    const c = await signIn(app.base, manager.email, manager.password);
+    const path = "/console/account/sign-out-everywhere";
+    expect((await c.post(path, { _csrf: "" })).status).toBe(403);
+    expect((await c.post(path, { _csrf: c.csrf.slice(1) + "x" })).status).toBe(403);
+    expect((await c.post(path, {}, { origin: "https://evil.example" })).status).toBe(403);
+    expect((await c.post(path, {}, { "sec-fetch-site": "cross-site" })).status).toBe(403);
+    expect((await c.get("/console/account")).status).toBe(200);
+    const ok = await c.post(path, {}, { origin: app.base });
+    expect(ok.status).toBe(303);
+    expect((await c.get("/console/account")).status).toBe(303);
+  });
+});
+
+describe("sessions end", () => {
+  test("after two idle hours, and twelve hours after sign-in however busy", async () => {
+    const c = await signIn(app.base, agent.email, agent.password);
+    clock.advance(IDLE_MS - 120_000);
+    expect((await c.get("/console/account")).status).toBe(200);
+    clock.advance(IDLE_MS - 120_000);
+    expect((await c.get("/console/account")).status).toBe(200);
+    clock.advance(IDLE_MS + 1000);
+    expect((await c.get("/console/account")).status).toBe(303);
+    const d = await signIn(app.base, agent.email, agent.password);
+    for (let t = 0; t < ABSOLUTE_MS; t += IDLE_MS / 2) {
+      expect((await d.get("/console/account")).status).toBe(200);
+      clock.advance(IDLE_MS / 2);
+    }
+    expect((await d.get("/console/account")).status).toBe(303);
+  });
+
+  test("users revoke-sessions signs the user out everywhere; a password change too", async () => {
+    const a = await signIn(app.base, agent.email, agent.password);
+    const b = await signIn(app.base, agent.email, agent.password);
+    const io = captureIo();
+    expect(await usersCommand(db.sql, ["revoke-sessions", "--email", agent.email], { baseUrl: app.base }, io, clock)).toBe(0);
+    expect(io.text()).toMatch(/^ended \d+ sessions\n$/);
+    expect((await a.get("/console/account")).status).toBe(303);
+    expect((await b.get("/console/account")).status).toBe(303);
+    const c = await signIn(app.base, agent.email, agent.password);
+    const newPassword = "a brand new pass phrase";
+    expect(await usersCommand(db.sql, ["passwd", "--email", agent.email], { baseUrl: app.base }, captureIo(newPassword + "\n"), clock)).toBe(0);
+    expect((await c.get("/console/account")).status).toBe(303);
+    await expect(signIn(app.base, agent.email, agent.password)).rejects.toThrow();
+    await signIn(app.base, agent.email, newPassword);
+    agent.password = newPassword;
+  });
+
+  test("a forged or stale cookie is no session", async () => {
+    const forged = sessionClient(app.base, "leadline_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "x");
+    expect((await forged.get("/console/account")).status).toBe(303);
+    const json = await call(app.base, "/console/account", { headers: { cookie: "leadline_session=%00%ff" }, redirect: "manual" });
+    expect(json.status).toBe(303);
+  });
+});
+
+describe("throttle", () => {
+  test("twenty attempts an hour per account, even with the right password", async () => {
+    const u = await makeUser(db.sql, { role: "agent", orgId: 2 });
+    for (let i = 0; i < 20; i++) expect((await fetch(`${app.base}/console/login`, form({ email: u.email, password: "wrong password here" }))).status).toBe(401);
+    const blocked = await fetch(`${app.base}/console/login`, form({ email: u.email, password: u.password }));
+    expect(blocked.status).toBe(429);
+    expect(blocked.headers.get("set-cookie")).toBeNull();
+    clock.advance(3_600_000);
+    expect((await fetch(`${app.base}/console/login`, form({ email: u.email, password: u.password }))).status).toBe(303);
+  }, 120_000);
+
+  test("a hundred an hour per client address, whichever accounts", async () => {
+    clock.advance(3_600_000);
+    const bodies = Array.from({ length: 100 }, (_, i) => form({ email: `guess${i}@example.test`, password: "x" }));
+    for (let i = 0; i < 100; i += 20) {
+      const statuses = await Promise.all(bodies.slice(i, i + 20).map((b) => fetch(`${app.base}/console/login`, b).then((r) => r.status)));
+      expect(statuses.every((s) => s === 401)).toBe(true);
+    }
+    expect((await fetch(`${app.base}/console/login`, form({ email: manager.email, password: manager.password }))).status).toBe(429);
+    clock.advance(3_600_000);
+  }, 120_000);
+});
+
+describe("invite links", () => {
+  test("users create prints a one-time link that sets the password and is used up", async () => {
+    const io = captureIo();
+    expect(await usersCommand(db.sql, ["create", "--email", "Newbie@Example.test", "--role", "manager", "--org", "2", "--name", "New Bie"], { baseUrl: app.base }, io, clock)).toBe(0);
+    const url = io.text().trim();
+    expect(url).toMatch(new RegExp(`^${app.base}/console/invite/[A-Za-z0-9_-]{43}$`));
+    expect(io.errText()).toContain("created manager newbie@example.test (user newbie, org 2)");
+    const path = url.slice(app.base.length);
+    expect((await fetch(app.base + path)).status).toBe(200);
+    const short = await fetch(app.base + path, form({ password: "short", confirm: "short" }));
+    expect(short.status).toBe(422);
+    expect(await short.text()).toContain("at least 12 characters");
+    const differ = await fetch(app.base + path, form({ password: "long enough password", confirm: "long enough passw0rd" }));
+    expect(differ.status).toBe(422);
+    const set = await fetch(app.base + path, form({ password: "long enough password", confirm: "long enough password" }));
+    expect(set.status).toBe(303);
+    expect(set.headers.get("location")).toBe("/console/login?done=password");
+    expect((await fetch(app.base + path)).status).toBe(404);
+    expect((await fetch(app.base + path, form({ password: "another long password", confirm: "another long password" }))).status).toBe(404);
+    await signIn(app.base, "newbie@example.test", "long enough password");
+  });
+
+  test("an invite expires after 72 hours; refused arguments name the problem", async () => {
+    const io = captureIo();
+    await usersCommand(db.sql, ["invite", "--email", manager.email], { baseUrl: app.base }, io, clock);
+    const path = io.text().trim().slice(app.base.length);
+    clock.advance(72 * 3_600_000 + 1000);
+    expect((await fetch(app.base + path)).status).toBe(404);
+    const bad = async (args: string[]) => {
+      const e = captureIo();
+      await expect(usersCommand(db.sql, args, { baseUrl: app.base }, e, clock)).rejects.toThrow();
+    };
+    await bad(["create", "--email", "x@example.test", "--role", "manager"]);
+    await bad(["create", "--email", "x@example.test", "--role", "admin", "--org", "1"]);
+    await bad(["create", "--email", "not-an-email", "--role", "agent", "--org", "1"]);
+    await bad(["create", "--email", manager.email, "--role", "agent", "--org", "1"]);
+    await bad(["create", "--email", "y@example.test", "--role", "agent", "--org", "99"]);
+    await bad(["create", "--email", "y@example.test", "--role", "agent", "--org", "1", "--id", "agent9"]);
+    await bad(["invite", "--email", "nobody@example.test"]);
+    const list = captureIo();
+    await usersCommand(db.sql, ["list", "--json"], { baseUrl: app.base }, list, clock);
+    const users = JSON.parse(list.text());
+    expect(users.find((u: { email: string }) => u.email === manager.email)).toMatchObject({ role: "manager", org_id: 1, password_set: true });
+  });
+});
+
+describe("the provisioning file", () => {
+  test("users with an email and a role can sign in once invited; roles are checked against org_id", async () => {
+    const file = parseProvisioning(
+      JSON.stringify({ users: [{ id: "prov-mgr", org_id: 2, name: "Pat", email: "Pat@Example.test", role: "manager" }, { id: "agent9", org_id: 2 }] }),
+    );
+    await applyProvisioning(db.sql, file, { now: new Date(clock.now()), secretKey: null });
+    const [row] = await db.sql`select email, role, org_id from users where id = 'prov-mgr'`;
+    expect(row).toEqual({ email: "pat@example.test", role: "manager", org_id: 2 });
+    const bad = (users: unknown[]) => expect(applyProvisioning(db.sql, parseProvisioning(JSON.stringify({ users })), { now: new Date(clock.now()), secretKey: null })).rejects.toThrow(ProvisioningError);
+    await bad([{ id: "a", org_id: null, email: "a@example.test", role: "manager" }]);
+    await bad([{ id: "a", org_id: 1, email: "a@example.test", role: "admin" }]);
+    await bad([{ id: "a", org_id: 1, role: "agent" }]);
+    await bad([{ id: "a", org_id: 1, email: "a@x.test", role: "agent" }, { id: "b", org_id: 1, email: "A@x.test", role: "agent" }]);
+  });
+});
