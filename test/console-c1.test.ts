@@ -3,7 +3,7 @@
 // (arriving without a reload); a quiet-hour reply says when it will go; a double-clicked send sends
 // once; an inbound SMS through the real webhook appears in the inbox; an agent of org 2 gets 404 on
 // an org-1 lead. axe-core on every page, screenshots at 1280 and 375 px.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { startApp, type TestApp } from "./harness/app";
 import { axeProblems, launchBrowser, pageProblems } from "./harness/browser";
@@ -13,6 +13,8 @@ import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { postCallback, startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
 
+
+setDefaultTimeout(60_000);
 const PUBLIC = "https://leadline.example";
 // 20:00 on Thu 2026-01-15 in Chicago (the lead's zone: Texas), outside quiet hours (21:00–08:00);
 // 21:15 inside them, 75 minutes later (within a session's idle time). They end at 8:00 on Fri.

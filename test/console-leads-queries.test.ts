@@ -93,7 +93,7 @@ describe("inbox, timeline, consent, dials", () => {
     expect(await inboxCount(db.sql, user(null, "admin"))).toBe(3);
     const [m] = await db.sql<{ id: number }[]>`select id from messages where direction = 'in' order by id limit 1`;
     expect(await db.sql.begin((tx) => markHandled(tx, 2, m.id, new Date()))).toBeNull();
-    expect(await db.sql.begin((tx) => markHandled(tx, 1, m.id, new Date()))).toEqual({ lead_id: lead.id });
+    expect(await db.sql.begin((tx) => markHandled(tx, 1, m.id, new Date()))).toEqual({ lead_id: lead.id, org_id: 1 });
     expect(await db.sql.begin((tx) => markHandled(tx, 1, m.id, new Date()))).toBeNull();
     expect(await inboxCount(db.sql, user(1, "u1"))).toBe(2);
     await db.sql`insert into messages (lead_id, org_id, channel, direction, body) select ${lead.id}, 1, 'sms', 'in', 'x' from generate_series(1, 1005)`;

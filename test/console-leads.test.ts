@@ -10,6 +10,8 @@ import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { postCallback, startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
 
+
+setDefaultTimeout(60_000);
 const PUBLIC = "https://leadline.example";
 // 20:00 on Thu 2026-01-15 in Chicago (the lead's zone: Texas), outside quiet hours (21:00–08:00);
 // 21:15 inside them, 75 minutes later (within a session's idle time). They end at 8:00 on Fri.
@@ -66,8 +68,6 @@ beforeEach(() => {
 });
 
 const operationOf = (page: string) => /name="operation_id" value="([^"]+)"/.exec(page)?.[1] ?? "";
-
-setDefaultTimeout(30_000);
 
 describe("inbox", () => {
   test("an inbound SMS appears in the inbox of its organization only, with the count in the navigation", async () => {
@@ -241,6 +241,9 @@ describe("a lead", () => {
     expect(page).toContain("Consent changed.");
     expect(page).toContain("Email consent: in");
     expect((await bolt.post(`/console/leads/${leadId}/consent`, { channel: "sms", consent: "out" })).status).toBe(404);
+    // An admin's change is recorded under the lead's organization, where its managers read it.
+    await admin.post(`/console/leads/${leadId}/consent`, { channel: "email", consent: "none" });
+    expect([...(await db.sql`select org_id, actor_type from audit_log where action = 'consent.change' order by id desc limit 1`)]).toEqual([{ org_id: 1, actor_type: "user" }]);
     expect((await agent.post(`/console/leads/${leadId}/consent`, { channel: "fax", consent: "in" })).headers.get("location")).toContain("consent_invalid");
   });
 

@@ -95,7 +95,7 @@ export function inboxRoutes(deps: Deps): Route[] {
       const id = messageIdOf(selected.params.id);
       const done = await deps.sql.begin(async (tx) => {
         const m = await markHandled(tx, viewer.actor.orgId, id, new Date(deps.clock.now()));
-        if (m !== null) await audit(tx, viewer.actor, "inbox.handled", `message:${id}`, { lead_id: m.lead_id });
+        if (m !== null) await audit(tx, viewer.actor, "inbox.handled", `message:${id}`, { lead_id: m.lead_id }, m.org_id);
         return m;
       });
       // Already handled (by a colleague, or a second click) reads as done; someone else's is a 404.
@@ -106,8 +106,10 @@ export function inboxRoutes(deps: Deps): Route[] {
       const id = messageIdOf(selected.params.id);
       const leadId = await inboundLead(deps.sql, viewer.actor.orgId, id);
       if (leadId === null) throw new AppError("not_found");
+      const lead = await leadProfile(deps.sql, viewer.actor.orgId, leadId);
+      if (lead === null) throw new AppError("not_found");
       const form = await formOf(request);
-      const sent = await consoleSend(deps, viewer, leadId, { ...form, channel: "sms" });
+      const sent = await consoleSend(deps, viewer, lead, { ...form, channel: "sms" });
       if ("error" in sent) return seeOther(`/console/leads/${leadId}?done=form_error`);
       return seeOther(`/console/inbox?${sentQuery(sent.result, "sms")}&lead=${leadId}`);
     }),

@@ -56,9 +56,10 @@ export async function recipientZoneOf(deps: Deps, lead: LeadProfile): Promise<st
 export async function consoleSend(
   deps: Deps,
   viewer: Viewer,
-  leadId: number,
+  lead: { id: number; org_id: number | null },
   form: Record<string, string>,
 ): Promise<{ result: MessageResult; channel: string } | { error: string }> {
+  const leadId = lead.id;
   let input: SendInput;
   try {
     input = parseSendInput({ lead_id: leadId, channel: form.channel, body: form.body ?? "", subject: form.channel === "email" ? form.subject || null : null, operation_id: form.operation_id });
@@ -81,10 +82,10 @@ export async function consoleSend(
       message_id: result.message_id,
       ...(result.reason ? { reason: result.reason } : {}),
       ...(result.defer_until ? { defer_until: result.defer_until } : {}),
-    });
+    }, lead.org_id);
     if (result.ok && input.channel !== "note") {
       const handled = await markLeadHandled(tx, viewer.actor.orgId, leadId, now);
-      if (handled.length > 0) await audit(tx, viewer.actor, "inbox.handled", `lead:${leadId}`, { message_ids: handled, by: "reply" });
+      if (handled.length > 0) await audit(tx, viewer.actor, "inbox.handled", `lead:${leadId}`, { message_ids: handled, by: "reply" }, lead.org_id);
     }
   });
   return { result, channel: input.channel };
@@ -135,21 +136,21 @@ export function leadRoutes(deps: Deps): Route[] {
     }),
     consolePage(deps, { id: "consoleLeadSend", summary: "Send an SMS or email, or save a note, for the lead (the one send path)", method: "POST", path: page("/send") }, async (viewer, request, selected) => {
       const id = leadIdOf(selected.params.id);
-      await leadOr404(deps, viewer, id);
-      const sent = await consoleSend(deps, viewer, id, await formOf(request));
+      const lead = await leadOr404(deps, viewer, id);
+      const sent = await consoleSend(deps, viewer, lead, await formOf(request));
       if ("error" in sent) return seeOther(`/console/leads/${id}?done=form_error`);
       return seeOther(`/console/leads/${id}?${sentQuery(sent.result, sent.channel)}`);
     }),
     consolePage(deps, { id: "consoleLeadConsent", summary: "Change the lead's consent on a channel (audited)", method: "POST", path: page("/consent") }, async (viewer, request, selected) => {
       const id = leadIdOf(selected.params.id);
-      await leadOr404(deps, viewer, id);
+      const lead = await leadOr404(deps, viewer, id);
       const form = await formOf(request);
       const channel = form.channel === "sms" || form.channel === "email" ? form.channel : null;
       const value = CONSENT_VALUES.includes(form.consent as ConsentValue) ? (form.consent as ConsentValue) : null;
       if (channel === null || value === null) return seeOther(`/console/leads/${id}?done=consent_invalid`);
       const changed = await deps.sql.begin(async (tx) => {
         const leads = await setConsent(tx, id, channel, value, { name: viewer.user.name || viewer.user.email, source: `console:${viewer.user.id}` }, new Date(deps.clock.now()));
-        if (leads !== null) await audit(tx, viewer.actor, "consent.change", `lead:${id}`, { channel, consent: value, leads });
+        if (leads !== null) await audit(tx, viewer.actor, "consent.change", `lead:${id}`, { channel, consent: value, leads }, lead.org_id);
         return leads;
       });
       return seeOther(`/console/leads/${id}?done=${changed === null ? "consent_no_address" : "consent_changed"}`);
@@ -160,12 +161,12 @@ export function leadRoutes(deps: Deps): Route[] {
       const agent = (await formOf(request)).agent ?? "";
       const dial = await deps.sql.begin(async (tx) => {
         const d = await queueDialFor(tx, viewer.actor, agent, lead.phone, lead.org_id);
-        await audit(tx, viewer.actor, "dial.queue", `lead:${id}`, { dial_id: d.id, agent });
+        await audit(tx, viewer.actor, "dial.queue", `lead:${id}`, { dial_id: d.id, agent }, lead.org_id);
         return d;
       });
       return seeOther(`/console/leads/${id}?done=dial_queued&dial=${dial.id}`);
     }),
-    consoleJson<{ after?: string }>(
+    consoleJson<{ after?: string }, Record<string, never>>(
       deps,
       {
         id: "consoleLeadTimeline",

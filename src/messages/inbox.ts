@@ -60,13 +60,13 @@ export async function unhandledCount(sql: Sql, orgId: number | null, cap: number
  * audit row). The lead of the message is returned; null when the message is not an unhandled
  * inbound one within the organization (missing, someone else's, or already handled).
  */
-export async function markHandled(tx: Tx, orgId: number | null, messageId: number, now: Date): Promise<{ lead_id: number } | null> {
-  const [row] = await tx<{ lead_id: number }[]>`
+export async function markHandled(tx: Tx, orgId: number | null, messageId: number, now: Date): Promise<{ lead_id: number; org_id: number | null } | null> {
+  const [row] = await tx<{ lead_id: number; org_id: number | null }[]>`
     update messages m set handled_at = ${now}
     from leads l
     where m.id = ${messageId} and l.id = m.lead_id and m.direction = 'in' and m.handled_at is null
       and ${messageScope(tx, orgId)} and ${inTenant(tx, orgId)}
-    returning m.lead_id`;
+    returning m.lead_id, l.org_id`;
   return row ?? null;
 }
 
