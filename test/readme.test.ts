@@ -30,6 +30,7 @@ describe("README.md", () => {
       "Configuration",
       "Provisioning",
       "Keys",
+      "The console",
       "Deploying",
       "Several instances on one PostgreSQL",
       "Upgrading",
