@@ -1,7 +1,7 @@
 import type { Sql } from "../db/client";
 import { leadName } from "../leads/match";
 import { inTenant } from "../leads/scope";
-import { mergedSources } from "./timeline";
+import { entriesOf, mergedSources } from "./timeline";
 
 export const PER_SOURCE = 200;
 export const KEPT = 200;
@@ -24,7 +24,7 @@ export async function conversationJson(sql: Sql, orgId: number | null, leadId: n
     select case when exists (select 1 from lead) then json_build_object(
       'ok', true,
       'lead', (select json_build_object('lead_id', id, 'name', name, 'phone', phone, 'status', status) from lead),
-      'entries', coalesce((select json_agg(entry order by at, src, sid) from kept), '[]'::json)
+      'entries', coalesce(${entriesOf(sql)}, '[]'::json)
     )::text end as body`;
   return row?.body ?? null;
 }
