@@ -101,7 +101,7 @@ const TimelineAnswer = t.Object(
   { additionalProperties: false },
 );
 
-export function leadRoutes(deps: Deps): Route[] {
+export function leadPageRoutes(deps: Deps): Route[] {
   const page = (path: string) => `/console/leads/{id}${path}`;
   return [
     consolePage(deps, { id: "consoleLead", summary: "A lead: fields, timeline, composer, consent, appointments, first touch, dial", method: "GET", path: page("") }, async (viewer, request, selected) => {
