@@ -127,6 +127,17 @@ describe("console: inbox, leads, a lead (Chromium)", () => {
     await inbound("Great, thanks!", "SMb2");
     await page.locator("#timeline li", { hasText: "Great, thanks!" }).waitFor({ timeout: 20_000 });
     expect(page.url()).toBe(url);
+    // A hidden tab asks nothing; shown again, it asks at once.
+    let polls = 0;
+    page.on("request", (r) => {
+      if (r.url().includes(`/console/api/leads/${leadId}/timeline`)) polls++;
+    });
+    await page.evaluate("Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' }); document.dispatchEvent(new Event('visibilitychange'))");
+    await Bun.sleep(9_000);
+    expect(polls).toBe(0);
+    const asked = page.waitForRequest((r) => r.url().includes(`/console/api/leads/${leadId}/timeline`), { timeout: 2_000 });
+    await page.evaluate("Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'visible' }); document.dispatchEvent(new Event('visibilitychange'))");
+    await asked;
     expect(problems).toEqual([]);
     await ctx.close();
   }, 60_000);
