@@ -12,7 +12,7 @@
 --   slug=S      booking: the link; base=E the first slot's epoch, step=S seconds between slots,
 --               offset=K the slot index to start from (keeps warm-up and measurement apart)
 --   pool=P      dni: the pool key; visitors=N warm visitors w1..wN; addresses=N client addresses
---   cookie=C    console: the session cookie (name=value) every request carries
+--   cookies=FILE  console: session cookies (`leadline_session=…`), one a line, used round-robin
 -- A mode is chosen once in init(), so every scenario pays wrk the same per-request Lua cost.
 -- No response(): defining it makes wrk hand every body to Lua. done() prints one line
 -- `BENCH {json}` that bench/lib.ts parses.
@@ -29,12 +29,18 @@ local opt = {}
 local keys, nkeys, send_key
 local leads, phones, lead_id, run, nthreads, points
 local slug, base, step, offset
-local pool, visitors, addresses, cookie
+local pool, visitors, addresses
+local cookies, ncookies, c = {}, 0, 0
 local i, seq = 0, 0
 
 local function next_key()
   i = i + 1
   return keys[i % nkeys + 1]
+end
+
+local function signed_in()
+  c = c + 1
+  return { ["Cookie"] = cookies[c % ncookies + 1] }
 end
 
 local function keyed()
@@ -62,6 +68,19 @@ local modes = {
   end,
   base_lead = function()
     return wrk.format("GET", "/lead?id=" .. math.random(1, leads), send_key and keyed() or nil)
+  end,
+
+  -- Console (bench/console.ts): pages of signed-in users.
+  console_search = function()
+    local n = math.random(1, phones)
+    local q = string.format("%%28555%%29%%20%03d-%04d", math.floor(n / 10000), n % 10000)
+    return wrk.format("GET", "/console/leads?q=" .. q, signed_in())
+  end,
+  console_name = function()
+    return wrk.format("GET", "/console/leads?q=First" .. math.random(0, 499), signed_in())
+  end,
+  console_lead = function()
+    return wrk.format("GET", "/console/leads/" .. lead_id, signed_in())
   end,
 
   -- Core API.
@@ -144,18 +163,6 @@ local modes = {
   dni_beat = function()
     return dni("heartbeat", string.format('{"pool":"%s","visitor":"w%d"}', pool, math.random(1, visitors)))
   end,
-  -- Console (bench/console.ts): a signed-in manager's pages.
-  console_search = function()
-    local n = math.random(1, leads)
-    local q = string.format("%%28555%%29+%03d-%04d", math.floor(n / 10000) % 1000, n % 10000)
-    return wrk.format("GET", "/console/leads?q=" .. q, { ["Cookie"] = cookie })
-  end,
-  console_leads = function()
-    return wrk.format("GET", "/console/leads", { ["Cookie"] = cookie })
-  end,
-  console_lead = function()
-    return wrk.format("GET", "/console/leads/" .. lead_id, { ["Cookie"] = cookie })
-  end,
   dni_new = function()
     seq = seq + 1
     return dni("lease", string.format('{"pool":"%s","visitor":"n%d_%d_%d","utm":{"source":"bench"},"landing":"https://acme.example/"}',
@@ -181,13 +188,19 @@ function init(args)
   pool = opt.pool
   visitors = tonumber(opt.visitors or "1")
   addresses = tonumber(opt.addresses or "65536")
-  cookie = opt.cookie
   keys = {}
   if opt.keys then
     for line in io.lines(opt.keys) do
       if #line > 0 then keys[#keys + 1] = line end
     end
   end
+  if opt.cookies then
+    for line in io.lines(opt.cookies) do
+      if #line > 0 then cookies[#cookies + 1] = line end
+    end
+  end
+  ncookies = math.max(#cookies, 1)
+  c = tid
   send_key = opt.keys ~= nil or opt.key ~= nil
   nkeys = #keys
   if nkeys == 0 then keys[1] = opt.key or "none"; nkeys = 1 end

@@ -8,7 +8,7 @@ import { relayCommand, type Relay } from "./control/client";
 import { SOCKET_COMMANDS, reportError, runCommand } from "./control/commands";
 import { findSocketPath } from "./control/path";
 import { UsageError } from "./errors";
-import { setLogLevel } from "./log";
+import { copyLogTo, setLogLevel } from "./log";
 import { VERSION } from "./version";
 
 export const USAGE = `leadline ${VERSION} — lead management and outreach backend
@@ -260,6 +260,7 @@ export async function runCli(argv: string[]): Promise<number> {
     }
     const config = loadConfig();
     setLogLevel(config.logLevel);
+    if (config.logCopyFile) copyLogTo(config.logCopyFile);
     switch (cmd) {
       case "serve": {
         const demo = rest[0] === "--demo";

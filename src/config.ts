@@ -44,6 +44,8 @@ export interface Config {
   metricsToken: string | null;
   /** ACCESS_LOG: one JSON line per request (src/metrics/access-log.ts), written when LOG_LEVEL is info or debug. */
   accessLog: boolean;
+  /** LOG_COPY_FILE: a file every log line is appended to as well, at every level whatever LOG_LEVEL says (src/log.ts). */
+  logCopyFile: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -150,5 +152,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     secretKeyOld: aesKey("LEADLINE_SECRET_KEY_OLD", env.LEADLINE_SECRET_KEY_OLD),
     metricsToken: metricsToken(env.METRICS_TOKEN),
     accessLog: oneOf("ACCESS_LOG", env.ACCESS_LOG, ["true", "false"] as const, "true") === "true",
+    logCopyFile: env.LOG_COPY_FILE?.trim() || null,
   };
 }

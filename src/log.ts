@@ -1,17 +1,44 @@
-// JSON lines on stdout. Never pass API keys or request bodies here.
+// JSON lines on stdout. Never pass API keys, tokens, credentials, raw client addresses or request
+// bodies here: `make test` scans every line the suite logs for them (test/harness/sweep.ts).
+import { closeSync, openSync, writeSync } from "node:fs";
 import type { LogLevel } from "./config";
 
 const rank: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 let threshold = rank.info;
+/** LOG_COPY_FILE's descriptor: every line at every level, whatever LOG_LEVEL lets through to stdout. */
+let copy: number | null = null;
+let copyPath: string | null = null;
 
 export function setLogLevel(level: LogLevel): void {
   threshold = rank[level];
 }
 
+/**
+ * Appends every log line, debug included, to `path` as well (LOG_COPY_FILE; null stops). Written
+ * synchronously with O_APPEND, so several processes may share one file: the test suite's sweep
+ * collects every line its in-process servers and spawned executables write. Answers the file it
+ * replaces.
+ */
+export function copyLogTo(path: string | null): string | null {
+  const previous = copyPath;
+  if (copy !== null) closeSync(copy);
+  copy = path === null ? null : openSync(path, "a", 0o600);
+  copyPath = path;
+  return previous;
+}
+
 function write(level: LogLevel, msg: string, fields?: Record<string, unknown>): void {
-  if (rank[level] < threshold) return;
-  const line = JSON.stringify({ ts: new Date().toISOString(), level, msg, ...fields });
-  process.stdout.write(line + "\n");
+  const shown = rank[level] >= threshold;
+  if (!shown && copy === null) return;
+  const line = JSON.stringify({ ts: new Date().toISOString(), level, msg, ...fields }) + "\n";
+  if (copy !== null) writeSync(copy, line);
+  if (shown) process.stdout.write(line);
+}
+
+/** Lines already formatted (the access log's batches): to stdout, and to LOG_COPY_FILE when set. */
+export function writeLines(text: string): void {
+  if (copy !== null) writeSync(copy, text);
+  process.stdout.write(text);
 }
 
 export const log = {

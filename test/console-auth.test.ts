@@ -246,3 +246,20 @@ describe("the provisioning file", () => {
     await bad([{ id: "a", org_id: 1, email: "a@x.test", role: "agent" }, { id: "b", org_id: 1, email: "A@x.test", role: "agent" }]);
   });
 });
+
+describe("pruning", () => {
+  test("ended and expired sessions and old invites are deleted a day later; live ones stay", async () => {
+    const { pruneSessions } = await import("../src/console/sessions");
+    const live = await signIn(app.base, manager.email, manager.password);
+    const [{ before }] = await db.sql`select count(*)::int as before from console_sessions`;
+    expect(before).toBeGreaterThan(1);
+    await pruneSessions(db.sql, clock.now());
+    const [{ after }] = await db.sql`select count(*)::int as after from console_sessions`;
+    expect(after).toBeLessThan(before);
+    expect((await live.get("/console/account")).status).toBe(200);
+    await pruneSessions(db.sql, clock.now() + ABSOLUTE_MS + 25 * 3_600_000);
+    const [{ n }] = await db.sql`select count(*)::int as n from console_sessions`;
+    const [{ i }] = await db.sql`select count(*)::int as i from console_invites`;
+    expect([n, i]).toEqual([0, 0]);
+  });
+});

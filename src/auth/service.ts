@@ -14,7 +14,7 @@ import type { Clock } from "../clock";
 import type { Sql } from "../db/client";
 import { every, type Worker } from "../jobs/worker";
 import { log, errorFields } from "../log";
-import { keyDigest, sameHash } from "./keys";
+import { keyDigest, sameHash, sameText } from "./keys";
 import { findKeyByHash, recordLastUse } from "./queries";
 
 export interface ApiKey {
@@ -47,9 +47,13 @@ export class KeyStore {
     private readonly clock: Clock,
   ) {}
 
-  /** The key's SHA-256, base64: the cache's index. */
+  /**
+   * The key's SHA-256, base64: the cache's index. The memo usually holds a real key (the last one
+   * seen), so a presented key is compared with it in constant time: `!==` would stop at the first
+   * difference and take longer the more of a real key a guess has right.
+   */
   private digest(plaintext: string): string {
-    if (this.memo.plaintext !== plaintext) this.memo = { plaintext, id: keyDigest(plaintext) };
+    if (!sameText(this.memo.plaintext, plaintext)) this.memo = { plaintext, id: keyDigest(plaintext) };
     return this.memo.id;
   }
 

@@ -114,7 +114,7 @@ ${(p.scripts ?? []).map((s) => html`<script src="${assetUrl(s)}" defer></script>
 <a class="skip" href="#main">Skip to content</a>
 <header class="top">
 <a class="brand" href="/console/inbox">Leadline</a>
-<div class="who"><span class="who-name">${who}</span> <span class="muted">${roleName(u.role)}, ${scope}</span></div>
+<div class="who"><a class="who-name" href="/console/account">${who}</a> <span class="muted">${roleName(u.role)}, ${scope}</span></div>
 <form method="post" action="/console/logout" class="signout">${csrfField(viewer)}<button type="submit" class="btn btn-quiet">Sign out</button></form>
 </header>
 <div class="frame">

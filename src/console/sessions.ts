@@ -3,7 +3,9 @@
 // a password change), after IDLE_MS without a request, or ABSOLUTE_MS after sign-in, whichever
 // comes first.
 import { randomBytes } from "node:crypto";
+import type { Clock } from "../clock";
 import type { Sql } from "../db/client";
+import { every, type Worker } from "../jobs/worker";
 import { newToken, tokenHash, type ConsoleUser, type Role } from "./users";
 
 export const IDLE_MS = 2 * 3_600_000;
@@ -86,3 +88,6 @@ export function cookieToken(request: Request): string | null {
   }
   return null;
 }
+
+/** Hourly: ended sessions and old invites deleted, so the tables hold what is live. */
+export const sessionPruner = (sql: Sql, clock: Clock): Worker => every("console.prune", 3_600_000, () => pruneSessions(sql, clock.now()));

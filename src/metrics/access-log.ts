@@ -3,6 +3,7 @@
 // A line holds the time, route family, method, status, duration and the client's salted address
 // hash (src/http/client.ts), never a key, token, body, path or raw address.
 import { every, type Worker } from "../jobs/worker";
+import { writeLines } from "../log";
 import type { Family } from "./counters";
 
 const FLUSH_MS = 50;
@@ -19,7 +20,7 @@ export class AccessLog {
   private isoMs = -1;
   private iso = "";
 
-  constructor(private readonly out: (text: string) => void = (text) => void process.stdout.write(text)) {}
+  constructor(private readonly out: (text: string) => void = writeLines) {}
 
   /** `end`: performance.now() when the answer was ready. */
   line(family: Family, method: string, status: number, ms: number, client: string, end: number): void {

@@ -35,9 +35,13 @@ export class Exe {
     chmodSync(this.bin, 0o755);
   }
 
-  /** No inherited DATABASE_URL, PORT or node_modules: only what the test names. */
+  /**
+   * No inherited DATABASE_URL, PORT or node_modules: only what the test names, and the log sweep's
+   * LOG_COPY_FILE under test/run.ts (test/harness/sweep.ts), which changes nothing the test sees.
+   */
   env(env: Record<string, string>): Record<string, string> {
-    return { PATH: "/usr/bin:/bin", HOME: this.dir, ...env };
+    const copy: Record<string, string> = process.env.LOG_COPY_FILE ? { LOG_COPY_FILE: process.env.LOG_COPY_FILE } : {};
+    return { PATH: "/usr/bin:/bin", HOME: this.dir, ...copy, ...env };
   }
 
   /** `timeoutMs`: how long before the command is killed (a restore on a loaded machine takes longer than a start). */

@@ -2,6 +2,7 @@
 import type { Sql } from "../../src/db/client";
 import { insertKey } from "../../src/auth/admin";
 import type { Scope } from "../../src/auth/keys";
+import { recordSecret } from "./sweep";
 
 export interface World {
   /** org 1 (Acme) with campaign ACME, lists 101 and 102, agent "agent7"; org 2 (Bolt) with BOLT, list 201, agent "agent9". */
@@ -34,6 +35,7 @@ export async function makeKey(sql: Sql, spec: KeySpec): Promise<{ id: number; ke
       active: spec.active ?? true,
     }),
   );
+  recordSecret("api key", key);
   if (spec.revoked) await sql`update api_keys set active = false, revoked_at = now() where id = ${id}`;
   return { id, key };
 }

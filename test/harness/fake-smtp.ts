@@ -3,6 +3,7 @@
 // offers STARTTLS with smtp-server's built-in self-signed certificate and accepts any login.
 import { simpleParser, type ParsedMail } from "mailparser";
 import { SMTPServer } from "smtp-server";
+import { recordSecret } from "./sweep";
 
 export interface ReceivedMail {
   envelope: { from: string; to: string[] };
@@ -46,6 +47,7 @@ export async function startFakeSmtp(opts: FakeSmtpOptions = {}): Promise<FakeSmt
     logger: false,
     disableReverseLookup: true,
     onAuth(auth, _session, callback) {
+      recordSecret("provider credential", auth.password);
       callback(null, { user: auth.username });
     },
     onRcptTo(address, _session, callback) {
@@ -89,8 +91,10 @@ export async function startFakeSmtp(opts: FakeSmtpOptions = {}): Promise<FakeSmt
 
   return {
     port,
-    url: (user = "mailer", pass = "secret") =>
-      `smtp://${encodeURIComponent(user)}:${encodeURIComponent(pass)}@127.0.0.1:${port}/?tls.rejectUnauthorized=false`,
+    url(user = "mailer", pass = "secret") {
+      recordSecret("provider credential", pass);
+      return `smtp://${encodeURIComponent(user)}:${encodeURIComponent(pass)}@127.0.0.1:${port}/?tls.rejectUnauthorized=false`;
+    },
     mails,
     rejectRecipient: (address) => void rejected.add(address.toLowerCase()),
     setHang(on) {

@@ -4,6 +4,7 @@
 // answer. It also signs callbacks the way Twilio does, written here independently of the code
 // under test so that a test of the verifier is not the verifier checking itself.
 import { createHmac } from "node:crypto";
+import { recordSecret } from "./sweep";
 
 export interface TwilioRequest {
   path: string;
@@ -62,6 +63,7 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
         const decoded = Buffer.from(header.slice(6), "base64").toString();
         const i = decoded.indexOf(":");
         auth = { user: decoded.slice(0, i), pass: decoded.slice(i + 1) };
+        recordSecret("provider credential", auth.pass);
       }
       const form = Object.fromEntries(new URLSearchParams(await req.text()));
       const record: TwilioRequest = {

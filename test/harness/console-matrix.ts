@@ -1,0 +1,61 @@
+// The console's entries of the cross-organization table (test/cross-org.test.ts), keyed by declared
+// route id: how each is asked, what it answers without a session or without the role it needs,
+// and the pairs of requests (another organization's id, a missing one) that must be answered alike.
+import type { Sql } from "../../src/db/client";
+import type { ConsoleRoute } from "./auth-matrix";
+import { makeUser, signIn, type ConsoleClient } from "./console";
+
+const sessions = new Map<string, Promise<ConsoleClient>>();
+
+/** A signed-in client of organization 1 (Acme) with `role`, made once per server. */
+export function acmeClient(base: string, sql: Sql, role: "manager" | "agent"): Promise<ConsoleClient> {
+  const key = `${base} ${role}`;
+  let c = sessions.get(key);
+  if (!c) {
+    c = makeUser(sql, { role, orgId: 1 }).then((u) => signIn(base, u.email, u.password));
+    sessions.set(key, c);
+  }
+  return c;
+}
+
+const headersOf = async (c: Promise<ConsoleClient>, post = false): Promise<Record<string, string>> => {
+  const client = await c;
+  return post ? { cookie: client.cookie, "x-csrf-token": client.csrf } : { cookie: client.cookie };
+};
+
+export const asManager = (base: string, sql: Sql) => headersOf(acmeClient(base, sql, "manager"));
+export const asAgent = (base: string, sql: Sql) => headersOf(acmeClient(base, sql, "agent"));
+export const asManagerPost = (base: string, sql: Sql) => headersOf(acmeClient(base, sql, "manager"), true);
+export const asAgentPost = (base: string, sql: Sql) => headersOf(acmeClient(base, sql, "agent"), true);
+
+/** A page every signed-in role may see, with no id of anyone's. */
+const page = (name: string, path: string, method: "GET" | "POST" = "GET"): ConsoleRoute => ({
+  name,
+  session: method === "POST" ? asManagerPost : asManager,
+  request: { method, path },
+  refusals: { noSession: { status: 303 } },
+  crossOrg: { none: "takes no id: shows the signed-in user's own" },
+});
+
+/** A route anyone may ask (no session is needed): `status` is its answer without one. */
+const open = (name: string, method: "GET" | "POST", path: string, status: number, why: string, headers?: Record<string, string>): ConsoleRoute => ({
+  name,
+  session: asManager,
+  request: { method, path, headers },
+  refusals: { noSession: { status } },
+  crossOrg: { none: why },
+});
+
+const FORM = { "content-type": "application/x-www-form-urlencoded" };
+
+export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {
+  consoleHome: open("GET /console", "GET", "/console", 303, "a redirect to the inbox"),
+  consoleSignInPage: open("GET /console/login", "GET", "/console/login", 200, "the sign-in page"),
+  consoleSignIn: open("POST /console/login", "POST", "/console/login", 401, "signs in by email and password; no id of an organization's", FORM),
+  consoleSignOut: open("POST /console/logout", "POST", "/console/logout", 303, "ends the presented session only"),
+  consoleInvitePage: open("GET /console/invite/{token}", "GET", "/console/invite/" + "x".repeat(43), 404, "a one-time link's token, not an organization's id"),
+  consoleInvite: open("POST /console/invite/{token}", "POST", "/console/invite/" + "x".repeat(43), 404, "a one-time link's token, not an organization's id", FORM),
+  consoleAsset: open("GET /console/assets/{name}", "GET", "/console/assets/console.css", 200, "the console's own files, the same for everyone"),
+  consoleAccount: page("GET /console/account", "/console/account"),
+  consoleSignOutEverywhere: page("POST /console/account/sign-out-everywhere", "/console/account/sign-out-everywhere", "POST"),
+};
