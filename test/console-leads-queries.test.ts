@@ -72,12 +72,15 @@ describe("lead search", () => {
     expect((await searchLeads(db.sql, 1, filter({ to: "2026-01-09" }), null, 50)).rows).toHaveLength(0);
   });
 
-  test("the export streams every match, with formula cells made text", async () => {
+  test("the export streams every match in keyset batches, with formula cells made text", async () => {
     const stream = csvStream(["lead_id", "first_name"], leadsForExport(db.sql, 1, filter(), 4), (r) => [r.lead_id, r.first_name]);
     const text = await new Response(stream).text();
     const lines = text.trimEnd().split("\r\n");
     expect(lines).toHaveLength(31);
     expect(lines[0]).toBe("lead_id,first_name");
+    // Batches of 4 are keyset pages: every lead once, in order, the two with one timestamp included.
+    const all = await db.sql<{ id: number }[]>`select id from leads where org_id = 1 order by created_at desc, id desc`;
+    expect(lines.slice(1).map((l) => Number(l.split(",")[0]))).toEqual(all.map((r) => r.id));
     expect(lines.some((l) => l.endsWith(",'=cmd|' /C calc'!A0"))).toBe(true);
     expect([csvCell("+1"), csvCell("-x"), csvCell("@a"), csvCell('a"b,c'), csvCell("ok")]).toEqual(["'+1", "'-x", "'@a", '"a""b,c"', "ok"]);
   });

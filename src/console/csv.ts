@@ -1,4 +1,4 @@
-// CSV exports, streamed: rows go out as a postgres.js cursor yields them, so an export of a
+// CSV exports, streamed: rows go out batch by batch as the reader takes them, so an export of a
 // million leads holds one batch in memory. Cells are quoted per RFC 4180, and a cell a spreadsheet
 // would read as a formula (starting with = + - @, or a tab or carriage return that some strip
 // first) gets a leading apostrophe (OWASP's CSV injection advice), so an exported lead named
@@ -16,7 +16,7 @@ export const csvLine = (cells: readonly unknown[]) => cells.map(csvCell).join(",
 /**
  * A byte stream of the header and every row of `batches`. Pulled: the next batch is fetched only
  * when the client has taken the last, and a client that goes away cancels the stream, which ends
- * the iterator (closing the cursor and freeing its connection).
+ * the iterator.
  */
 export function csvStream<T>(header: readonly string[], batches: AsyncIterable<T[]>, cells: (row: T) => readonly unknown[]): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();

@@ -1,7 +1,7 @@
 // Lead search for the console: one text box (a name, a phone in any format, or an email), filters
 // by campaign, list, status and creation date, keyset pages ordered newest first. Every query is
 // confined to the actor's organization in SQL (scope.ts). The indexes that keep a page cheap at a
-// million leads are sql/0017's; the README's console section has their plans.
+// million leads are sql/0017's; docs/console-leads.md has their plans.
 import type { PendingQuery, Row } from "postgres";
 import type { Sql } from "../db/client";
 import { leadName } from "./match";
@@ -124,6 +124,10 @@ function filterSql(sql: Sql, orgId: number | null, f: LeadFilter): Fragment {
 /** The exact Unix-µs of created_at, as a number (µs of today's dates stay below 2^53). */
 const microsOf = (sql: Sql) => sql`(extract(epoch from l.created_at) * 1000000)::bigint`;
 
+/** The keyset condition: rows after `cursor` in (created_at desc, id desc) order. */
+const after = (sql: Sql, cursor: LeadCursor | null) =>
+  cursor === null ? sql`` : sql`and (l.created_at, l.id) < (timestamptz 'epoch' + ${cursor.micros}::bigint * interval '1 microsecond', ${cursor.id}::bigint)`;
+
 /**
  * One page of leads, newest first, after `cursor`: `limit` rows and whether more follow. Keyset
  * (created_at, id): no OFFSET, so page 1,000 costs what page 1 does.
@@ -140,7 +144,7 @@ export async function searchLeads(
            coalesce(o.timezone, 'UTC') as timezone, ${microsOf(sql)} as micros
     from leads l left join orgs o on o.id = l.org_id
     where ${filterSql(sql, orgId, f)}
-      ${cursor === null ? sql`` : sql`and (l.created_at, l.id) < (timestamptz 'epoch' + ${cursor.micros}::bigint * interval '1 microsecond', ${cursor.id}::bigint)`}
+      ${after(sql, cursor)}
     order by l.created_at desc, l.id desc
     limit ${limit + 1}`;
   const more = rows.length > limit;
@@ -172,18 +176,29 @@ export const LEAD_CSV_COLUMNS: readonly (keyof LeadCsvRow)[] = [
 ];
 
 /**
- * Every lead the filter matches, newest first, read through a cursor `batch` rows at a time: the
- * export never holds the whole set in memory. The caller must finish or `return()` the iterator
- * (which closes the cursor and gives its connection back).
+ * Every lead the filter matches, newest first, `batch` rows at a time: the export never holds the
+ * whole set in memory. Each batch is its own keyset query (like the pages), not a server-side
+ * cursor: a cursor keeps its connection for as long as the download lasts, so a slow or stalled
+ * client would hold a pool connection (on the embedded database, the only one) and a snapshot
+ * open; between batches this holds nothing. Leads created during the export, being newer than
+ * its first row, are not in it.
  */
-export function leadsForExport(sql: Sql, orgId: number | null, f: LeadFilter, batch = 500): AsyncIterable<LeadCsvRow[]> {
-  return sql<LeadCsvRow[]>`
-    select l.id as lead_id, l.first_name, l.last_name, l.phone, l.email, l.status, l.campaign_id as campaign,
-           l.list_id, l.address1, l.city, l.state, l.postal_code, l.source,
-           to_char(l.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as created_at
-    from leads l
-    where ${filterSql(sql, orgId, f)}
-    order by l.created_at desc, l.id desc`.cursor(batch);
+export async function* leadsForExport(sql: Sql, orgId: number | null, f: LeadFilter, batch = 1000): AsyncGenerator<LeadCsvRow[]> {
+  let cursor: LeadCursor | null = null;
+  for (;;) {
+    const rows: (LeadCsvRow & { micros: number })[] = await sql<(LeadCsvRow & { micros: number })[]>`
+      select l.id as lead_id, l.first_name, l.last_name, l.phone, l.email, l.status, l.campaign_id as campaign,
+             l.list_id, l.address1, l.city, l.state, l.postal_code, l.source,
+             to_char(l.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as created_at, ${microsOf(sql)} as micros
+      from leads l
+      where ${filterSql(sql, orgId, f)} ${after(sql, cursor)}
+      order by l.created_at desc, l.id desc
+      limit ${batch}`;
+    if (rows.length > 0) yield rows;
+    if (rows.length < batch) return;
+    const last = rows[rows.length - 1];
+    cursor = { micros: last.micros, id: last.lead_id };
+  }
 }
 
 /** The campaigns, lists and statuses the filter offers, within the organization. */
