@@ -202,6 +202,8 @@ describe("a lead", () => {
     };
     expect(await send(manager, "a note", "note")).toContain("Note saved.");
     expect(await send(manager, "   ")).toContain("Nothing was sent: the message is empty.");
+    // Email (with its subject) through the same path: this organization has no email provider.
+    expect(await send(manager, "<p>Quote attached</p>", "email")).toContain("Not sent: the organization has no provider set up for this channel.");
     await db.sql`update org_billing set credits = 0 where org_id = 1`;
     expect(await send(manager, "x")).toContain("Not sent: insufficient credits.");
     await db.sql`update org_billing set credits = 10 where org_id = 1`;
