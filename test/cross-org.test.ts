@@ -34,7 +34,12 @@ beforeAll(async () => {
   await makeLead(db.sql, { list: 201, phone: otherIntakePhone });
   const dial = await call(app.base, "/hooks/api_v1.php?r=cti/dial", { method: "POST", key: bolt, json: { phone: otherPhone } });
   expect(dial.body).toEqual({ ok: true, id: expect.any(Number), lead_id: otherLead });
+  const [{ id: otherInbound }] = await db.sql<{ id: number }[]>`
+    insert into messages (lead_id, org_id, channel, direction, actor_type, actor_id, body, status)
+    values (${otherLead}, 2, 'sms', 'in', 'provider', 'twilio', 'hello', 'received') returning id`;
   world = {
+    otherInbound,
+    missingInbound: 999_999_999,
     otherLead,
     otherPhone,
     otherIntakePhone,
@@ -100,7 +105,7 @@ describe("key routes: another organization's ids are answered like missing ones"
 
   test("and nothing of the other organization was touched: no dial, call, message or KPI of organization 1's requests landed there", async () => {
     const [row] = await db.sql<{ msgs: number; calls: number; kpis: number; leads: number }[]>`
-      select (select count(*)::int from messages m join leads l on l.id = m.lead_id where l.org_id = 2) as msgs,
+      select (select count(*)::int from messages m join leads l on l.id = m.lead_id where l.org_id = 2 and m.id <> ${world.otherInbound}) as msgs,
              (select count(*)::int from calls c join leads l on l.id = c.lead_id where l.org_id = 2) as calls,
              (select count(*)::int from kpi_points where org_id = 2) as kpis,
              (select count(*)::int from leads where org_id = 2) as leads`;

@@ -8,6 +8,8 @@ import consoleCss from "./assets/console.css" with { type: "text" };
 import consoleJs from "./assets/console.js" with { type: "text" };
 import icon from "./assets/icon.svg" with { type: "text" };
 import operationsCss from "./assets/operations.css" with { type: "text" };
+import leadCss from "./assets/lead.css" with { type: "text" };
+import leadJs from "./assets/lead.js" with { type: "text" };
 
 export interface Asset {
   body: string;
@@ -22,6 +24,8 @@ export const ASSETS: Readonly<Record<string, Asset>> = {
   "operations.css": { body: operationsCss, type: "text/css; charset=utf-8" },
   "c2.css": { body: c2Css, type: "text/css; charset=utf-8" },
   "c2.js": { body: c2Js, type: "text/javascript; charset=utf-8" },
+  "lead.css": { body: leadCss, type: "text/css; charset=utf-8" },
+  "lead.js": { body: leadJs, type: "text/javascript; charset=utf-8" },
 };
 
 const versions = new Map(Object.entries(ASSETS).map(([name, a]) => [name, createHash("sha1").update(a.body).digest("hex").slice(0, 12)]));

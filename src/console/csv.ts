@@ -1,43 +1,54 @@
-// CSV for spreadsheets (RFC 4180 quoting), safe to open: a cell that a spreadsheet would read as
-// a formula (starting with =, +, -, @, a tab or a carriage return) is prefixed with a single quote,
-// so a caller's phone field of `=HYPERLINK(…)` stays text. Numbers are written as numbers.
-
+// CSV exports, streamed: rows go out batch by batch as the reader takes them, so an export of a
+// million rows holds one batch in memory. Cells are quoted per RFC 4180, and a cell a spreadsheet
+// would read as a formula (starting with = + - @, or a tab or carriage return that some strip
+// first) gets a leading apostrophe (OWASP's CSV injection advice), so a lead named
+// `=HYPERLINK(…)` stays text. Numbers are written as numbers.
 const FORMULA_START = /^[=+\-@\t\r]/;
 
 export function csvCell(v: unknown): string {
   if (v === null || v === undefined) return "";
   if (typeof v === "number") return Number.isFinite(v) ? String(v) : "";
   let s = v instanceof Date ? v.toISOString() : String(v);
-  if (FORMULA_START.test(s)) s = `'${s}`;
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  if (FORMULA_START.test(s)) s = "'" + s;
+  return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 }
 
-export const csvLine = (cells: unknown[]): string => cells.map(csvCell).join(",") + "\r\n";
+export const csvLine = (cells: readonly unknown[]) => cells.map(csvCell).join(",") + "\r\n";
 
 /**
- * A streamed CSV answer: the header line, then each batch of rows as the generator yields it, so
- * memory holds one batch whatever the number of rows.
+ * A byte stream of the header and every row of `batches`. Pulled: the next batch is fetched only
+ * when the client has taken the last, and a client that goes away cancels the stream, which ends
+ * the iterator.
  */
-export function csvResponse<T>(filename: string, header: string[], rows: AsyncIterable<T[]>, line: (row: T) => unknown[]): Response {
-  const enc = new TextEncoder();
-  const it = rows[Symbol.asyncIterator]();
-  let headerSent = false;
-  const body = new ReadableStream<Uint8Array>({
+export function csvStream<T>(header: readonly string[], batches: AsyncIterable<T[]>, cells: (row: T) => readonly unknown[]): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let it: AsyncIterator<T[]> | null = null;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(encoder.encode(csvLine(header)));
+    },
     async pull(controller) {
-      if (!headerSent) {
-        headerSent = true;
-        controller.enqueue(enc.encode(csvLine(header)));
-        return;
+      it ??= batches[Symbol.asyncIterator]();
+      try {
+        const next = await it.next();
+        if (next.done) {
+          controller.close();
+          return;
+        }
+        controller.enqueue(encoder.encode(next.value.map((r) => csvLine(cells(r))).join("")));
+      } catch (err) {
+        controller.error(err);
       }
-      const next = await it.next();
-      if (next.done) controller.close();
-      else controller.enqueue(enc.encode(next.value.map((r) => csvLine(line(r))).join("")));
     },
     async cancel() {
-      await it.return?.(undefined);
+      await it?.return?.();
     },
   });
-  return new Response(body, {
+}
+
+/** A streamed CSV download named `filename`. */
+export function csvResponse<T>(filename: string, header: readonly string[], rows: AsyncIterable<T[]>, cells: (row: T) => readonly unknown[]): Response {
+  return new Response(csvStream(header, rows, cells), {
     headers: {
       "content-type": "text/csv; charset=utf-8",
       "content-disposition": `attachment; filename="${filename}"`,

@@ -1,5 +1,5 @@
 // The console's files (src/console/assets/), imported `with { type: "text" }` by assets.ts: each
-// import yields its text. One line per file, as in ASSETS.
+// import yields its text. One block per file, as in ASSETS (TypeScript allows one `*` per pattern).
 declare module "*/assets/console.css" {
   const text: string;
   export default text;
@@ -21,6 +21,14 @@ declare module "*/assets/c2.css" {
   export default text;
 }
 declare module "*/assets/c2.js" {
+  const text: string;
+  export default text;
+}
+declare module "*/assets/lead.css" {
+  const text: string;
+  export default text;
+}
+declare module "*/assets/lead.js" {
   const text: string;
   export default text;
 }

@@ -206,8 +206,11 @@ export function signInRoutes(deps: Deps): Route[] {
       method: "GET",
       path: "/console/assets/{name}",
       access: { kind: "public" },
-      answers: { 200: { description: "The file", contentType: ["text/css; charset=utf-8", "text/javascript; charset=utf-8", "image/svg+xml"] }, 404: { description: "No such file" } },
-      errors: ["not_found"],
+      answers: {
+        200: { description: "The file", contentType: ["text/css; charset=utf-8", "text/javascript; charset=utf-8", "image/svg+xml"] },
+        404: { description: "No such file", contentType: "text/plain; charset=utf-8" },
+      },
+      errors: [],
       handle: (_request, _server, selected) => {
         const name = selected.params.name ?? "";
         const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;

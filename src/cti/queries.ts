@@ -1,4 +1,4 @@
-import type { Sql } from "../db/client";
+import type { Sql, Tx } from "../db/client";
 import { inInputOrder } from "../db/batcher";
 import { drawHit } from "../limits/fused";
 import { leadName, newestLead } from "../leads/match";
@@ -11,7 +11,7 @@ import { dialInReach } from "./reach";
  * reach a dial without a lead, and whether the agent's keys of any organization may (src/cti/reach.ts).
  */
 export async function queueDial(
-  sql: Sql,
+  sql: Sql | Tx,
   orgId: number | null,
   agent: string,
   keyId: number | null,
@@ -76,4 +76,15 @@ export async function claimDial(sql: Sql, actor: { orgId: number | null; agent: 
            floor(extract(epoch from c.created_at))::bigint as epoch
     from claimed c`;
   return row ?? null;
+}
+
+/** The users of an organization a dial can be queued for (the CTI agents and console users of it). */
+export function agentsOf(sql: Sql, orgId: number): Promise<{ id: string; name: string }[]> {
+  return sql<{ id: string; name: string }[]>`select id, name from users where org_id = ${orgId} order by name, id limit 500`;
+}
+
+/** Whether user `agent` belongs to organization `orgId`. */
+export async function agentInOrg(sql: Sql | Tx, agent: string, orgId: number): Promise<boolean> {
+  const [row] = await sql`select 1 from users where id = ${agent} and org_id = ${orgId}`;
+  return row !== undefined;
 }

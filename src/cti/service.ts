@@ -1,11 +1,11 @@
 import type { Actor } from "../auth/actor";
-import type { Sql } from "../db/client";
+import type { Sql, Tx } from "../db/client";
 import { AppError } from "../errors";
 import { countedReads, type CountedReads } from "../limits/fused";
 import type { KeyHit } from "../limits/key-counter";
 import type { Limits } from "../limits/limits";
 import { dialable } from "../leads/phone";
-import { claimDial, countedLookups, queueDial, type ClaimedDial, type LookupMatch, type LookupRead } from "./queries";
+import { agentInOrg, claimDial, countedLookups, queueDial, type ClaimedDial, type LookupMatch, type LookupRead } from "./queries";
 
 function dialablePhone(phone: unknown): string {
   const digits = dialable(phone);
@@ -18,6 +18,27 @@ export async function dial(sql: Sql, actor: Actor, phone: unknown): Promise<{ ok
   const digits = dialablePhone(phone);
   const row = await queueDial(sql, actor.orgId, actor.agent!, actor.keyId, digits);
   return { ok: true, id: row.id, lead_id: row.lead_id };
+}
+
+/**
+ * A dial queued by a console user for `agent`, matched like a key's dial to the newest lead in the
+ * actor's scope. An agent (actor.agent set) may queue only to themselves; a manager to a user of
+ * their organization; an admin (org null) to a user of the lead's organization, `orgOfLead`. Any
+ * other agent is not_found, like an id outside the organization. Runs in the caller's transaction
+ * (which writes the audit row).
+ */
+export async function queueDialFor(
+  tx: Tx,
+  actor: Actor,
+  agent: string,
+  phone: unknown,
+  orgOfLead: number | null,
+): Promise<{ id: number; lead_id: number | null }> {
+  const digits = dialablePhone(phone);
+  if (actor.agent !== null && agent !== actor.agent) throw new AppError("not_found", "an agent queues dials only to themselves");
+  const org = actor.orgId ?? orgOfLead;
+  if (org === null || !(await agentInOrg(tx, agent, org))) throw new AppError("not_found", "no such agent in the organization");
+  return queueDial(tx, actor.orgId, agent, actor.keyId, digits);
 }
 
 export type LookupReads = CountedReads<LookupRead, LookupMatch>;

@@ -18,6 +18,7 @@ import m0014 from "../../sql/0014_message_text_as_sent.sql" with { type: "text" 
 import m0015 from "../../sql/0015_dni_holder.sql" with { type: "text" };
 import m0016 from "../../sql/0016_console.sql" with { type: "text" };
 import m0017 from "../../sql/0017_console_calls_dni.sql" with { type: "text" };
+import m0018 from "../../sql/0018_console_leads.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -37,4 +38,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 15, name: "0015_dni_holder", sql: m0015 },
   { version: 16, name: "0016_console", sql: m0016 },
   { version: 17, name: "0017_console_calls_dni", sql: m0017 },
+  { version: 18, name: "0018_console_leads", sql: m0018 },
 ];

@@ -40,3 +40,32 @@ export async function attributeCall(sql: Sql, callId: number, orgId: number | nu
     returning calls.visit_id, calls.dni_pool, calls.dni_visitor`;
   return row ?? null;
 }
+
+export interface FirstTouch {
+  source: string;
+  medium: string;
+  campaign: string;
+  landing: string;
+  gclid: string;
+  referrer: string;
+  pool: string;
+  /** When the visitor first came (their first lease), and the call that tied them to the lead. */
+  first_visit_at: Date;
+  called_at: Date;
+}
+
+/**
+ * A lead's DNI first touch: the visitor behind the lead's earliest attributed call, as that
+ * visitor's first lease recorded it (first touch is never overwritten). Null when no call of the
+ * lead was attributed. The caller has confined the lead to the viewer's organization.
+ */
+export async function leadFirstTouch(sql: Sql, leadId: number): Promise<FirstTouch | null> {
+  const [row] = await sql<FirstTouch[]>`
+    select v.utm_source as source, v.utm_medium as medium, v.utm_campaign as campaign, v.landing, v.gclid,
+           v.referrer, v.pool_key as pool, v.first_visit_at, k.occurred_at as called_at
+    from calls k join dni_visitors v on v.id = k.visit_id
+    where k.lead_id = ${leadId} and k.visit_id is not null
+    order by k.occurred_at, k.id
+    limit 1`;
+  return row ?? null;
+}

@@ -2,10 +2,10 @@
 // its organization; the platform (org null) sees every lead. Each lead carries its campaign's
 // organization (`org_id`, kept by triggers, sql/0002), so the check reads the lead's row alone.
 // Expects the alias `l` for leads.
-import type { Sql } from "../db/client";
+import type { Sql, Tx } from "../db/client";
 
 /** Distinct statement texts for the platform and tenants, so each gets its own plan. */
-export const inTenant = (sql: Sql, orgId: number | null) => (orgId === null ? sql`true` : sql`l.org_id = ${orgId}`);
+export const inTenant = (sql: Sql | Tx, orgId: number | null) => (orgId === null ? sql`true` : sql`l.org_id = ${orgId}`);
 
 /**
  * The same confinement for each row of an input relation `u` (a batched read), whose column `org`

@@ -38,6 +38,9 @@ export interface CrossWorld {
   missingList: number;
   missingDial: number;
   missingOrg: number;
+  /** An inbound message of another organization's lead (the console's inbox forms). */
+  otherInbound: number;
+  missingInbound: number;
 }
 
 /**

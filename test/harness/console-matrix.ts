@@ -50,6 +50,66 @@ const open = (name: string, method: "GET" | "POST", path: string, status: number
 
 const FORM = { "content-type": "application/x-www-form-urlencoded" };
 
+/** A page or form of one lead (C1's inbox, leads and lead pages): another organization's lead is the missing one's 404. */
+const ofLead = (name: string, suffix: string, method: "GET" | "POST" = "GET"): ConsoleRoute => ({
+  name,
+  session: method === "POST" ? asAgentPost : asAgent,
+  request: { method, path: `/console/leads/1${suffix}` },
+  refusals: { noSession: { status: 303 } },
+  crossOrg: { cases: (w) => [{ name: "lead id", other: { method, path: `/console/leads/${w.otherLead}${suffix}` }, missing: { method, path: `/console/leads/${w.missingLead}${suffix}` } }] },
+});
+
+/** A form on one inbound message: another organization's message is the missing one's 404. */
+const ofInbound = (name: string, action: string): ConsoleRoute => ({
+  name,
+  session: asAgentPost,
+  request: { method: "POST", path: `/console/inbox/1/${action}` },
+  refusals: { noSession: { status: 303 } },
+  crossOrg: { cases: (w) => [{ name: "message id", other: { method: "POST", path: `/console/inbox/${w.otherInbound}/${action}` }, missing: { method: "POST", path: `/console/inbox/${w.missingInbound}/${action}` } }] },
+});
+
+const leadPages: Record<string, ConsoleRoute> = {
+  consoleInbox: page("GET /console/inbox", "/console/inbox"),
+  consoleInboxHandled: ofInbound("POST /console/inbox/{id}/handled", "handled"),
+  consoleInboxReply: ofInbound("POST /console/inbox/{id}/reply", "reply"),
+  consoleLeads: {
+    ...page("GET /console/leads", "/console/leads"),
+    crossOrg: {
+      none:
+        "its filters (campaign, list, a phone) are echoed into the page, so two requests never read alike; the same filters on " +
+        "consoleLeadsCsv, which echoes nothing, are compared here, and the query of both is tested in test/console-leads-queries.test.ts",
+    },
+  },
+  consoleLeadsCsv: {
+    name: "GET /console/leads.csv",
+    session: asAgent,
+    request: { method: "GET", path: "/console/leads.csv" },
+    refusals: { noSession: { status: 303 } },
+    crossOrg: {
+      cases: (w) => [
+        { name: "list", other: { method: "GET", path: `/console/leads.csv?list=${w.otherList}` }, missing: { method: "GET", path: `/console/leads.csv?list=${w.missingList}` } },
+        { name: "phone", other: { method: "GET", path: `/console/leads.csv?q=${w.otherPhone}` }, missing: { method: "GET", path: `/console/leads.csv?q=${w.missingPhone}` } },
+        { name: "campaign", other: { method: "GET", path: "/console/leads.csv?campaign=BOLT" }, missing: { method: "GET", path: "/console/leads.csv?campaign=NOSUCH" } },
+      ],
+    },
+  },
+  consoleLead: ofLead("GET /console/leads/{id}", ""),
+  consoleLeadSend: ofLead("POST /console/leads/{id}/send", "/send", "POST"),
+  consoleLeadConsent: ofLead("POST /console/leads/{id}/consent", "/consent", "POST"),
+  consoleLeadDial: ofLead("POST /console/leads/{id}/dial", "/dial", "POST"),
+  consoleLeadTimeline: {
+    name: "GET /console/api/leads/{id}/timeline",
+    session: asAgent,
+    request: { method: "GET", path: "/console/api/leads/1/timeline" },
+    refusals: { noSession: { status: 401, error: "unauthenticated" } },
+    crossOrg: {
+      cases: (w) => [
+        { name: "lead id", other: { method: "GET", path: `/console/api/leads/${w.otherLead}/timeline` }, missing: { method: "GET", path: `/console/api/leads/${w.missingLead}/timeline` } },
+      ],
+    },
+  },
+};
+
 export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {
   consoleHome: open("GET /console", "GET", "/console", 303, "a redirect to the inbox"),
   consoleSignInPage: open("GET /console/login", "GET", "/console/login", 200, "the sign-in page"),
@@ -62,4 +122,5 @@ export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {
   consoleSignOutEverywhere: page("POST /console/account/sign-out-everywhere", "/console/account/sign-out-everywhere", "POST"),
   ...OPERATIONS_ROUTES,
   ...C2_ROUTES,
+  ...leadPages,
 };

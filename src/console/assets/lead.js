@@ -1,0 +1,43 @@
+// The lead page's timeline: new entries appear without a reload. Every few seconds while the tab
+// is visible, it asks the declared JSON route for the entries recorded after the mark it holds and
+// appends the list items the server rendered (escaped there, as the page itself is). A hidden tab
+// asks nothing; coming back asks at once.
+(function () {
+  "use strict";
+  var list = document.getElementById("timeline");
+  if (!list) return;
+  var mark = list.getAttribute("data-mark") || "";
+  var src = list.getAttribute("data-src") || "";
+  var EVERY_MS = 4000;
+  var busy = false;
+
+  function poll() {
+    if (busy || document.visibilityState !== "visible") return;
+    busy = true;
+    fetch(src + "?after=" + encodeURIComponent(mark), { credentials: "same-origin", headers: { accept: "application/json" } })
+      .then(function (r) {
+        return r.ok ? r.json() : null;
+      })
+      .then(function (answer) {
+        if (!answer || answer.ok !== true) return;
+        mark = answer.after;
+        list.setAttribute("data-mark", mark);
+        if (answer.count > 0) {
+          list.insertAdjacentHTML("beforeend", answer.html);
+          var empty = document.getElementById("timeline-empty");
+          if (empty) empty.remove();
+        }
+      })
+      .catch(function () {
+        // Offline or the server restarting: the next tick tries again.
+      })
+      .then(function () {
+        busy = false;
+      });
+  }
+
+  setInterval(poll, EVERY_MS);
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") poll();
+  });
+})();

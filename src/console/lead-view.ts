@@ -1,0 +1,195 @@
+// The lead page's body (the layout gives its <h1>, the lead's name), as pure functions of its data (no database, no request): the fields, the
+// composer, the timeline (whose entries the polling route renders with the same function), consent,
+// appointments, the DNI first touch and the dial form.
+import type { ChannelConsent } from "../leads/consent";
+import type { LeadProfile } from "../leads/profile";
+import type { LeadAppointment } from "../booking/by-lead";
+import type { Entry } from "../conversations/timeline";
+import type { FirstTouch } from "../dni/attribution";
+import { formatNumber } from "../dni/rules";
+import { htmlToText } from "../messages/merge";
+import { html, when, type Html } from "./html";
+
+export interface LeadPage {
+  lead: LeadProfile;
+  entries: Entry[];
+  /** The polling mark (src/conversations/timeline.ts markText). */
+  mark: string;
+  consent: ChannelConsent[];
+  appointments: LeadAppointment[];
+  firstTouch: FirstTouch | null;
+  /** Who a dial can be queued for; one entry (the viewer) for an agent. */
+  agents: { id: string; name: string }[];
+  /** A fresh idempotency identity for the composer (one per rendering). */
+  operationId: string;
+  csrf: Html;
+  /** The one-line result of the last post, if any. */
+  notice: Html | null;
+}
+
+export const leadDisplayName = (l: { first_name: string; last_name: string; phone: string }) =>
+  `${l.first_name} ${l.last_name}`.trim() || formatNumber(l.phone);
+
+const mins = (secs: number) => `${Math.floor(secs / 60)}m ${String(secs % 60).padStart(2, "0")}s`;
+
+/** One timeline entry as a list item; every value is text (message bodies are untrusted). */
+export function entryHtml(e: Entry, zone: string): Html {
+  const at = html`<time datetime="${new Date(e.epoch * 1000).toISOString()}">${when(e.epoch * 1000, zone)}</time>`;
+  switch (e.kind) {
+    case "msg": {
+      const inbound = e.direction === "in";
+      const who = inbound ? "from the lead" : e.actor_type === "user" ? `by ${e.actor_id}` : `by ${e.actor_type || "the system"}`;
+      const text = e.channel === "email" ? htmlToText(e.body) : e.body;
+      const bad = ["failed", "undelivered", "unknown"].includes(e.status);
+      return html`<li class="tl tl-msg ${inbound ? "tl-in" : "tl-out"}">
+        <div class="tl-head"><span class="badge">${e.channel.toUpperCase()}</span> <strong>${inbound ? "In" : "Out"}</strong>
+          <span class="muted">${who}</span> ${at}
+          ${e.status ? html`<span class="badge ${bad ? "badge-bad" : e.status === "queued" ? "badge-warn" : "badge-ok"}">${e.status}</span>` : null}</div>
+        ${e.subject && e.channel === "email" ? html`<div class="tl-subject">${e.subject}</div>` : null}
+        <div class="tl-body">${text}</div>
+        ${e.error ? html`<div class="tl-error">${e.error}</div>` : null}
+      </li>`;
+    }
+    case "call":
+      return html`<li class="tl tl-call">
+        <div class="tl-head"><span class="badge">CALL</span> <strong>${e.status || "call"}</strong> ${at}</div>
+        <div class="tl-body">${mins(e.secs)}${e.agent ? html` · agent ${e.agent}` : null}</div>
+        ${e.ai_summary ? html`<div class="tl-body muted">${e.ai_summary}</div>` : null}
+      </li>`;
+    case "event":
+      return html`<li class="tl tl-event">
+        <div class="tl-head"><span class="badge">EVENT</span> <strong>${e.label || e.event}</strong> ${at}</div>
+        ${e.actor ? html`<div class="muted">by ${e.actor}${e.actor_role ? html` (${e.actor_role})` : null}</div>` : null}
+        ${e.note ? html`<div class="tl-body">${e.note}</div>` : null}
+      </li>`;
+  }
+}
+
+export const entriesHtml = (entries: Entry[], zone: string): Html => html`${entries.map((e) => entryHtml(e, zone))}`;
+
+function fields(l: LeadProfile): Html {
+  const row = (k: string, v: Html | string) => html`<dt>${k}</dt><dd>${v === "" ? html`<span class="muted">—</span>` : v}</dd>`;
+  const address = [l.address1, l.city, [l.state, l.postal_code].filter(Boolean).join(" ")].filter(Boolean).join(", ");
+  return html`<section class="card" aria-labelledby="h-fields"><h2 id="h-fields">Lead</h2><dl class="fields">
+    ${row("Phone", formatNumber(l.phone))}
+    ${row("Email", l.email)}
+    ${row("Status", l.status)}
+    ${row("Address", address)}
+    ${row("Campaign", l.campaign_name ? `${l.campaign_name} (${l.campaign_id})` : l.campaign_id)}
+    ${row("List", l.list_name ? `${l.list_name} (${l.list_id})` : String(l.list_id))}
+    ${l.org_name ? row("Organization", l.org_name) : null}
+    ${row("Source", l.source)}
+    ${row("Created", when(l.created_at, l.timezone))}
+    ${row("Lead id", String(l.id))}
+  </dl></section>`;
+}
+
+function composer(p: LeadPage): Html {
+  return html`<section class="card" aria-labelledby="h-compose"><h2 id="h-compose">Send</h2>
+    <form method="post" action="/console/leads/${p.lead.id}/send" class="composer">
+      ${p.csrf}
+      <input type="hidden" name="operation_id" value="${p.operationId}">
+      <div class="composer-row">
+        <label for="channel">Channel</label>
+        <select id="channel" name="channel">
+          <option value="sms">SMS</option><option value="email">Email</option><option value="note">Note (internal)</option>
+        </select>
+      </div>
+      <div class="composer-row composer-subject">
+        <label for="subject">Subject <span class="muted">(email only)</span></label>
+        <input id="subject" name="subject" type="text" maxlength="200" autocomplete="off">
+      </div>
+      <div class="composer-row">
+        <label for="body">Message</label>
+        <textarea id="body" name="body" rows="4" required></textarea>
+      </div>
+      <p class="muted">Merge fields such as {first_name} are filled in. Consent, quiet hours and billing apply as for every send.</p>
+      <button type="submit" class="btn btn-primary">Send</button>
+    </form></section>`;
+}
+
+function timeline(p: LeadPage): Html {
+  return html`<section class="card" aria-labelledby="h-timeline"><h2 id="h-timeline">Timeline</h2>
+    <p class="muted">Messages, calls and events, oldest first; new ones appear here as they arrive.</p>
+    <ol id="timeline" class="timeline" aria-live="polite" data-mark="${p.mark}" data-src="/console/api/leads/${p.lead.id}/timeline">
+      ${entriesHtml(p.entries, p.lead.timezone)}
+    </ol>
+    ${p.entries.length === 0 ? html`<p class="empty" id="timeline-empty">Nothing yet.</p>` : null}
+  </section>`;
+}
+
+const CONSENT_WORDS: Record<string, string> = { in: "Opted in", out: "Opted out", none: "No consent recorded" };
+
+function consent(p: LeadPage): Html {
+  return html`<section class="card" aria-labelledby="h-consent"><h2 id="h-consent">Consent</h2>
+    ${p.consent.map((c) => {
+      const label = c.channel === "sms" ? "SMS" : "Email";
+      const id = `consent-${c.channel}`;
+      return html`<form method="post" action="/console/leads/${p.lead.id}/consent" class="consent-row">
+        ${p.csrf}
+        <input type="hidden" name="channel" value="${c.channel}">
+        <div><strong>${label}</strong> <span class="badge ${c.consent === "in" ? "badge-ok" : c.consent === "out" ? "badge-bad" : "badge-warn"}">${CONSENT_WORDS[c.consent]}</span>
+          <div class="muted">${c.address === "" ? "no address" : c.channel === "sms" ? formatNumber(c.address) : c.address}${
+            c.consent_at ? html` · set ${when(c.consent_at, p.lead.timezone)}${c.consent_source ? html` (${c.consent_source})` : null}` : null
+          }</div></div>
+        ${c.address === ""
+          ? null
+          : html`<label for="${id}">Change ${label} consent to</label>
+            <select id="${id}" name="consent">
+              ${(["in", "out", "none"] as const).map((v) => html`<option value="${v}"${v === c.consent ? html` selected` : null}>${CONSENT_WORDS[v]}</option>`)}
+            </select>
+            <button type="submit" class="btn">Change</button>`}
+      </form>`;
+    })}
+  </section>`;
+}
+
+function appointments(p: LeadPage): Html {
+  return html`<section class="card" aria-labelledby="h-appts"><h2 id="h-appts">Appointments</h2>
+    ${p.appointments.length === 0
+      ? html`<p class="empty">None.</p>`
+      : html`<ul class="plain">${p.appointments.map(
+          (a) => html`<li><strong>${when(a.slot_epoch * 1000, a.timezone)}</strong> <span class="muted">(${a.timezone})</span> · ${a.calendar}
+            <span class="badge ${a.status === "cancelled" || a.status === "no_show" ? "badge-bad" : a.status === "pending" ? "badge-warn" : "badge-ok"}">${a.status}</span></li>`,
+        )}</ul>`}
+  </section>`;
+}
+
+function firstTouch(p: LeadPage): Html {
+  const t = p.firstTouch;
+  const row = (k: string, v: string) => html`<dt>${k}</dt><dd>${v === "" ? html`<span class="muted">—</span>` : v}</dd>`;
+  return html`<section class="card" aria-labelledby="h-touch"><h2 id="h-touch">First touch</h2>
+    ${t === null
+      ? html`<p class="empty">No tracked call from this lead yet.</p>`
+      : html`<dl class="fields">
+          ${row("Source", t.source)}${row("Medium", t.medium)}${row("Campaign", t.campaign)}
+          <dt>Landing page</dt><dd class="wrap">${t.landing || html`<span class="muted">—</span>`}</dd>
+          ${row("gclid", t.gclid)}${row("Referrer", t.referrer)}${row("Pool", t.pool)}
+          ${row("First visit", when(t.first_visit_at, p.lead.timezone))}${row("Called", when(t.called_at, p.lead.timezone))}
+        </dl>`}
+  </section>`;
+}
+
+function dial(p: LeadPage, selfOnly: boolean): Html {
+  return html`<section class="card" aria-labelledby="h-dial"><h2 id="h-dial">Dial</h2>
+    ${p.agents.length === 0
+      ? html`<p class="empty">No agent in this organization.</p>`
+      : html`<form method="post" action="/console/leads/${p.lead.id}/dial" class="dial-row">
+          ${p.csrf}
+          ${selfOnly
+            ? html`<input type="hidden" name="agent" value="${p.agents[0].id}"><p>Queue a call to ${formatNumber(p.lead.phone)} on your phone.</p>`
+            : html`<label for="agent">Agent</label>
+              <select id="agent" name="agent">${p.agents.map((a) => html`<option value="${a.id}">${a.name || a.id}</option>`)}</select>`}
+          <button type="submit" class="btn">Queue dial</button>
+        </form>`}
+  </section>`;
+}
+
+export function leadBody(p: LeadPage, selfOnlyDial: boolean): Html {
+  return html`<p><a href="/console/leads">← Leads</a></p>
+  ${p.notice}
+  <div class="lead-grid">
+    <div class="lead-main">${composer(p)}${timeline(p)}</div>
+    <div class="lead-side">${fields(p.lead)}${consent(p)}${dial(p, selfOnlyDial)}${appointments(p)}${firstTouch(p)}</div>
+  </div>`;
+}

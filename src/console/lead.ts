@@ -1,0 +1,199 @@
+// A lead's page (/console/leads/{id}): its fields, timeline (polled for new entries), composer,
+// consent, appointments, DNI first touch and dial. Every read is confined to the viewer's
+// organization in SQL; another organization's lead is the same 404 as a missing one. Every change
+// goes through the feature's own service with the viewer's Actor and writes its audit row.
+import { randomUUID } from "node:crypto";
+import { Type as t } from "@sinclair/typebox";
+import { leadAppointments } from "../booking/by-lead";
+import { leadTimeline, markText, parseMark } from "../conversations/timeline";
+import { agentsOf } from "../cti/queries";
+import { queueDialFor } from "../cti/service";
+import { leadFirstTouch } from "../dni/attribution";
+import { AppError } from "../errors";
+import type { Deps } from "../http/deps";
+import type { Route } from "../http/route";
+import { CONSENT_VALUES, leadConsent, setConsent, type ConsentValue } from "../leads/consent";
+import { leadProfile, type LeadProfile } from "../leads/profile";
+import { markLeadHandled } from "../messages/inbox";
+import { parseSendInput, type MessageResult, type SendInput } from "../messages/model";
+import { recipientZone } from "../messages/quiet-hours";
+import { sendEnv, sendMessage } from "../messages/service";
+import { audit } from "./audit";
+import { consoleHtml, csrfField, notice, seeOther } from "./html";
+import { entriesHtml, leadBody, leadDisplayName } from "./lead-view";
+import { consoleJson, consolePage, formOf, type Viewer } from "./route";
+import { sentQuery, sentWords } from "./send-words";
+
+/** The newest entries the page shows (the API's conversation keeps as many). */
+export const TIMELINE_KEPT = 200;
+
+/** The lead id of a path, or not_found (the same page as a missing lead) for anything but digits. */
+export function leadIdOf(param: string | undefined): number {
+  if (param === undefined || !/^\d{1,15}$/.test(param)) throw new AppError("not_found");
+  return Number(param);
+}
+
+export async function leadOr404(deps: Deps, viewer: Viewer, id: number): Promise<LeadProfile> {
+  const lead = await leadProfile(deps.sql, viewer.actor.orgId, id);
+  if (!lead) throw new AppError("not_found");
+  return lead;
+}
+
+/** A new idempotency identity for a composer: made when the form is rendered, so a double submit sends once. */
+export const newOperationId = () => `console-${randomUUID()}`;
+
+/** The zone a quiet-hours deferral is stated in: the recipient's, as the gate computes it. */
+export async function recipientZoneOf(deps: Deps, lead: LeadProfile): Promise<string> {
+  const [org] = lead.org_id === null ? [] : await deps.sql<{ timezone: string }[]>`select timezone from orgs where id = ${lead.org_id}`;
+  return recipientZone(lead.state, org?.timezone ?? "");
+}
+
+/**
+ * A send from the console: the one send function, as the viewer. A reply answers the lead's
+ * unhandled inbound messages, which leave the inbox (in their own transaction, with its audit row).
+ * The send itself is recorded by the send path (its message row names the user) and audited here.
+ */
+export async function consoleSend(
+  deps: Deps,
+  viewer: Viewer,
+  lead: { id: number; org_id: number | null },
+  form: Record<string, string>,
+): Promise<{ result: MessageResult; channel: string } | { error: string }> {
+  const leadId = lead.id;
+  let input: SendInput;
+  try {
+    input = parseSendInput({ lead_id: leadId, channel: form.channel, body: form.body ?? "", subject: form.channel === "email" ? form.subject || null : null, operation_id: form.operation_id });
+  } catch (err) {
+    if (err instanceof AppError) return { error: err.code === "bad_operation_id" ? "The form was incomplete: reload the page and try again." : "Choose SMS, email or note." };
+    throw err;
+  }
+  let result: MessageResult;
+  try {
+    result = await sendMessage(deps.sql, viewer.actor, input, deps.clock.now(), sendEnv(deps.config));
+  } catch (err) {
+    if (err instanceof AppError && err.code === "operation_id_conflict") return { error: "This form was already used for another message: reload the page." };
+    throw err;
+  }
+  const now = new Date(deps.clock.now());
+  await deps.sql.begin(async (tx) => {
+    await audit(tx, viewer.actor, "message.send", `lead:${leadId}`, {
+      channel: input.channel,
+      operation_id: input.operationId,
+      message_id: result.message_id,
+      ...(result.reason ? { reason: result.reason } : {}),
+      ...(result.defer_until ? { defer_until: result.defer_until } : {}),
+    }, lead.org_id);
+    if (result.ok && input.channel !== "note") {
+      const handled = await markLeadHandled(tx, viewer.actor.orgId, leadId, now);
+      if (handled.length > 0) await audit(tx, viewer.actor, "inbox.handled", `lead:${leadId}`, { message_ids: handled, by: "reply" }, lead.org_id);
+    }
+  });
+  return { result, channel: input.channel };
+}
+
+const TimelineAnswer = t.Object(
+  {
+    ok: t.Literal(true),
+    after: t.String({ description: "the mark to send next time" }),
+    count: t.Integer({ minimum: 0 }),
+    html: t.String({ description: "the new entries as list items, rendered as the page renders them" }),
+  },
+  { additionalProperties: false },
+);
+
+export function leadPageRoutes(deps: Deps): Route[] {
+  const page = (path: string) => `/console/leads/{id}${path}`;
+  return [
+    consolePage(deps, { id: "consoleLead", summary: "A lead: fields, timeline, composer, consent, appointments, first touch, dial", method: "GET", path: page("") }, async (viewer, request, selected) => {
+      const id = leadIdOf(selected.params.id);
+      const lead = await leadOr404(deps, viewer, id);
+      const [timeline, consent, appointments, firstTouch, agents] = await Promise.all([
+        leadTimeline(deps.sql, viewer.actor.orgId, id, TIMELINE_KEPT),
+        leadConsent(deps.sql, id),
+        leadAppointments(deps.sql, id),
+        leadFirstTouch(deps.sql, id),
+        viewer.user.role === "agent"
+          ? Promise.resolve([{ id: viewer.user.id, name: viewer.user.name }])
+          : lead.org_id === null
+            ? Promise.resolve([])
+            : agentsOf(deps.sql, lead.org_id),
+      ]);
+      if (!timeline) throw new AppError("not_found");
+      const q = new URL(request.url).searchParams;
+      const sent = sentWords(q.get("sent") ?? undefined, q.get("until") ?? undefined, await recipientZoneOf(deps, lead));
+      const done = DONE[q.get("done") ?? ""];
+      const shown = sent ? notice(sent.text, sent.kind) : done ? notice(done.text, done.kind) : null;
+      return consoleHtml(deps, viewer, {
+        title: leadDisplayName(lead),
+        nav: "leads",
+        scripts: ["lead.js"],
+        styles: ["lead.css"],
+        body: leadBody(
+          { lead, entries: timeline.entries, mark: markText(timeline.mark), consent, appointments, firstTouch, agents, operationId: newOperationId(), csrf: csrfField(viewer), notice: shown },
+          viewer.user.role === "agent",
+        ),
+      });
+    }),
+    consolePage(deps, { id: "consoleLeadSend", summary: "Send an SMS or email, or save a note, for the lead (the one send path)", method: "POST", path: page("/send") }, async (viewer, request, selected) => {
+      const id = leadIdOf(selected.params.id);
+      const lead = await leadOr404(deps, viewer, id);
+      const sent = await consoleSend(deps, viewer, lead, await formOf(request));
+      if ("error" in sent) return seeOther(`/console/leads/${id}?done=form_error`);
+      return seeOther(`/console/leads/${id}?${sentQuery(sent.result, sent.channel)}`);
+    }),
+    consolePage(deps, { id: "consoleLeadConsent", summary: "Change the lead's consent on a channel (audited)", method: "POST", path: page("/consent") }, async (viewer, request, selected) => {
+      const id = leadIdOf(selected.params.id);
+      const lead = await leadOr404(deps, viewer, id);
+      const form = await formOf(request);
+      const channel = form.channel === "sms" || form.channel === "email" ? form.channel : null;
+      const value = CONSENT_VALUES.includes(form.consent as ConsentValue) ? (form.consent as ConsentValue) : null;
+      if (channel === null || value === null) return seeOther(`/console/leads/${id}?done=consent_invalid`);
+      const changed = await deps.sql.begin(async (tx) => {
+        const leads = await setConsent(tx, id, channel, value, { name: viewer.user.name || viewer.user.email, source: `console:${viewer.user.id}` }, new Date(deps.clock.now()));
+        if (leads !== null) await audit(tx, viewer.actor, "consent.change", `lead:${id}`, { channel, consent: value, leads }, lead.org_id);
+        return leads;
+      });
+      return seeOther(`/console/leads/${id}?done=${changed === null ? "consent_no_address" : "consent_changed"}`);
+    }),
+    consolePage(deps, { id: "consoleLeadDial", summary: "Queue a dial of the lead for an agent (an agent: only to themselves)", method: "POST", path: page("/dial") }, async (viewer, request, selected) => {
+      const id = leadIdOf(selected.params.id);
+      const lead = await leadOr404(deps, viewer, id);
+      const agent = (await formOf(request)).agent ?? "";
+      const dial = await deps.sql.begin(async (tx) => {
+        const d = await queueDialFor(tx, viewer.actor, agent, lead.phone, lead.org_id);
+        await audit(tx, viewer.actor, "dial.queue", `lead:${id}`, { dial_id: d.id, agent }, lead.org_id);
+        return d;
+      });
+      return seeOther(`/console/leads/${id}?done=dial_queued&dial=${dial.id}`);
+    }),
+    consoleJson<{ after?: string }, Record<string, never>>(
+      deps,
+      {
+        id: "consoleLeadTimeline",
+        summary: "The lead's timeline entries recorded after a mark (the page polls this)",
+        description: "`after` is the mark the page or the previous answer gave; the answer's `html` holds the new entries as list items.",
+        method: "GET",
+        path: "/console/api/leads/{id}/timeline",
+        query: t.Object({ after: t.Optional(t.String({ pattern: "^\\d{1,15}\\.\\d{1,15}\\.\\d{1,15}$" })) }),
+        answer: TimelineAnswer,
+      },
+      async (viewer, { query }, selected) => {
+        const id = leadIdOf(selected.params.id);
+        const lead = await leadOr404(deps, viewer, id);
+        const timeline = await leadTimeline(deps.sql, viewer.actor.orgId, id, TIMELINE_KEPT, parseMark(query.after));
+        if (!timeline) throw new AppError("not_found");
+        return { ok: true, after: markText(timeline.mark), count: timeline.entries.length, html: entriesHtml(timeline.entries, lead.timezone).html };
+      },
+    ),
+  ];
+}
+
+/** The notices of the lead page's other forms (`?done=`). */
+const DONE: Record<string, { text: string; kind: "ok" | "error" }> = {
+  consent_changed: { text: "Consent changed.", kind: "ok" },
+  consent_no_address: { text: "The lead has no address on that channel.", kind: "error" },
+  consent_invalid: { text: "Choose a channel and a consent value.", kind: "error" },
+  dial_queued: { text: "Dial queued.", kind: "ok" },
+  form_error: { text: "The form was incomplete or already used: reload the page and try again.", kind: "error" },
+};
+

@@ -1,0 +1,215 @@
+// Lead search for the console: one text box (a name, a phone in any format, or an email), filters
+// by campaign, list, status and creation date, keyset pages ordered newest first. Every query is
+// confined to the actor's organization in SQL (scope.ts). The indexes that keep a page cheap at a
+// million leads are sql/0017's; docs/console-leads.md has their plans.
+import type { PendingQuery, Row } from "postgres";
+import type { Sql } from "../db/client";
+import { leadName } from "./match";
+import { inTenant } from "./scope";
+
+type Fragment = PendingQuery<Row[]>;
+
+export interface LeadFilter {
+  /** Free text: an email (has `@`), a phone (10 or more digits, any punctuation), else a name. */
+  q: string;
+  campaign: string | null;
+  list: number | null;
+  status: string | null;
+  /** Creation dates `YYYY-MM-DD`, both inclusive, in `zone`. */
+  from: string | null;
+  to: string | null;
+  zone: string;
+}
+
+/** Where a page starts: after the lead created at `micros` (Unix µs, exact) with id `id`. */
+export interface LeadCursor {
+  micros: number;
+  id: number;
+}
+
+export const cursorText = (c: LeadCursor) => `${c.micros}.${c.id}`;
+
+export function parseCursor(text: string | undefined | null): LeadCursor | null {
+  const m = /^(-?\d{1,17})\.(\d{1,17})$/.exec(text ?? "");
+  return m ? { micros: Number(m[1]), id: Number(m[2]) } : null;
+}
+
+export interface LeadListRow {
+  id: number;
+  name: string;
+  phone: string;
+  email: string;
+  status: string;
+  campaign_id: string;
+  list_id: number;
+  created_at: Date;
+  /** The lead's organization's time zone (admins see each lead in its own). */
+  timezone: string;
+  micros: number;
+}
+
+/** What the text box means: the kind of match and its normalized value; null: nothing to match on. */
+export type TextMatch =
+  | { kind: "none" }
+  | { kind: "email"; prefix: string }
+  | { kind: "phone"; last10: string }
+  | { kind: "name"; words: string[] }
+  | { kind: "short_phone" };
+
+export function textMatch(q: string): TextMatch {
+  const s = q.trim();
+  if (s === "") return { kind: "none" };
+  if (s.includes("@")) return { kind: "email", prefix: s.toLowerCase() };
+  // Only phone characters: digits, spaces, + ( ) - . /
+  if (/^[\d\s+().\-/]+$/.test(s)) {
+    const digits = s.replace(/\D/g, "");
+    return digits.length >= 10 ? { kind: "phone", last10: digits.slice(-10) } : { kind: "short_phone" };
+  }
+  const words = s.toLowerCase().split(/\s+/).filter((w) => w !== "").slice(0, 4);
+  return { kind: "name", words };
+}
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+/** A `YYYY-MM-DD` that is a real calendar date, else null. */
+export function dateOrNull(s: string | null | undefined): string | null {
+  if (!s || !DATE.test(s)) return null;
+  const d = new Date(`${s}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s) ? s : null;
+}
+
+/** `like` pattern of a literal prefix. */
+const likePrefix = (s: string) => s.replace(/[\\%_]/g, (c) => "\\" + c) + "%";
+
+/**
+ * The filter as SQL over the alias `l`. A name of one word matches a first or last name that
+ * starts with it; of several, the first name starts with the first word and the last name with
+ * the last. Prefix matches on lower(…) use the text_pattern_ops indexes of sql/0017.
+ */
+function filterSql(sql: Sql, orgId: number | null, f: LeadFilter): Fragment {
+  const m = textMatch(f.q);
+  let text: Fragment;
+  switch (m.kind) {
+    case "none":
+      text = sql`true`;
+      break;
+    case "email":
+      text = sql`l.email like ${likePrefix(m.prefix)} and l.email <> ''`;
+      break;
+    case "phone":
+      text = sql`l.phone = ${m.last10}`;
+      break;
+    case "short_phone":
+      text = sql`false`;
+      break;
+    case "name":
+      text =
+        m.words.length === 1
+          ? sql`(lower(l.first_name) like ${likePrefix(m.words[0])} or lower(l.last_name) like ${likePrefix(m.words[0])})`
+          : sql`(lower(l.first_name) like ${likePrefix(m.words[0])} and lower(l.last_name) like ${likePrefix(m.words[m.words.length - 1])})`;
+      break;
+  }
+  const from = dateOrNull(f.from);
+  const to = dateOrNull(f.to);
+  // A campaign or list of another organization matches nothing: checked once (an InitPlan) before
+  // any lead is read, instead of walking the campaign's leads only to drop each one.
+  const own = orgId === null ? sql`true` : sql`c.org_id = ${orgId}`;
+  return sql`${inTenant(sql, orgId)} and ${text}
+    ${f.campaign !== null ? sql`and l.campaign_id = ${f.campaign} and exists (select 1 from campaigns c where c.id = ${f.campaign} and ${own})` : sql``}
+    ${f.list !== null ? sql`and l.list_id = ${f.list} and exists (select 1 from lists li join campaigns c on c.id = li.campaign_id where li.id = ${f.list} and ${own})` : sql``}
+    ${f.status !== null ? sql`and l.status = ${f.status}` : sql``}
+    ${from !== null ? sql`and l.created_at >= (${from}::date)::timestamp at time zone ${f.zone}` : sql``}
+    ${to !== null ? sql`and l.created_at < (${to}::date + 1)::timestamp at time zone ${f.zone}` : sql``}`;
+}
+
+/** The exact Unix-µs of created_at, as a number (µs of today's dates stay below 2^53). */
+const microsOf = (sql: Sql) => sql`(extract(epoch from l.created_at) * 1000000)::bigint`;
+
+/** The keyset condition: rows after `cursor` in (created_at desc, id desc) order. */
+const after = (sql: Sql, cursor: LeadCursor | null) =>
+  cursor === null ? sql`` : sql`and (l.created_at, l.id) < (timestamptz 'epoch' + ${cursor.micros}::bigint * interval '1 microsecond', ${cursor.id}::bigint)`;
+
+/**
+ * One page of leads, newest first, after `cursor`: `limit` rows and whether more follow. Keyset
+ * (created_at, id): no OFFSET, so page 1,000 costs what page 1 does.
+ */
+export async function searchLeads(
+  sql: Sql,
+  orgId: number | null,
+  f: LeadFilter,
+  cursor: LeadCursor | null,
+  limit: number,
+): Promise<{ rows: LeadListRow[]; next: LeadCursor | null }> {
+  const rows = await sql<LeadListRow[]>`
+    select l.id, ${leadName(sql)} as name, l.phone, l.email, l.status, l.campaign_id, l.list_id, l.created_at,
+           coalesce(o.timezone, 'UTC') as timezone, ${microsOf(sql)} as micros
+    from leads l left join orgs o on o.id = l.org_id
+    where ${filterSql(sql, orgId, f)}
+      ${after(sql, cursor)}
+    order by l.created_at desc, l.id desc
+    limit ${limit + 1}`;
+  const more = rows.length > limit;
+  const page = more ? rows.slice(0, limit) : rows;
+  const last = page[page.length - 1];
+  return { rows: page, next: more && last ? { micros: last.micros, id: last.id } : null };
+}
+
+export interface LeadCsvRow {
+  lead_id: number;
+  first_name: string;
+  last_name: string;
+  phone: string;
+  email: string;
+  status: string;
+  campaign: string;
+  list_id: number;
+  address1: string;
+  city: string;
+  state: string;
+  postal_code: string;
+  source: string;
+  created_at: string;
+}
+
+export const LEAD_CSV_COLUMNS: readonly (keyof LeadCsvRow)[] = [
+  "lead_id", "first_name", "last_name", "phone", "email", "status", "campaign", "list_id",
+  "address1", "city", "state", "postal_code", "source", "created_at",
+];
+
+/**
+ * Every lead the filter matches, newest first, `batch` rows at a time: the export never holds the
+ * whole set in memory. Each batch is its own keyset query (like the pages), not a server-side
+ * cursor: a cursor keeps its connection for as long as the download lasts, so a slow or stalled
+ * client would hold a pool connection (on the embedded database, the only one) and a snapshot
+ * open; between batches this holds nothing. Leads created during the export, being newer than
+ * its first row, are not in it.
+ */
+export async function* leadsForExport(sql: Sql, orgId: number | null, f: LeadFilter, batch = 1000): AsyncGenerator<LeadCsvRow[]> {
+  let cursor: LeadCursor | null = null;
+  for (;;) {
+    const rows: (LeadCsvRow & { micros: number })[] = await sql<(LeadCsvRow & { micros: number })[]>`
+      select l.id as lead_id, l.first_name, l.last_name, l.phone, l.email, l.status, l.campaign_id as campaign,
+             l.list_id, l.address1, l.city, l.state, l.postal_code, l.source,
+             to_char(l.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as created_at, ${microsOf(sql)} as micros
+      from leads l
+      where ${filterSql(sql, orgId, f)} ${after(sql, cursor)}
+      order by l.created_at desc, l.id desc
+      limit ${batch}`;
+    if (rows.length > 0) yield rows;
+    if (rows.length < batch) return;
+    const last = rows[rows.length - 1];
+    cursor = { micros: last.micros, id: last.lead_id };
+  }
+}
+
+/** The campaigns, lists and statuses the filter offers, within the organization. */
+export async function filterChoices(
+  sql: Sql,
+  orgId: number | null,
+): Promise<{ campaigns: { id: string; name: string }[]; lists: { id: number; name: string; campaign_id: string }[] }> {
+  const scope = orgId === null ? sql`true` : sql`c.org_id = ${orgId}`;
+  const campaigns = await sql<{ id: string; name: string }[]>`select c.id, c.name from campaigns c where ${scope} order by c.id limit 500`;
+  const lists = await sql<{ id: number; name: string; campaign_id: string }[]>`
+    select li.id, li.name, li.campaign_id from lists li join campaigns c on c.id = li.campaign_id where ${scope}
+    order by li.id limit 1000`;
+  return { campaigns, lists };
+}

@@ -1,0 +1,276 @@
+// The console's inbox, leads and lead pages over HTTP (C1), against PostgreSQL with a fake Twilio:
+// each route's status and content per role, another organization's ids answered like missing ones,
+// every change through the feature's service with its audit row.
+import { afterAll, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import type { TestApp } from "./harness/app";
+import { startApp } from "./harness/app";
+import { ManualClock } from "./harness/clock";
+import { makeUser, signIn, type ConsoleClient } from "./harness/console";
+import { testDatabase, type TestDatabase } from "./harness/db";
+import { seedWorld } from "./harness/factory";
+import { postCallback, startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
+
+
+setDefaultTimeout(60_000);
+const PUBLIC = "https://leadline.example";
+// 20:00 on Thu 2026-01-15 in Chicago (the lead's zone: Texas), outside quiet hours (21:00–08:00);
+// 21:15 inside them, 75 minutes later (within a session's idle time). They end at 8:00 on Fri.
+const DAY = Date.UTC(2026, 0, 16, 2);
+const NIGHT = Date.UTC(2026, 0, 16, 3, 15);
+
+let db: TestDatabase;
+let app: TestApp;
+let twilio: FakeTwilio;
+const clock = new ManualClock(DAY);
+let manager: ConsoleClient;
+let agent: ConsoleClient;
+let bolt: ConsoleClient;
+let admin: ConsoleClient;
+let leadId: number;
+let boltLead: number;
+
+const audits = (action: string) => db.sql<{ actor_id: string; target: string; details: Record<string, unknown> }[]>`
+  select actor_id, target, details from audit_log where action = ${action} order by id`;
+
+/** An inbound SMS through the real webhook route, signed as Twilio signs it. */
+async function inbound(from: string, body: string, sid: string) {
+  const r = await postCallback(app.base, PUBLIC, "/hooks/sms_inbound.php", "acme-token", { From: from, To: "+15125550100", Body: body, MessageSid: sid, AccountSid: "ACacme" });
+  expect(r.status).toBe(200);
+}
+
+beforeAll(async () => {
+  db = await testDatabase();
+  await seedWorld(db.sql);
+  twilio = await startFakeTwilio();
+  await db.sql`
+    update orgs set timezone = 'America/Chicago', quiet_start = '21:00', quiet_end = '08:00',
+      sms = ${db.sql.json({ base_url: twilio.url, account_sid: "ACacme", auth_token: "acme-token", from: "5125550100" })}
+    where id = 1`;
+  await db.sql`insert into org_billing (org_id, status, subscription, credits, sms_cost, email_cost) values (1, 'active', 'active', 10, 0.01, 0.001)`;
+  [{ id: leadId }] = await db.sql<{ id: number }[]>`
+    insert into leads (list_id, phone, first_name, last_name, state, email) values (101, '5125550142', 'Dana', 'Diaz', 'TX', 'dana@example.com') returning id`;
+  [{ id: boltLead }] = await db.sql<{ id: number }[]>`insert into leads (list_id, phone, first_name) values (201, '5125550142', 'Bolt') returning id`;
+  app = await startApp(db.url, { BASE_URL: PUBLIC }, { clock });
+  const m = await makeUser(db.sql, { role: "manager", orgId: 1, name: "Mia Manager" });
+  const a = await makeUser(db.sql, { role: "agent", orgId: 1, id: "agent7" });
+  const b = await makeUser(db.sql, { role: "agent", orgId: 2, id: "agent9" });
+  const ad = await makeUser(db.sql, { role: "admin", orgId: null });
+  [manager, agent, bolt, admin] = await Promise.all([m, a, b, ad].map((u) => signIn(app.base, u.email, u.password)));
+}, 60_000);
+afterAll(async () => {
+  await app?.stop();
+  await twilio?.stop();
+  await db?.drop();
+});
+beforeEach(() => {
+  twilio.reset();
+  clock.set(DAY);
+});
+
+const operationOf = (page: string) => /name="operation_id" value="([^"]+)"/.exec(page)?.[1] ?? "";
+
+describe("inbox", () => {
+  test("an inbound SMS appears in the inbox of its organization only, with the count in the navigation", async () => {
+    await inbound("+1 512 555 0142", "Is the quote still good?", "SMinbox1");
+    const page = await manager.get("/console/inbox");
+    expect(page.status).toBe(200);
+    expect(page.body).toContain("Is the quote still good?");
+    expect(page.body).toContain(`href="/console/leads/${leadId}"`);
+    expect(page.body).toMatch(/class="count"[^>]*>1</);
+    expect((await agent.get("/console/inbox")).body).toContain("Is the quote still good?");
+    const other = await bolt.get("/console/inbox");
+    expect(other.status).toBe(200);
+    expect(other.body).not.toContain("Is the quote still good?");
+    expect((await admin.get("/console/inbox")).body).toContain("Is the quote still good?");
+  });
+
+  test("mark handled: gone from the inbox, audited; another organization's message is a 404", async () => {
+    await inbound("5125550142", "handle me", "SMinbox2");
+    const [m] = await db.sql<{ id: number }[]>`select id from messages where provider_id = 'SMinbox2'`;
+    expect((await bolt.post(`/console/inbox/${m.id}/handled`)).status).toBe(404);
+    const r = await agent.post(`/console/inbox/${m.id}/handled`);
+    expect(r.status).toBe(303);
+    expect(r.headers.get("location")).toBe("/console/inbox?done=handled");
+    expect((await agent.get("/console/inbox")).body).not.toContain("handle me");
+    expect((await audits("inbox.handled")).at(-1)).toMatchObject({ actor_id: "agent7", target: `message:${m.id}`, details: { lead_id: leadId } });
+    // A second click reads as done, and writes nothing more.
+    expect((await agent.post(`/console/inbox/${m.id}/handled`)).status).toBe(303);
+    expect((await audits("inbox.handled")).filter((a) => a.target === `message:${m.id}`)).toHaveLength(1);
+    expect((await agent.post(`/console/inbox/x1/handled`)).status).toBe(404);
+  });
+
+  test("a reply goes through the send path (merged text at Twilio), handles the lead's messages, audited", async () => {
+    await inbound("5125550142", "call me back", "SMinbox3");
+    const [m] = await db.sql<{ id: number }[]>`select id from messages where provider_id = 'SMinbox3'`;
+    const page = (await manager.get("/console/inbox")).body as string;
+    const op = new RegExp(`action="/console/inbox/${m.id}/reply"[\\s\\S]*?name="operation_id" value="([^"]+)"`).exec(page)![1];
+    const r = await manager.post(`/console/inbox/${m.id}/reply`, { body: "Hi {first_name}, calling at 3", operation_id: op });
+    expect(r.status).toBe(303);
+    expect(r.headers.get("location")).toBe(`/console/inbox?sent=ok&lead=${leadId}`);
+    expect(twilio.requests.map((q) => q.form.Body)).toEqual(["Hi Dana, calling at 3"]);
+    const [sent] = await db.sql`select actor_type, actor_id, status from messages where operation_id = ${op}`;
+    expect(sent).toMatchObject({ actor_type: "user", status: "sent" });
+    expect((await manager.get(r.headers.get("location")!)).body).toContain("Sent.");
+    expect((await manager.get("/console/inbox")).body).not.toContain("call me back");
+    expect((await audits("message.send")).at(-1)).toMatchObject({ target: `lead:${leadId}`, details: { channel: "sms", operation_id: op } });
+    expect((await audits("inbox.handled")).at(-1)?.details).toMatchObject({ by: "reply" });
+    expect((await bolt.post(`/console/inbox/${m.id}/reply`, { body: "x", operation_id: "console-x" })).status).toBe(404);
+  });
+});
+
+describe("leads", () => {
+  test("search by a formatted phone finds the organization's lead only", async () => {
+    const r = await manager.get(`/console/leads?q=${encodeURIComponent("(512) 555-0142")}`);
+    expect(r.status).toBe(200);
+    expect(r.body).toContain(`href="/console/leads/${leadId}"`);
+    expect(r.body).not.toContain(`href="/console/leads/${boltLead}"`);
+    const b = await bolt.get(`/console/leads?q=${encodeURIComponent("+1 512.555.0142")}`);
+    expect(b.body).toContain(`href="/console/leads/${boltLead}"`);
+    expect(b.body).not.toContain(`href="/console/leads/${leadId}"`);
+    expect((await admin.get("/console/leads?q=5125550142")).body).toContain(`href="/console/leads/${boltLead}"`);
+  });
+
+  test("keyset pages: the next link carries the cursor and the filter", async () => {
+    await db.sql`insert into leads (list_id, phone, first_name, created_at) select 102, '51255601' || lpad(g::text, 2, '0'), 'Page', now() - g * interval '1 minute' from generate_series(1, 60) g`;
+    const first = (await manager.get("/console/leads?q=page")).body as string;
+    expect(first.match(/href="\/console\/leads\/\d+"/g)).toHaveLength(50);
+    const next = /href="(\/console\/leads\?q=page&amp;after=[^"]+)" rel="next"/.exec(first)![1].replaceAll("&amp;", "&");
+    const second = (await manager.get(next)).body as string;
+    expect(second.match(/href="\/console\/leads\/\d+"/g)).toHaveLength(10);
+    expect(second).not.toContain('rel="next"');
+  });
+
+  test("the CSV export streams the filtered set, formulas made text", async () => {
+    await db.sql`insert into leads (list_id, phone, first_name, last_name) values (101, '5125557777', '=HYPERLINK("http://x")', 'Csv')`;
+    const r = await manager.get("/console/leads.csv?q=csv");
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toBe("text/csv; charset=utf-8");
+    expect(r.headers.get("content-disposition")).toMatch(/^attachment; filename="leads-\d{4}-\d{2}-\d{2}\.csv"$/);
+    const lines = (r.body as string).trimEnd().split("\r\n");
+    expect(lines[0]).toBe("lead_id,first_name,last_name,phone,email,status,campaign,list_id,address1,city,state,postal_code,source,created_at");
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toContain(`"'=HYPERLINK(""http://x"")",Csv,5125557777`);
+    expect(((await bolt.get("/console/leads.csv?q=csv")).body as string).trimEnd().split("\r\n")).toHaveLength(1);
+  });
+});
+
+describe("a lead", () => {
+  test("its page for each role of its organization; another organization's and a non-id are 404", async () => {
+    for (const c of [manager, agent, admin]) {
+      const r = await c.get(`/console/leads/${leadId}`);
+      expect(r.status).toBe(200);
+      expect(r.body).toContain("<h1>Dana Diaz</h1>");
+      expect(r.body).toContain("(512) 555-0142");
+    }
+    expect((await bolt.get(`/console/leads/${leadId}`)).status).toBe(404);
+    expect((await bolt.get(`/console/leads/999999`)).status).toBe(404);
+    expect((await manager.get(`/console/leads/abc`)).status).toBe(404);
+    expect((await manager.get(`/console/leads/${boltLead}`)).status).toBe(404);
+    const anon = await fetch(`${app.base}/console/leads/${leadId}`, { redirect: "manual" });
+    expect(anon.status).toBe(303);
+  });
+
+  test("an SMS from the composer: merged text at Twilio, in the timeline, as the user; a resubmitted form sends once", async () => {
+    const op = operationOf((await agent.get(`/console/leads/${leadId}`)).body);
+    expect(op).toMatch(/^console-[0-9a-f-]{36}$/);
+    const form = { channel: "sms", body: "Hello {first_name}!", operation_id: op };
+    const [a, b] = await Promise.all([agent.post(`/console/leads/${leadId}/send`, form), agent.post(`/console/leads/${leadId}/send`, form)]);
+    expect([a.status, b.status]).toEqual([303, 303]);
+    expect(a.headers.get("location")).toBe(`/console/leads/${leadId}?sent=ok`);
+    expect(twilio.requests.map((q) => q.form.Body)).toEqual(["Hello Dana!"]);
+    const page = (await agent.get(a.headers.get("location")!)).body as string;
+    expect(page).toContain("Sent.");
+    expect(page).toContain("Hello Dana!");
+    expect([...(await db.sql`select actor_type, actor_id from messages where operation_id = ${op}`)]).toEqual([{ actor_type: "user", actor_id: "agent7" }]);
+  });
+
+  test("a send in the lead's quiet hours says when it will go, in the lead's time zone", async () => {
+    clock.set(NIGHT);
+    const op = operationOf((await manager.get(`/console/leads/${leadId}`)).body);
+    const r = await manager.post(`/console/leads/${leadId}/send`, { channel: "sms", body: "Late one", operation_id: op });
+    expect(r.headers.get("location")).toBe(`/console/leads/${leadId}?sent=queued&until=${Date.UTC(2026, 0, 16, 14) / 1000}`);
+    expect(twilio.requests).toHaveLength(0);
+    const page = (await manager.get(r.headers.get("location")!)).body as string;
+    expect(page).toContain("Queued for quiet hours: will send at 8:00 AM on Fri, Jan 16 in the lead&#39;s time zone (America/Chicago).");
+  });
+
+  test("every gate answer in words: opted out, no consent, insufficient credits, empty, a note", async () => {
+    const send = async (c: ConsoleClient, body: string, channel = "sms") => {
+      const op = operationOf((await c.get(`/console/leads/${leadId}`)).body);
+      const r = await c.post(`/console/leads/${leadId}/send`, { channel, body, operation_id: op, subject: "S" });
+      return (await c.get(r.headers.get("location")!)).body as string;
+    };
+    expect(await send(manager, "a note", "note")).toContain("Note saved.");
+    expect(await send(manager, "   ")).toContain("Nothing was sent: the message is empty.");
+    // Email (with its subject) through the same path: this organization has no email provider.
+    expect(await send(manager, "<p>Quote attached</p>", "email")).toContain("Not sent: the organization has no provider set up for this channel.");
+    await db.sql`update org_billing set credits = 0 where org_id = 1`;
+    expect(await send(manager, "x")).toContain("Not sent: insufficient credits.");
+    await db.sql`update org_billing set credits = 10 where org_id = 1`;
+    await db.sql`update orgs set consent = 'explicit' where id = 1`;
+    expect(await send(manager, "x")).toContain("Not sent: no consent on this channel");
+    await db.sql`update orgs set consent = 'implied' where id = 1`;
+    await inbound("5125550142", "STOP", "SMstop1");
+    expect(await send(manager, "x")).toContain("Not sent: the lead opted out of this channel.");
+    expect(twilio.requests).toHaveLength(0);
+    // Back in, for the tests after this one.
+    await inbound("5125550142", "START", "SMstart1");
+  });
+
+  test("the timeline route: entries after the mark, as list items; 401 signed out, 404 elsewhere, 422 for a bad mark", async () => {
+    const page = (await manager.get(`/console/leads/${leadId}`)).body as string;
+    const mark = /data-mark="([^"]+)"/.exec(page)![1];
+    const empty = await manager.get(`/console/api/leads/${leadId}/timeline?after=${mark}`);
+    expect(empty.status).toBe(200);
+    expect(empty.body).toEqual({ ok: true, after: mark, count: 0, html: "" });
+    await inbound("5125550142", "<b>new</b> text", "SMtl1");
+    const r = await manager.get(`/console/api/leads/${leadId}/timeline?after=${mark}`);
+    expect(r.body).toMatchObject({ ok: true, count: 1 });
+    expect(r.body.html).toContain("&lt;b&gt;new&lt;/b&gt; text");
+    expect(r.body.after).not.toBe(mark);
+    expect((await fetch(`${app.base}/console/api/leads/${leadId}/timeline`)).status).toBe(401);
+    const other = await bolt.get(`/console/api/leads/${leadId}/timeline`);
+    expect([other.status, other.body.error]).toEqual([404, "not_found"]);
+    expect((await manager.get(`/console/api/leads/${leadId}/timeline?after=x`)).status).toBe(422);
+  });
+
+  test("consent: changed by channel, audited, in the timeline; another organization's lead is a 404", async () => {
+    const r = await agent.post(`/console/leads/${leadId}/consent`, { channel: "email", consent: "in" });
+    expect(r.headers.get("location")).toBe(`/console/leads/${leadId}?done=consent_changed`);
+    expect([...(await db.sql`select consent, consent_source from lead_channels where lead_id = ${leadId} and channel = 'email'`)]).toEqual([{ consent: "in", consent_source: "console:agent7" }]);
+    expect((await audits("consent.change")).at(-1)).toMatchObject({ actor_id: "agent7", target: `lead:${leadId}`, details: { channel: "email", consent: "in" } });
+    const page = (await agent.get(r.headers.get("location")!)).body as string;
+    expect(page).toContain("Consent changed.");
+    expect(page).toContain("Email consent: in");
+    expect((await bolt.post(`/console/leads/${leadId}/consent`, { channel: "sms", consent: "out" })).status).toBe(404);
+    // An admin's change is recorded under the lead's organization, where its managers read it.
+    await admin.post(`/console/leads/${leadId}/consent`, { channel: "email", consent: "none" });
+    expect([...(await db.sql`select org_id, actor_type from audit_log where action = 'consent.change' order by id desc limit 1`)]).toEqual([{ org_id: 1, actor_type: "user" }]);
+    expect((await agent.post(`/console/leads/${leadId}/consent`, { channel: "fax", consent: "in" })).headers.get("location")).toContain("consent_invalid");
+  });
+
+  test("dial: an agent queues to themselves only; a manager to an agent of the organization; audited", async () => {
+    const r = await agent.post(`/console/leads/${leadId}/dial`, { agent: "agent7" });
+    expect(r.status).toBe(303);
+    const [d] = await db.sql`select agent, lead_id, phone, status from dials order by id desc limit 1`;
+    expect(d).toEqual({ agent: "agent7", lead_id: leadId, phone: "5125550142", status: "pending" });
+    expect((await audits("dial.queue")).at(-1)).toMatchObject({ actor_id: "agent7", details: { agent: "agent7" } });
+    expect((await agent.post(`/console/leads/${leadId}/dial`, { agent: "house1" })).status).toBe(404);
+    expect((await manager.post(`/console/leads/${leadId}/dial`, { agent: "agent9" })).status).toBe(404);
+    expect((await manager.post(`/console/leads/${leadId}/dial`, { agent: "agent7" })).status).toBe(303);
+    expect((await bolt.post(`/console/leads/${leadId}/dial`, { agent: "agent9" })).status).toBe(404);
+  });
+
+  test("first touch and appointments are shown", async () => {
+    await db.sql`insert into dni_pools (key, org_id, name) values ('acme-web', 1, 'Web')`;
+    const [v] = await db.sql<{ id: number }[]>`
+      insert into dni_visitors (pool_key, visitor, utm_source, utm_medium, utm_campaign, gclid, landing, first_visit_at, last_visit_at)
+      values ('acme-web', 'v1', 'google', 'cpc', 'roofs-q1', 'GCLID123', 'https://acme.example/roofs?x=1', now(), now()) returning id`;
+    await db.sql`insert into calls (lead_id, phone, status, secs, visit_id, occurred_at) values (${leadId}, '5125550142', 'answered', 65, ${v.id}, now())`;
+    await db.sql`insert into calendars (id, org_id, name, timezone) values (1, 1, 'Estimates', 'America/Chicago')`;
+    await db.sql`insert into appointments (calendar_id, link_slug, slot_epoch, lead_id, name, phone, token_selector, token_hash)
+      values (1, 'est', ${DAY / 1000 + 86400}, ${leadId}, 'Dana', '5125550142', '\\x01', '\\x02')`;
+    const page = (await manager.get(`/console/leads/${leadId}`)).body as string;
+    for (const s of ["google", "cpc", "roofs-q1", "GCLID123", "https://acme.example/roofs?x=1", "Estimates", "pending", "1m 05s"]) expect(page).toContain(s);
+  });
+});
