@@ -332,6 +332,20 @@ describe("billing under races", () => {
     expect(await credits()).toBe(9.99);
   });
 
+  test("identical sends racing for the last credit: every one answers the send that took it, none insufficient_credits", async () => {
+    // The duplicates wait for the billing row while the first holds it; then the balance is 0,
+    // but the operation_id is taken: a retry answers the first send, never a refusal of its own.
+    await configureAcme({ credits: 0.01 });
+    const id = await lead();
+    const i = input({ lead_id: id, body: "the last one" });
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, k) => sendMessage(k % 2 ? other : db.sql, acme, i, DAY, env)));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(new Set(answers.map((a) => a.text)).size).toBe(1);
+    expect(parsed(answers[0]).ok).toBe(true);
+    expect(twilio.requests.length).toBe(1);
+    expect(await credits()).toBe(0);
+  });
+
   test("duplicates of a send still with its provider wait for its answer", async () => {
     twilio.setMode({ kind: "hang" });
     const id = await lead();
