@@ -98,6 +98,9 @@ interface Kind {
   groups: Map<string, number>;
 }
 
+/** Pauses between tries of recording a job's outcome (JobRunner.record): about 4 s in all. */
+const RECORD_PAUSES_MS = [250, 500, 1000, 2000];
+
 export class JobRunner implements Worker {
   readonly name = "jobs";
   private kinds: Kind[];
@@ -231,18 +234,35 @@ export class JobRunner implements Worker {
       // A thrown error is a bug or an outage: try again in a while rather than spin.
       outcome = { retryAt: this.clock.now() + Math.min(3_600_000, 5_000 * 2 ** Math.min(job.attempts, 10)), error: String(err) };
     }
-    try {
-      if ("done" in outcome) {
-        if (!outcome.removed) await unprepared(this.sql`delete from jobs where id = ${job.id}`);
-      } else {
-        await unprepared(this.sql`
-          update jobs set run_at = ${new Date(outcome.retryAt)}, last_error = ${outcome.error ?? null}
-          where id = ${job.id}`);
+    await this.record(job, outcome);
+  }
+
+  /**
+   * Deletes the job or moves it to its retry time. An outage that failed the run (or struck as it
+   * ended) usually fails this write too, and the job then waits for its lease (a minute for a
+   * webhook delivery) although the database was back within seconds: so the write is tried again
+   * for a few seconds first. Both writes are idempotent.
+   */
+  private async record(job: Job, outcome: Outcome): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if ("done" in outcome) {
+          if (!outcome.removed) await unprepared(this.sql`delete from jobs where id = ${job.id}`);
+        } else {
+          await unprepared(this.sql`
+            update jobs set run_at = ${new Date(outcome.retryAt)}, last_error = ${outcome.error ?? null}
+            where id = ${job.id}`);
+        }
+        this.recordFailures.succeeded();
+        return;
+      } catch (err) {
+        if (attempt >= RECORD_PAUSES_MS.length || this.stopped) {
+          // The lease runs out and the job runs again: handlers are idempotent.
+          this.recordFailures.failed(err, { kind: job.kind, job: job.id });
+          return;
+        }
+        await Bun.sleep(RECORD_PAUSES_MS[attempt]!);
       }
-      this.recordFailures.succeeded();
-    } catch (err) {
-      // The lease runs out and the job runs again: handlers are idempotent.
-      this.recordFailures.failed(err, { kind: job.kind, job: job.id });
     }
   }
 
