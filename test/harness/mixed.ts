@@ -114,7 +114,7 @@ export interface Acks {
   /** phone → lead ids answered for it (one, however many instances raced). */
   leads: Map<string, Set<number>>;
   /** operation_id → message ids answered for it. */
-  messages: Map<string, { channel: string; leadId: number; ids: Set<number | null> }>;
+  messages: Map<string, { channel: string; leadId: number; ids: Set<number | null>; answers: { status: number; body: unknown }[] }>;
   kpi: { metric: string; dim: string; value: number }[];
   /** Non-fallback leases: visitor → numbers. */
   leases: { visitor: string; number: string }[];
@@ -272,7 +272,7 @@ export class MixedLoad {
     const lead = Math.random() < 0.15 ? this.world.seededLeads[2]! : (this.ackedLead() ?? this.world.seededLeads[0]!);
     const operationId = `mx-${this.run_}-${this.seq++}`;
     const json = { lead_id: lead.id, channel, body: `mixed ${operationId}`, operation_id: operationId };
-    const entry = { channel, leadId: lead.id, ids: new Set<number | null>() };
+    const entry = { channel, leadId: lead.id, ids: new Set<number | null>(), answers: [] as { status: number; body: unknown }[] };
     this.acks.messages.set(operationId, entry);
     for (let attempt = 0; attempt < 20 && this.running; attempt++) {
       const answers = await Promise.all([0, 1].map(() => this.request(`send_${channel}`, "/hooks/api_v1.php?r=messages", { method: "POST", key: this.nextKey().key, json })));
@@ -280,6 +280,7 @@ export class MixedLoad {
       for (const a of answers) {
         if (a.status === 200 || a.status === 402) {
           entry.ids.add(a.body?.message_id ?? null);
+          entry.answers.push({ status: a.status, body: a.body });
           final = true;
         }
       }
@@ -370,7 +371,12 @@ export async function settle(sql: Sql, rx: WebhookReceiver, ms = 30_000): Promis
              (select count(*) from webhook_deliveries where status <> 'delivered')::int as undelivered,
              (select count(*) from messages where status in ('queued', 'sending'))::int as sending`;
     if (row!.undispatched === 0 && row!.undelivered === 0 && row!.sending === 0) return;
-    if (Date.now() > end) throw new Error(`not settled within ${ms} ms: ${JSON.stringify(row)}; received ${rx.received.length}`);
+    if (Date.now() > end) {
+      const stuck = await sql`
+        select d.id, d.status, d.attempts, d.next_attempt_at, d.last_error, j.run_at, j.attempts as job_attempts, j.last_error as job_error
+        from webhook_deliveries d left join jobs j on j.ref = d.id where d.status <> 'delivered' limit 5`;
+      throw new Error(`not settled within ${ms} ms: ${JSON.stringify(row)}; received ${rx.received.length}; ${JSON.stringify(stuck)}; now ${new Date().toISOString()}`);
+    }
     await Bun.sleep(200);
   }
 }
@@ -412,7 +418,7 @@ export async function violations(sql: Sql, world: MixedWorld, load: MixedLoad, r
   // Messages: one row per operation_id, every answer for it the same message, the provider asked at most once.
   const ops = [...load.acks.messages].filter(([, m]) => m.ids.size > 0);
   const twoIds = ops.filter(([, m]) => m.ids.size !== 1);
-  if (twoIds.length > 0) fail("one operation_id answered with several messages", twoIds.slice(0, 5).map(([op, m]) => [op, [...m.ids]]));
+  if (twoIds.length > 0) fail("one operation_id answered with several messages", twoIds.slice(0, 5).map(([op, m]) => [op, m.answers]));
   const rows = await sql<{ operation_id: string; n: number; ids: number[] }[]>`
     select operation_id, count(*)::int as n, array_agg(id) as ids from messages where operation_id is not null group by operation_id`;
   const byOp = new Map(rows.map((r) => [r.operation_id, r]));
