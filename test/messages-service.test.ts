@@ -10,6 +10,7 @@ import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { startFakeSmtp, type FakeSmtp } from "./harness/fake-smtp";
 import { startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
+import { startProxy } from "./harness/proxy";
 
 /** A send as the API answers it: the status and the exact JSON text (routes.ts renders with answerOf). */
 const sendMessage = async (...a: Parameters<typeof service.sendMessage>) => answerOf(await service.sendMessage(...a));
@@ -301,6 +302,38 @@ describe("SMS", () => {
     }
     expect((await db.sql`select count(*)::int as n from messages where lead_id = ${id}`)[0].n).toBe(0);
   });
+});
+
+describe("outages", () => {
+  test("the database away when the provider answers: the outcome is recorded once it is back, not left sending until the lease", async () => {
+    const proxy = await startProxy(db.url);
+    const via = connect(proxy.url, { max: 2, statementTimeoutMs: 5000, applicationName: "leadline-test-proxied" });
+    try {
+      twilio.setMode({ kind: "hang" });
+      const id = await lead();
+      const sending = sendMessage(via, acme, input({ lead_id: id }), DAY, { ...env, providerTimeoutMs: 800 }).then(
+        () => null,
+        (err: unknown) => err,
+      );
+      await twilio.waitFor(1);
+      // The outcome's write is sent into a database that no longer answers, and its connection
+      // then dropped: that statement is lost with it.
+      proxy.hang();
+      expect(await sending).not.toBeNull();
+      expect((await db.sql`select status from messages where lead_id = ${id}`)[0].status).toBe("sending");
+      proxy.cut();
+      proxy.restore();
+      const end = Date.now() + 15_000;
+      while ((await db.sql`select status from messages where lead_id = ${id}`)[0].status === "sending" && Date.now() < end) await Bun.sleep(50);
+      const [m] = await db.sql`select status, error from messages where lead_id = ${id}`;
+      expect(m.status).toBe("failed");
+      // The failed call's charge came back with it.
+      expect(await credits()).toBe(10);
+    } finally {
+      await via.end({ timeout: 1 });
+      await proxy.close();
+    }
+  }, 20_000);
 });
 
 describe("billing under races", () => {

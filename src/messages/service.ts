@@ -339,17 +339,44 @@ async function settle(sql: Sql, id: number, channel: "sms" | "email", to: string
   messageSends.inc(channel, outcome.ok ? "sent" : "failed");
   const result: MessageResult = outcome.ok ? { ok: true, message_id: id } : { ok: false, message_id: id, reason: outcome.reason };
   const at = new Date(now);
-  const stored = await step(recordOutcome(sql, id, {
-    ok: outcome.ok,
-    providerId: outcome.ok ? outcome.providerId : null,
-    reason: outcome.ok ? null : outcome.reason,
-    error: outcome.ok ? "" : outcome.error,
-    result: resultText(result),
-    now: at,
-  }));
+  const record = () =>
+    recordOutcome(sql, id, {
+      ok: outcome.ok,
+      providerId: outcome.ok ? outcome.providerId : null,
+      reason: outcome.ok ? null : outcome.reason,
+      error: outcome.ok ? "" : outcome.error,
+      result: resultText(result),
+      now: at,
+    });
+  let stored: Awaited<ReturnType<typeof recordOutcome>>;
+  try {
+    stored = await step(record());
+  } catch (err) {
+    // The provider has answered but the database is away or slow: this request answers 503, and
+    // the outcome is written as soon as it can be, for a few seconds (recordOutcome acts only on a
+    // message still `sending`), so that a short outage does not leave a text that went out
+    // `sending` until its lease and then `unknown`. A retry of the send then replays it.
+    void recordLater(record);
+    throw err;
+  }
   if (!outcome.ok && channel === "sms" && outcome.code === TWILIO_UNSUBSCRIBED) await step(optOutPhone(sql, org.id, to, "provider:21610", at));
   const text = stored?.result ?? (await step(settledResult(sql, id, at)));
   return text === null ? result : parseResult(text);
+}
+
+/** Pauses between the background tries of recordLater: about 8 s in all. */
+const RECORD_PAUSES_MS = [250, 500, 1000, 2000, 4000];
+
+async function recordLater(record: () => Promise<unknown>): Promise<void> {
+  for (const pause of RECORD_PAUSES_MS) {
+    await Bun.sleep(pause);
+    try {
+      await record();
+      return;
+    } catch {
+      // Still away: the next try, and after the last the lease (recoverInterrupted) decides.
+    }
+  }
 }
 
 /**
