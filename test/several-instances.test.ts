@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { built, Exe, type Serving } from "./harness/exe";
 import { startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
-import { isUnavailable, MIXED_ENV, MIXED_HOOK, MixedLoad, seedMixed, settle, summary, violations, type MixedWorld } from "./harness/mixed";
+import { isUnavailable, UNAVAILABLE_WITHOUT_FAULT, MIXED_ENV, MIXED_HOOK, MixedLoad, seedMixed, settle, summary, violations, type MixedWorld } from "./harness/mixed";
 import { havePgBouncer, startPgBouncer, type PgBouncer } from "./harness/pgbouncer";
 import { WebhookReceiver } from "./harness/webhook-receiver";
 
@@ -80,6 +80,20 @@ async function threeInstances(pooled: boolean): Promise<Cluster> {
   }
 }
 
+/** Milliseconds until `base`'s /readyz answers 200; fails after `ms`. */
+async function readyWithin(base: string, ms: number): Promise<number> {
+  const t = performance.now();
+  while (performance.now() - t < ms) {
+    const status = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(5000) }).then(
+      (r) => r.status,
+      () => 0,
+    );
+    if (status === 200) return performance.now() - t;
+    await Bun.sleep(50);
+  }
+  throw new Error(`${base} not ready within ${ms} ms of PgBouncer's return`);
+}
+
 function report(label: string, load: MixedLoad): void {
   console.log(`${label}:`, JSON.stringify(summary(load), null, 1));
 }
@@ -128,7 +142,10 @@ describe.skipIf(!built)("three instances under a mixed load", () => {
         await Bun.sleep(3000);
         await c.pgb!.start();
         const upAt = performance.now();
-        await Bun.sleep(7000);
+        // Every instance ready again (its /readyz needs the database), polled while the load goes on.
+        const recovered = await Promise.all(c.servers.map((s) => readyWithin(s.base, 15_000)));
+        console.log("ready again after (ms):", recovered.map((ms) => Math.round(ms)));
+        await Bun.sleep(Math.max(0, 7000 - (performance.now() - upAt)));
         await load.stop();
         await settle(c.db.sql, rx);
         const warnings = logOf(c);
@@ -141,10 +158,10 @@ describe.skipIf(!built)("three instances under a mixed load", () => {
         expect(unavailable.length).toBeGreaterThan(0);
         // Never a hang (a request unanswered within 10 s is status 0) nor any other error while it was away.
         expect(during.filter((a) => a.status === 0 || (a.status >= 400 && !isUnavailable(a) && !(a.op === "send_sms" && a.status === 402)))).toEqual([]);
-        // Service resumed: what was sent from 3 s after its return was answered normally.
+        // Service resumed: what was sent from 3 s after its return was answered as without a fault.
         const late = load.answers.filter((a) => a.at > upAt + 3000);
         expect(late.length).toBeGreaterThan(0);
-        expect(late.filter(isUnavailable).length).toBe(0);
+        expect(late.filter(isUnavailable).length).toBeLessThanOrEqual(UNAVAILABLE_WITHOUT_FAULT * late.length);
 
         const bad = await violations(c.db.sql, c.world, load, rx, twilio, { fault: true });
         if (bad.length > 0) console.log(warnings.join("\n"), c.pgb!.log());

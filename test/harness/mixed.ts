@@ -107,6 +107,8 @@ export interface Answer {
   /** performance.now() when it was sent, and how long it took. */
   at: number;
   ms: number;
+  /** The API key's id, for a key-authenticated request. */
+  keyId?: number;
 }
 
 /** What the instances acknowledged (answered with success): each must be in the database afterwards. */
@@ -177,9 +179,9 @@ export class MixedLoad {
     await Promise.all(this.loops);
   }
 
-  /** Answers other than each operation's expected ones; with `fault`, 503 `unavailable` is expected too. */
-  unexpected(fault: boolean): Answer[] {
-    return this.answers.filter((a) => !expected(a) && !(fault && isUnavailable(a)));
+  /** Answers other than each operation's expected ones or a 503 `unavailable`. */
+  unexpected(): Answer[] {
+    return this.answers.filter((a) => !expected(a) && !isUnavailable(a));
   }
 
   private async loop(step: () => Promise<void>): Promise<void> {
@@ -199,10 +201,10 @@ export class MixedLoad {
     return k;
   }
 
-  private async request(op: string, path: string, init: { method?: string; key?: string; json?: unknown; address?: string } = {}): Promise<Answer> {
+  private async request(op: string, path: string, init: { method?: string; key?: { key: string; id: number }; json?: unknown; address?: string } = {}): Promise<Answer> {
     const base = pick(this.bases);
     const headers: Record<string, string> = {};
-    if (init.key) headers["x-api-key"] = init.key;
+    if (init.key) headers["x-api-key"] = init.key.key;
     if (init.json !== undefined) headers["content-type"] = "application/json";
     if (init.address) headers["x-forwarded-for"] = init.address;
     const t = performance.now();
@@ -224,6 +226,7 @@ export class MixedLoad {
       // A hang (the timeout) or a dropped connection: never acceptable.
       answer = { op, status: 0, body: String(err), at: t, ms: performance.now() - t };
     }
+    if (init.key) answer.keyId = init.key.id;
     this.answers.push(answer);
     return answer;
   }
@@ -232,7 +235,7 @@ export class MixedLoad {
   private async intakeRace(): Promise<void> {
     const phone = `5127${String(this.seq++ % 1_000_000).padStart(6, "0")}`;
     const once = () =>
-      this.request("intake", "/hooks/lead_intake.php", { method: "POST", key: this.nextKey().key, json: { phone, list_id: LIST, source: "mixed", first_name: "Race" } });
+      this.request("intake", "/hooks/lead_intake.php", { method: "POST", key: this.nextKey(), json: { phone, list_id: LIST, source: "mixed", first_name: "Race" } });
     const answers = await Promise.all(this.bases.map(() => once()));
     if (Math.random() < 0.3) answers.push(await once());
     for (const a of answers) {
@@ -252,14 +255,14 @@ export class MixedLoad {
 
   private async reads(): Promise<void> {
     const lead = this.ackedLead() ?? this.world.seededLeads[0]!;
-    await this.request("get_lead", `/hooks/api_v1.php?r=leads/${lead.id}`, { key: this.nextKey().key });
-    await this.request("lookup", `/hooks/api_v1.php?r=cti/lookup&phone=${lead.phone}`, { key: this.nextKey().key });
+    await this.request("get_lead", `/hooks/api_v1.php?r=leads/${lead.id}`, { key: this.nextKey() });
+    await this.request("lookup", `/hooks/api_v1.php?r=cti/lookup&phone=${lead.phone}`, { key: this.nextKey() });
   }
 
   private async kpiBatch(): Promise<void> {
     const n = this.seq++;
     const points = Array.from({ length: 20 }, (_, i) => ({ metric_key: `mx_${this.run_}_${n}`, dim_key: `d${i}`, value: n * 100 + i, day: "2026-11-25" }));
-    const a = await this.request("kpi", "/hooks/kpi_ingest.php", { method: "POST", key: this.nextKey().key, json: { points } });
+    const a = await this.request("kpi", "/hooks/kpi_ingest.php", { method: "POST", key: this.nextKey(), json: { points } });
     if (a.status === 200 && a.body?.ok === true) for (const p of points) this.acks.kpi.push({ metric: p.metric_key, dim: p.dim_key, value: p.value });
   }
 
@@ -275,7 +278,7 @@ export class MixedLoad {
     const entry = { channel, leadId: lead.id, ids: new Set<number | null>(), answers: [] as { status: number; body: unknown }[] };
     this.acks.messages.set(operationId, entry);
     for (let attempt = 0; attempt < 20 && this.running; attempt++) {
-      const answers = await Promise.all([0, 1].map(() => this.request(`send_${channel}`, "/hooks/api_v1.php?r=messages", { method: "POST", key: this.nextKey().key, json })));
+      const answers = await Promise.all([0, 1].map(() => this.request(`send_${channel}`, "/hooks/api_v1.php?r=messages", { method: "POST", key: this.nextKey(), json })));
       let final = false;
       for (const a of answers) {
         if (a.status === 200 || a.status === 402) {
@@ -335,7 +338,7 @@ export class MixedLoad {
     const lead = this.ackedLead() ?? this.world.seededLeads[0]!;
     const a = await this.request("call", "/hooks/calls.php", {
       method: "POST",
-      key: this.nextKey().key,
+      key: this.nextKey(),
       json: { lead_id: lead.id, status: "ANSWERED", secs: 30, agent: "agent7", to_number: pick(POOL_NUMBERS), epoch: Math.floor(Date.now() / 1000) },
     });
     if (a.status === 200 && a.body?.ok === true) this.acks.calls.push(a.body.call_id);
@@ -381,12 +384,19 @@ export async function settle(sql: Sql, rx: WebhookReceiver, ms = 30_000): Promis
   }
 }
 
+/**
+ * Without a fault, the share of answers that may still be 503 `unavailable`: a machine loaded far
+ * beyond its cores (the suite beside other work) can keep a request past its one-second deadline.
+ */
+export const UNAVAILABLE_WITHOUT_FAULT = 0.02;
+
 export interface CheckOptions {
   /**
-   * A fault happened during the load: 503 `unavailable` answers are allowed, and the rate-limit
-   * counters are not compared with the requests sent (a request may be counted and then fail).
-   * Without one, every request must have its expected answer and the counters must equal the
-   * requests exactly (the instances stopped with SIGTERM, which flushes what they count in memory).
+   * A fault happened during the load: any number of 503 `unavailable` answers, and the rate-limit
+   * counters are not compared with the requests sent. Without one, at most
+   * UNAVAILABLE_WITHOUT_FAULT of the answers are 503, and the counters equal the requests sent
+   * (the instances stopped with SIGTERM, which flushes what they count in memory), less at most
+   * those answered 503 (a request may fail before it is counted).
    */
   fault: boolean;
 }
@@ -397,8 +407,12 @@ export async function violations(sql: Sql, world: MixedWorld, load: MixedLoad, r
   const fail = (what: string, detail: unknown) => bad.push(`${what}: ${JSON.stringify(detail).slice(0, 600)}`);
 
   // Answers: only the expected ones, or a quick 503 unavailable; never a hang, a dropped connection or a 4xx.
-  const wrong = load.unexpected(opts.fault);
+  const wrong = load.unexpected();
   if (wrong.length > 0) fail("unexpected answers", wrong.slice(0, 5));
+  const unavailable = load.answers.filter(isUnavailable);
+  if (!opts.fault && unavailable.length > UNAVAILABLE_WITHOUT_FAULT * load.answers.length) {
+    fail("503 unavailable without a fault", { unavailable: unavailable.length, answers: load.answers.length });
+  }
 
   // Leads: one per raced phone, answered alike by every instance, and present.
   const raced = [...load.acks.leads];
@@ -513,16 +527,22 @@ export async function violations(sql: Sql, world: MixedWorld, load: MixedLoad, r
 
   // Hourly counters: every request counted once, by whichever instance answered it.
   if (!opts.fault) {
+    const counted = (sent: number, failed: number, n: number) => n <= sent && n >= sent - failed;
     for (const [keyId, n] of load.sent.perKey) {
       const [seq] = await sql.unsafe<{ last_value: number; is_called: boolean }[]>(`select last_value, is_called from rate_seq_${Number(keyId)}`);
       const drawn = seq!.is_called ? Number(seq!.last_value) : 0;
-      if (drawn !== n) fail("a key's hourly counter is not its requests", { keyId, sent: n, counted: drawn });
+      const failed = unavailable.filter((a) => a.keyId === keyId).length;
+      if (!counted(n, failed, drawn)) fail("a key's hourly counter is not its requests", { keyId, sent: n, unavailable: failed, counted: drawn });
     }
     const [c] = await sql<{ dni: number; booking: number }[]>`
       select coalesce(sum(n) filter (where scope = 'dni'), 0)::int as dni,
              coalesce(sum(n) filter (where scope = 'booking_write'), 0)::int as booking from rate_counters`;
-    if (c!.dni !== load.sent.dni) fail("DNI address counters are not the DNI requests", { sent: load.sent.dni, counted: c!.dni });
-    if (c!.booking !== load.sent.bookingWrites) fail("booking-write counters are not the booking writes", { sent: load.sent.bookingWrites, counted: c!.booking });
+    const dniFailed = unavailable.filter((a) => a.op.startsWith("dni_")).length;
+    if (!counted(load.sent.dni, dniFailed, c!.dni)) fail("DNI address counters are not the DNI requests", { sent: load.sent.dni, unavailable: dniFailed, counted: c!.dni });
+    const bookFailed = unavailable.filter((a) => a.op === "book").length;
+    if (!counted(load.sent.bookingWrites, bookFailed, c!.booking)) {
+      fail("booking-write counters are not the booking writes", { sent: load.sent.bookingWrites, unavailable: bookFailed, counted: c!.booking });
+    }
   }
   return bad;
 }
