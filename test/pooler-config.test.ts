@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from "../src/config";
 import { connect } from "../src/db/client";
 import { openDatabase } from "../src/db/open";
 import { setLogLevel } from "../src/log";
+import { capture } from "./harness/capture";
 import { freePort } from "./harness/cluster";
 import { testDatabase, type TestDatabase } from "./harness/db";
 
@@ -57,6 +58,26 @@ describe("DATABASE_DIRECT_URL", () => {
       expect(options(one.sql).prepare).toBe(true);
     } finally {
       await one.close();
+    }
+  });
+
+  test("serve warns at start when the pooled connections have no statement timeout (it cannot be sent through PgBouncer)", async () => {
+    const config = loadConfig({ DATABASE_URL: db.url, DATABASE_DIRECT_URL: db.url });
+    const warned = async () => {
+      setLogLevel("warn");
+      let db_: Awaited<ReturnType<typeof openDatabase>> | null = null;
+      const { out } = await capture(async () => ((db_ = await openDatabase(config, "serve")), 0));
+      setLogLevel("error");
+      await db_!.close();
+      return out.includes("statement_timeout is 0 on the pooled connections");
+    };
+    expect(await warned()).toBe(true);
+    const name = new URL(db.url).pathname.slice(1);
+    await db.sql.unsafe(`alter database "${name}" set statement_timeout = '5s'`);
+    try {
+      expect(await warned()).toBe(false);
+    } finally {
+      await db.sql.unsafe(`alter database "${name}" reset statement_timeout`);
     }
   });
 
