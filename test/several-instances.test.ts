@@ -156,6 +156,8 @@ describe.skipIf(!built)("three instances under a mixed load", () => {
         const during = load.answers.filter((a) => a.at >= downAt && a.at < upAt);
         const unavailable = during.filter(isUnavailable);
         expect(unavailable.length).toBeGreaterThan(0);
+        const ms = unavailable.map((a) => a.ms).sort((x, y) => x - y);
+        console.log(`503 unavailable while away: ${ms.length}, p50 ${ms[Math.floor(ms.length / 2)]!.toFixed(0)} ms, max ${ms.at(-1)!.toFixed(0)} ms`);
         // Never a hang (a request unanswered within 10 s is status 0) nor any other error while it was away.
         expect(during.filter((a) => a.status === 0 || (a.status >= 400 && !isUnavailable(a) && !(a.op === "send_sms" && a.status === 402)))).toEqual([]);
         // Service resumed: what was sent from 3 s after its return was answered as without a fault.
