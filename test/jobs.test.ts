@@ -180,6 +180,29 @@ describe("job queue", () => {
     }
   });
 
+  test("a claim that never settles does not stop the runner for good, nor its stop", async () => {
+    const clock = new ManualClock();
+    const proxy = await startProxy(db.url);
+    const sql = connect(proxy.url, { max: 1, statementTimeoutMs: 5000, applicationName: "leadline-test-jobs" });
+    let ran = 0;
+    const runner = new JobRunner(sql, clock, [handler("t.stuck", async () => (ran++, { done: true }))], { pollMs: 5 });
+    try {
+      await sql`select 1`;
+      // The connection stays open and nothing comes back: the claim's statement never settles.
+      proxy.hang();
+      runner.start();
+      await Bun.sleep(200);
+      const stopped = runner.stop().then(() => true);
+      expect(await Promise.race([stopped, Bun.sleep(15_000).then(() => false)])).toBe(true);
+      expect(ran).toBe(0);
+    } finally {
+      proxy.cut();
+      proxy.restore();
+      await sql.end({ timeout: 1 });
+      await proxy.close();
+    }
+  }, 30_000);
+
   test("a group at its concurrency is skipped, so other groups never wait behind it", async () => {
     const clock = new ManualClock();
     const running = new Map<string, number>();

@@ -15,6 +15,7 @@
 import type postgres from "postgres";
 import type { Clock } from "../clock";
 import { unprepared, type Sql, type Tx } from "../db/client";
+import { withDeadline } from "../db/deadline";
 import { log, RepeatedFailure } from "../log";
 import type { Worker } from "./worker";
 
@@ -98,6 +99,9 @@ interface Kind {
   groups: Map<string, number>;
 }
 
+/** How long one poll (its claims) may take before the runner gives up on it and polls again. */
+const POLL_DEADLINE_MS = 5_000;
+
 /** Pauses between tries of recording a job's outcome (JobRunner.record): about 4 s in all. */
 const RECORD_PAUSES_MS = [250, 500, 1000, 2000];
 
@@ -146,7 +150,10 @@ export class JobRunner implements Worker {
     this.timer = setTimeout(() => {
       this.timer = null;
       this.rewake = false;
-      this.polling = this.poll()
+      // Bounded: a claim whose statement never settles (seen once a PgBouncer restart had dropped
+      // its connection: test/several-instances.test.ts) would otherwise stop this runner for good,
+      // and its stop with it. Counted as a failed claim; the next poll goes on.
+      this.polling = withDeadline(this.poll(), POLL_DEADLINE_MS)
         .then(
           (more) => {
             this.claimFailures.succeeded();
