@@ -69,6 +69,8 @@ async function threeInstances(pooled: boolean): Promise<Cluster> {
       servers,
       stop: async () => {
         const codes = await Promise.all(servers.map((s) => s.stop()));
+        // What an instance that did not stop in time was doing, for the failure's message.
+        codes.forEach((code, i) => code !== 0 && console.log(`instance ${i} exited with ${code}:\n${servers[i]!.lines.filter((l) => !l.includes("\"level\":\"warn\"")).slice(-25).join("\n")}`));
         servers.length = 0;
         return codes;
       },

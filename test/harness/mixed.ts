@@ -52,7 +52,7 @@ export interface MixedWorld {
   webhookId: number;
 }
 
-/** Provisions org 1 (billing, the fake provider, a DNI pool, a calendar, a webhook) and the keys. */
+/** Provisions org 1 (billing, the fake provider, a DNI pool, a calendar, an automation, a webhook) and the keys. */
 export async function seedMixed(sql: Sql, opts: { twilioUrl: string; receiverUrl: string; twilio?: FakeTwilio }): Promise<MixedWorld> {
   const file = {
     orgs: [
@@ -85,6 +85,8 @@ export async function seedMixed(sql: Sql, opts: { twilioUrl: string; receiverUrl
         links: [{ slug: MIXED_SLUG }],
       },
     ],
+    // Every new lead gets a note from the automation runner (a job on whichever instance claims it).
+    automations: [{ id: 1, org_id: ORG, trigger: "new_lead", channel: "note", body: "Welcome, {first_name}" }],
     webhooks: [{ id: 1, org_id: ORG, url: opts.receiverUrl, secret: "whsec_" + Buffer.from("the mixed load's webhook key!!").toString("base64"), events: ["*"] }],
   } as unknown as ProvisioningFile;
   await applyProvisioning(sql, file);
@@ -369,11 +371,13 @@ function expected(a: Answer): boolean {
 export async function settle(sql: Sql, rx: WebhookReceiver, ms = 30_000): Promise<void> {
   const end = Date.now() + ms;
   for (;;) {
-    const [row] = await sql<{ undispatched: number; undelivered: number; sending: number }[]>`
+    const [row] = await sql<{ undispatched: number; undelivered: number; sending: number; automations: number }[]>`
       select (select count(*) from outbox_events where dispatched_at is null)::int as undispatched,
              (select count(*) from webhook_deliveries where status <> 'delivered')::int as undelivered,
-             (select count(*) from messages where status in ('queued', 'sending'))::int as sending`;
-    if (row!.undispatched === 0 && row!.undelivered === 0 && row!.sending === 0) return;
+             (select count(*) from messages where status in ('queued', 'sending'))::int as sending,
+             ((select count(*) from automation_triggers where processed_at is null)
+              + (select count(*) from automation_runs where status = 'pending'))::int as automations`;
+    if (row!.undispatched === 0 && row!.undelivered === 0 && row!.sending === 0 && row!.automations === 0) return;
     if (Date.now() > end) {
       const stuck = await sql`
         select d.id, d.status, d.attempts, d.next_attempt_at, d.last_error, j.run_at, j.attempts as job_attempts, j.last_error as job_error
@@ -428,6 +432,18 @@ export async function violations(sql: Sql, world: MixedWorld, load: MixedLoad, r
   const createdOnce = new Map(created.map((r) => [r.lead, r.n]));
   const missingCreated = [...new Set(leadIds)].filter((id) => createdOnce.get(id) !== 1);
   if (missingCreated.length > 0) fail("lead.created not exactly once per lead", missingCreated.slice(0, 5));
+
+  // Automations: every new lead's run done once, its note written once.
+  const runs = await sql<{ lead: number; n: number; sent: number; notes: number }[]>`
+    select r.lead_id as lead, count(*)::int as n, count(*) filter (where r.status = 'sent')::int as sent,
+           (select count(*) from messages m where m.lead_id = r.lead_id and m.body like 'Welcome, %')::int as notes
+    from automation_runs r where r.automation_id = 1 group by r.lead_id`;
+  const runOf = new Map(runs.map((r) => [r.lead, r]));
+  const badRuns = [...new Set(leadIds)].filter((id) => {
+    const r = runOf.get(id);
+    return !r || r.n !== 1 || r.sent !== 1 || r.notes !== 1;
+  });
+  if (badRuns.length > 0) fail("a new lead's automation not run exactly once", badRuns.slice(0, 5).map((id) => [id, runOf.get(id) ?? null]));
 
   // Messages: one row per operation_id, every answer for it the same message, the provider asked at most once.
   const ops = [...load.acks.messages].filter(([, m]) => m.ids.size > 0);
