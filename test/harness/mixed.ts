@@ -365,8 +365,10 @@ function expected(a: Answer): boolean {
 }
 
 /**
- * Waits, with the instances still running, until every event is fanned out and delivered and no
- * message is still being sent: what `violations` then checks is final.
+ * Waits, with the instances still running, until every event is fanned out and delivered, no
+ * message is still being sent and no automation run is pending: what `violations` then checks is
+ * final. After a fault allow a minute and more: work whose outcome could not be written waits for
+ * its retry or its lease (a minute for a delivery or an automation run).
  */
 export async function settle(sql: Sql, rx: WebhookReceiver, ms = 30_000): Promise<void> {
   const end = Date.now() + ms;
@@ -380,8 +382,12 @@ export async function settle(sql: Sql, rx: WebhookReceiver, ms = 30_000): Promis
     if (row!.undispatched === 0 && row!.undelivered === 0 && row!.sending === 0 && row!.automations === 0) return;
     if (Date.now() > end) {
       const stuck = await sql`
-        select d.id, d.status, d.attempts, d.next_attempt_at, d.last_error, j.run_at, j.attempts as job_attempts, j.last_error as job_error
-        from webhook_deliveries d left join jobs j on j.ref = d.id where d.status <> 'delivered' limit 5`;
+        select 'delivery' as what, d.id, d.status, d.last_error, j.run_at, j.attempts as job_attempts, j.last_error as job_error
+        from webhook_deliveries d left join jobs j on j.ref = d.id and j.kind = 'webhook.deliver' where d.status <> 'delivered'
+        union all
+        select 'automation', r.id, r.status, r.reason, j.run_at, j.attempts, j.last_error
+        from automation_runs r left join jobs j on j.ref = r.id and j.kind = 'automation.run' where r.status = 'pending'
+        limit 5`;
       throw new Error(`not settled within ${ms} ms: ${JSON.stringify(row)}; received ${rx.received.length}; ${JSON.stringify(stuck)}; now ${new Date().toISOString()}`);
     }
     await Bun.sleep(200);
