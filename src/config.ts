@@ -5,6 +5,12 @@ export type LogLevel = "debug" | "info" | "warn" | "error";
 
 export interface Config {
   databaseUrl: string | null;
+  /**
+   * DATABASE_DIRECT_URL: PostgreSQL itself, when DATABASE_URL is a transaction pooler (PgBouncer).
+   * Set, the pool sends unprepared statements and carries no session state; LISTEN, migrations and
+   * the CLI use this address (src/db/open.ts).
+   */
+  databaseDirectUrl: string | null;
   dataDir: string;
   /**
    * Where the embedded server's control socket goes when DATA_DIR's path is too long for a Unix
@@ -127,10 +133,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError("DATABASE_URL must be a postgres:// URL");
   }
+  const databaseDirectUrl = env.DATABASE_DIRECT_URL?.trim() || null;
+  if (databaseDirectUrl && !/^postgres(ql)?:\/\//.test(databaseDirectUrl)) {
+    throw new ConfigError("DATABASE_DIRECT_URL must be a postgres:// URL");
+  }
+  // Without DATABASE_URL the embedded database is used, and a pooler in front of it means nothing.
+  if (databaseDirectUrl && !databaseUrl) throw new ConfigError("DATABASE_DIRECT_URL is set without DATABASE_URL (the pooler's address)");
   const port = intIn("PORT", env.PORT, 0, 65535) ?? 8080;
   const baseUrl = withoutTrailingSlashes(env.BASE_URL?.trim() ? publicUrl("BASE_URL", env.BASE_URL.trim()) : `http://localhost:${port}`);
   return {
     databaseUrl,
+    databaseDirectUrl,
     dataDir: env.DATA_DIR?.trim() || "./leadline-data",
     runtimeDir: env.XDG_RUNTIME_DIR?.trim() || "/tmp",
     port,

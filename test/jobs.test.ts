@@ -3,8 +3,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { enqueue, JobRunner, type Job, type JobHandler, type Outcome } from "../src/jobs/queue";
 import { every, Workers } from "../src/jobs/worker";
 import { setLogLevel } from "../src/log";
+import { connect } from "../src/db/client";
 import { ManualClock } from "./harness/clock";
 import { testDatabase, type TestDatabase } from "./harness/db";
+import { startProxy } from "./harness/proxy";
 
 setLogLevel("error");
 
@@ -151,6 +153,55 @@ describe("job queue", () => {
       await alive.stop();
     }
   });
+
+  test("an outcome that cannot be recorded while the database is away is recorded once it is back, not left to the lease", async () => {
+    // The clock never moves: without the retried write the job would wait for its lease forever.
+    const clock = new ManualClock();
+    const proxy = await startProxy(db.url);
+    const sql = connect(proxy.url, { max: 2, statementTimeoutMs: 5000, applicationName: "leadline-test-jobs" });
+    let release!: () => void;
+    const gate = new Promise<void>((ok) => (release = ok));
+    let ran = 0;
+    const runner = new JobRunner(sql, clock, [handler("t.record", async () => (ran++, await gate, { done: true }), { leaseMs: 60_000 })], { pollMs: 5 });
+    await enqueue(db.sql, { kind: "t.record", ref: 1, runAt: clock.now() });
+    runner.start();
+    try {
+      await until(() => ran === 1);
+      proxy.cut();
+      release();
+      await Bun.sleep(100);
+      proxy.restore();
+      await until(async () => (await remaining("t.record")) === 0, 10_000);
+      expect(ran).toBe(1);
+    } finally {
+      await runner.stop();
+      await sql.end({ timeout: 1 });
+      await proxy.close();
+    }
+  });
+
+  test("a claim that never settles does not stop the runner for good, nor its stop", async () => {
+    const clock = new ManualClock();
+    const proxy = await startProxy(db.url);
+    const sql = connect(proxy.url, { max: 1, statementTimeoutMs: 5000, applicationName: "leadline-test-jobs" });
+    let ran = 0;
+    const runner = new JobRunner(sql, clock, [handler("t.stuck", async () => (ran++, { done: true }))], { pollMs: 5 });
+    try {
+      await sql`select 1`;
+      // The connection stays open and nothing comes back: the claim's statement never settles.
+      proxy.hang();
+      runner.start();
+      await Bun.sleep(200);
+      const stopped = runner.stop().then(() => true);
+      expect(await Promise.race([stopped, Bun.sleep(15_000).then(() => false)])).toBe(true);
+      expect(ran).toBe(0);
+    } finally {
+      proxy.cut();
+      proxy.restore();
+      await sql.end({ timeout: 1 });
+      await proxy.close();
+    }
+  }, 30_000);
 
   test("a group at its concurrency is skipped, so other groups never wait behind it", async () => {
     const clock = new ManualClock();

@@ -10,6 +10,7 @@ import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { startFakeSmtp, type FakeSmtp } from "./harness/fake-smtp";
 import { startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
+import { startProxy } from "./harness/proxy";
 
 /** A send as the API answers it: the status and the exact JSON text (routes.ts renders with answerOf). */
 const sendMessage = async (...a: Parameters<typeof service.sendMessage>) => answerOf(await service.sendMessage(...a));
@@ -303,6 +304,38 @@ describe("SMS", () => {
   });
 });
 
+describe("outages", () => {
+  test("the database away when the provider answers: the outcome is recorded once it is back, not left sending until the lease", async () => {
+    const proxy = await startProxy(db.url);
+    const via = connect(proxy.url, { max: 2, statementTimeoutMs: 5000, applicationName: "leadline-test-proxied" });
+    try {
+      twilio.setMode({ kind: "hang" });
+      const id = await lead();
+      const sending = sendMessage(via, acme, input({ lead_id: id }), DAY, { ...env, providerTimeoutMs: 800 }).then(
+        () => null,
+        (err: unknown) => err,
+      );
+      await twilio.waitFor(1);
+      // The outcome's write is sent into a database that no longer answers, and its connection
+      // then dropped: that statement is lost with it.
+      proxy.hang();
+      expect(await sending).not.toBeNull();
+      expect((await db.sql`select status from messages where lead_id = ${id}`)[0].status).toBe("sending");
+      proxy.cut();
+      proxy.restore();
+      const end = Date.now() + 15_000;
+      while ((await db.sql`select status from messages where lead_id = ${id}`)[0].status === "sending" && Date.now() < end) await Bun.sleep(50);
+      const [m] = await db.sql`select status, error from messages where lead_id = ${id}`;
+      expect(m.status).toBe("failed");
+      // The failed call's charge came back with it.
+      expect(await credits()).toBe(10);
+    } finally {
+      await via.end({ timeout: 1 });
+      await proxy.close();
+    }
+  }, 20_000);
+});
+
 describe("billing under races", () => {
   test("50 sends racing for credits that cover 10: exactly 10 go, 40 get insufficient_credits, the balance ends at 0", async () => {
     await configureAcme({ credits: 0.1 });
@@ -330,6 +363,20 @@ describe("billing under races", () => {
     expect(twilio.requests.length).toBe(1);
     expect((await db.sql`select count(*)::int as n from messages where operation_id = ${i.operationId}`)[0].n).toBe(1);
     expect(await credits()).toBe(9.99);
+  });
+
+  test("identical sends racing for the last credit: every one answers the send that took it, none insufficient_credits", async () => {
+    // The duplicates wait for the billing row while the first holds it; then the balance is 0,
+    // but the operation_id is taken: a retry answers the first send, never a refusal of its own.
+    await configureAcme({ credits: 0.01 });
+    const id = await lead();
+    const i = input({ lead_id: id, body: "the last one" });
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, k) => sendMessage(k % 2 ? other : db.sql, acme, i, DAY, env)));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(new Set(answers.map((a) => a.text)).size).toBe(1);
+    expect(parsed(answers[0]).ok).toBe(true);
+    expect(twilio.requests.length).toBe(1);
+    expect(await credits()).toBe(0);
   });
 
   test("duplicates of a send still with its provider wait for its answer", async () => {

@@ -73,7 +73,7 @@ async function buildTemplate(adminUrl: string): Promise<void> {
 /**
  * Debian packages some tests drive for real: Chromium for the DNI script and the booking page
  * (driven by playwright-core, never a browser playwright downloads), systemd's tools for the unit
- * file, nginx for the shipped site. Installed here when missing, as root with apt-get (CI and fresh machines), in one apt run
+ * file, nginx for the shipped site, PgBouncer for the several-instances tests. Installed here when missing, as root with apt-get (CI and fresh machines), in one apt run
  * so that parallel test files never race for apt's lock; elsewhere those tests say why they fail
  * or skip.
  */
@@ -81,6 +81,7 @@ const PACKAGES: ReadonlyArray<{ bin: string; pkg: string }> = [
   { bin: CHROMIUM, pkg: "chromium" },
   { bin: "/usr/bin/systemd-analyze", pkg: "systemd" },
   { bin: "/usr/sbin/nginx", pkg: "nginx" },
+  { bin: "/usr/sbin/pgbouncer", pkg: "pgbouncer" },
 ];
 
 function ensurePackages(): void {

@@ -59,7 +59,8 @@ function jobHandlers(deps: Deps): JobHandler[] {
 
 /** Starts the service on an open database; used by `serve` and by tests. */
 export async function start(given: Config, db: Database, options: StartOptions = {}): Promise<Running> {
-  await migrate(db.sql);
+  // On the direct connection: DDL and its lock do not belong on a pooled one (README: Several instances).
+  await migrate(db.direct);
   // Refuses to start (one line naming the key ids) when a stored secret does not open with
   // LEADLINE_SECRET_KEY, rather than failing every send and delivery that needs it later.
   await checkStoredSecrets(db.sql, given.secretKey);
@@ -70,7 +71,8 @@ export async function start(given: Config, db: Database, options: StartOptions =
   const ipSalt = await loadIpSalt(db.sql, config);
   const deps: Deps = { sql: db.sql, config, clock, keys, limits, ipSalt, embedded: db.embedded };
   // The embedded database is a single connection that LISTEN would take over; it has one process.
-  if (!db.embedded) await keys.listen();
+  // A transaction pooler would hand the LISTEN session to whoever runs next: LISTEN goes direct.
+  if (!db.embedded) await keys.listen(db.direct);
   // The access log is an info line per request: off at LOG_LEVEL warn or error, or with ACCESS_LOG=false.
   const accessLog = config.accessLog && (config.logLevel === "info" || config.logLevel === "debug") ? new AccessLog() : null;
   const app = buildApp(deps, new RequestObserver(accessLog, config.trustProxy, ipSalt));
@@ -157,7 +159,7 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
     // The demo is in place before anything listens or runs, and before start reads the settings
     // it provisions (COMMS_INBOUND_LIST_ID).
     if (options.demo) {
-      await migrate(db.sql);
+      await migrate(db.direct);
       demo = await provisionDemo(db.sql, new Date(systemClock.now()), config.secretKey);
     }
     running = await start(config, db);

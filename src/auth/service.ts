@@ -101,10 +101,10 @@ export class KeyStore {
    * Subscribes to key changes. postgres.js listens on a connection of its own (with the pool's
    * options, so TCP keepalive from connect()); when that connection closes it connects again and
    * re-listens, and the cache is dropped then too, since notifications sent while it was away are
-   * lost.
+   * lost. `direct`: a client on PostgreSQL itself, never a transaction pooler (src/db/open.ts).
    */
-  async listen(): Promise<void> {
-    await this.sql.listen(
+  async listen(direct: Sql = this.sql): Promise<void> {
+    await direct.listen(
       "leadline_keys",
       () => this.invalidate(),
       () => this.invalidate(),

@@ -15,6 +15,16 @@ export interface DbOptions {
    * `socket` option): the embedded database is reached in-process this way.
    */
   socket?: () => unknown;
+  /**
+   * The URL is a transaction pooler (PgBouncer in `pool_mode = transaction`): consecutive
+   * transactions may run on different server connections, so nothing may live in the session.
+   * Statements are sent unnamed (PgBouncer before 1.21 does not carry protocol-level prepared
+   * statements across server connections), and only the startup parameters PgBouncer tracks and
+   * re-applies per client are sent: it refuses a connection that sends statement_timeout or
+   * plan_cache_mode. The statement timeout is then the role's or the database's (README: Several
+   * instances); the plan cache mode does not matter, as an unnamed statement is planned each time.
+   */
+  pooled?: boolean;
 }
 
 /**
@@ -37,7 +47,7 @@ export function connect(url: string, opts: DbOptions): Sql {
     max_lifetime: 60 * 30,
     backoff: (retries: number) => Math.min(0.25, 0.02 * 2 ** retries),
     onnotice: () => {},
-    prepare: true,
+    prepare: !opts.pooled,
     // ids are bigserial; they are far below 2^53 and the contract returns them as JSON integers.
     types: {
       bigint: {
@@ -49,13 +59,17 @@ export function connect(url: string, opts: DbOptions): Sql {
     },
     connection: {
       application_name: opts.applicationName ?? "leadline",
-      statement_timeout: opts.statementTimeoutMs,
       TimeZone: "UTC",
-      // Every statement here is prepared and keyed by ids, phones or arrays of them, so one plan per
-      // statement serves all values. Left to choose, PostgreSQL kept planning the batched reads
-      // afresh on every execution (a parameter array's length is unknown to the generic plan, whose
-      // estimate then loses), which doubled their database CPU.
-      plan_cache_mode: "force_generic_plan",
+      ...(opts.pooled
+        ? {}
+        : {
+            statement_timeout: opts.statementTimeoutMs,
+            // Every statement here is prepared and keyed by ids, phones or arrays of them, so one
+            // plan per statement serves all values. Left to choose, PostgreSQL kept planning the
+            // batched reads afresh on every execution (a parameter array's length is unknown to the
+            // generic plan, whose estimate then loses), which doubled their database CPU.
+            plan_cache_mode: "force_generic_plan",
+          }),
     },
   }) as unknown as Sql;
 }

@@ -1,10 +1,17 @@
 // Opens the database the configuration names: a real PostgreSQL, or the embedded one.
 import { availableParallelism } from "node:os";
 import type { Config } from "../config";
+import { log } from "../log";
 import { connect, type Sql } from "./client";
 
 export interface Database {
+  /** The pool every request and worker uses (through the pooler when DATABASE_DIRECT_URL is set). */
   sql: Sql;
+  /**
+   * A connection to PostgreSQL itself, for what a transaction pooler cannot carry: LISTEN and
+   * migrations. The same client as `sql` unless DATABASE_DIRECT_URL is set.
+   */
+  direct: Sql;
   embedded: boolean;
   close(): Promise<void>;
 }
@@ -15,15 +22,38 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
   // Statements of the API are bounded server-side too; migrations and provisioning are not.
   const statementTimeoutMs = purpose === "serve" ? 5000 : 0;
   if (config.databaseUrl) {
-    const sql = connect(config.databaseUrl, {
-      // Near the database's core count (assumed to share this host): more connections only queue
-      // inside PostgreSQL, and the rate-limit batcher keeps one of them busy at most.
-      max: config.poolMax ?? (purpose === "serve" ? Math.max(2, availableParallelism() * 2) : 2),
-      statementTimeoutMs,
-      applicationName: `leadline-${purpose}`,
-    });
-    await probe(sql, config.databaseUrl);
-    return { sql, embedded: false, close: () => sql.end({ timeout: 5 }) };
+    // Near the database's core count (assumed to share this host): more connections only queue
+    // inside PostgreSQL, and the rate-limit batcher keeps one of them busy at most.
+    const max = config.poolMax ?? (purpose === "serve" ? Math.max(2, availableParallelism() * 2) : 2);
+    const applicationName = `leadline-${purpose}`;
+    const directUrl = config.databaseDirectUrl;
+    // A command runs a few statements, some needing a session (a dump's cursor, a restore): it
+    // goes straight to PostgreSQL and leaves the pooler to the instances.
+    if (!directUrl || purpose === "cli") {
+      const url = directUrl ?? config.databaseUrl;
+      const sql = connect(url, { max, statementTimeoutMs, applicationName });
+      await probe(sql, url);
+      return { sql, direct: sql, embedded: false, close: () => sql.end({ timeout: 5 }) };
+    }
+    const sql = connect(config.databaseUrl, { max, statementTimeoutMs, applicationName, pooled: true });
+    // One connection for the migrations at start, then postgres.js's own for LISTEN.
+    const direct = connect(directUrl, { max: 1, statementTimeoutMs, applicationName: `${applicationName}-direct` });
+    try {
+      await probe(direct, directUrl);
+      await probe(sql, config.databaseUrl);
+    } catch (err) {
+      void direct.end({ timeout: 0 }).catch(() => {});
+      throw err;
+    }
+    await warnUnboundedStatements(sql);
+    return {
+      sql,
+      direct,
+      embedded: false,
+      close: async () => {
+        await Promise.all([sql.end({ timeout: 5 }), direct.end({ timeout: 5 })]);
+      },
+    };
   }
   const { startEmbedded } = await import("./embedded");
   const server = await startEmbedded(config.dataDir);
@@ -32,12 +62,25 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
   const sql = connect(server.url, { max: 1, socket: server.connect, statementTimeoutMs, applicationName: `leadline-${purpose}` });
   return {
     sql,
+    direct: sql,
     embedded: true,
     close: async () => {
       await sql.end({ timeout: 5 });
       await server.close();
     },
   };
+}
+
+/**
+ * Through a pooler the statement timeout cannot be sent at connection (PgBouncer refuses the
+ * parameter), so it is whatever the role or database sets: said once at start when that is none,
+ * since a runaway statement would then hold a pooled server connection indefinitely.
+ */
+async function warnUnboundedStatements(sql: Sql): Promise<void> {
+  const [row] = await sql<{ t: string }[]>`select current_setting('statement_timeout') as t`;
+  if (row?.t === "0") {
+    log.warn("statement_timeout is 0 on the pooled connections; set it for Leadline's role or database (README: Several instances)");
+  }
 }
 
 const PROBE_MS = 5000;

@@ -15,6 +15,7 @@
 import type postgres from "postgres";
 import type { Clock } from "../clock";
 import { unprepared, type Sql, type Tx } from "../db/client";
+import { withDeadline } from "../db/deadline";
 import { log, RepeatedFailure } from "../log";
 import type { Worker } from "./worker";
 
@@ -98,6 +99,12 @@ interface Kind {
   groups: Map<string, number>;
 }
 
+/** How long one poll (its claims) may take before the runner gives up on it and polls again. */
+const POLL_DEADLINE_MS = 5_000;
+
+/** Pauses between tries of recording a job's outcome (JobRunner.record): about 4 s in all. */
+const RECORD_PAUSES_MS = [250, 500, 1000, 2000];
+
 export class JobRunner implements Worker {
   readonly name = "jobs";
   private kinds: Kind[];
@@ -143,7 +150,10 @@ export class JobRunner implements Worker {
     this.timer = setTimeout(() => {
       this.timer = null;
       this.rewake = false;
-      this.polling = this.poll()
+      // Bounded: a claim whose statement never settles (seen once a PgBouncer restart had dropped
+      // its connection: test/several-instances.test.ts) would otherwise stop this runner for good,
+      // and its stop with it. Counted as a failed claim; the next poll goes on.
+      this.polling = withDeadline(this.poll(), POLL_DEADLINE_MS)
         .then(
           (more) => {
             this.claimFailures.succeeded();
@@ -231,18 +241,35 @@ export class JobRunner implements Worker {
       // A thrown error is a bug or an outage: try again in a while rather than spin.
       outcome = { retryAt: this.clock.now() + Math.min(3_600_000, 5_000 * 2 ** Math.min(job.attempts, 10)), error: String(err) };
     }
-    try {
-      if ("done" in outcome) {
-        if (!outcome.removed) await unprepared(this.sql`delete from jobs where id = ${job.id}`);
-      } else {
-        await unprepared(this.sql`
-          update jobs set run_at = ${new Date(outcome.retryAt)}, last_error = ${outcome.error ?? null}
-          where id = ${job.id}`);
+    await this.record(job, outcome);
+  }
+
+  /**
+   * Deletes the job or moves it to its retry time. An outage that failed the run (or struck as it
+   * ended) usually fails this write too, and the job then waits for its lease (a minute for a
+   * webhook delivery) although the database was back within seconds: so the write is tried again
+   * for a few seconds first. Both writes are idempotent.
+   */
+  private async record(job: Job, outcome: Outcome): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if ("done" in outcome) {
+          if (!outcome.removed) await unprepared(this.sql`delete from jobs where id = ${job.id}`);
+        } else {
+          await unprepared(this.sql`
+            update jobs set run_at = ${new Date(outcome.retryAt)}, last_error = ${outcome.error ?? null}
+            where id = ${job.id}`);
+        }
+        this.recordFailures.succeeded();
+        return;
+      } catch (err) {
+        if (attempt >= RECORD_PAUSES_MS.length || this.stopped) {
+          // The lease runs out and the job runs again: handlers are idempotent.
+          this.recordFailures.failed(err, { kind: job.kind, job: job.id });
+          return;
+        }
+        await Bun.sleep(RECORD_PAUSES_MS[attempt]!);
       }
-      this.recordFailures.succeeded();
-    } catch (err) {
-      // The lease runs out and the job runs again: handlers are idempotent.
-      this.recordFailures.failed(err, { kind: job.kind, job: job.id });
     }
   }
 

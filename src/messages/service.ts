@@ -189,7 +189,16 @@ async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
     now,
     env,
   );
-  if (went.kind === "refused") return refusal(went.reason);
+  if (went.kind === "refused") {
+    // Refused after waiting for the billing row: a concurrent request with this operation_id may
+    // have recorded it meanwhile (and spent the last credit), and a retry answers what the first
+    // got, never a refusal of its own. Read again only then: a refusal without a wait is cheap.
+    if (went.waited) {
+      const again = await step(sendContext(sql, actor, input.leadId, channel, input.operationId));
+      if (again.prior) return replay(sql, again.prior, hash, now, env);
+    }
+    return refusal(went.reason);
+  }
   if (went.kind === "taken") return null;
   return went.result;
 }
@@ -219,9 +228,12 @@ interface Outgoing {
   charge(tx: Tx, org: OrgSettings, cost: number, to: string, text: Text, sendingUntil: Date): Promise<number | null>;
 }
 
-/** How sendNow ended. `busy`: the billing row stayed locked past its wait (billing_unavailable). */
+/**
+ * How sendNow ended. `busy`: the billing row stayed locked past its wait (billing_unavailable).
+ * `waited`: refused by the billing gate, after the wait for the billing row.
+ */
 type Went =
-  | { kind: "refused"; reason: GateReason; busy: boolean }
+  | { kind: "refused"; reason: GateReason; busy: boolean; waited: boolean }
   | { kind: "queued"; until: number; result: MessageResult }
   | { kind: "delivered"; result: MessageResult }
   | { kind: "taken" };
@@ -243,7 +255,7 @@ type Went =
  */
 async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promise<Went> {
   const contact = contactGate(m.channel, m.org, m.lead, m.consent);
-  if (!contact.ok) return { kind: "refused", reason: contact.reason, busy: false };
+  if (!contact.ok) return { kind: "refused", reason: contact.reason, busy: false, waited: false };
   const org = m.org!; // the provider gate passed, so there is an org
   const to = contact.to;
   const text: Text = m.text.merged ? { body: m.text.body, subject: m.text.subject } : asSent(m.channel, m.text.body, m.text.subject, m.lead, org);
@@ -267,8 +279,8 @@ async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promis
       lockMs + DEADLINE_MS,
     );
   } catch (err) {
-    if (err instanceof Refused) return { kind: "refused", reason: err.reason, busy: false };
-    if (isLockTimeout(err)) return { kind: "refused", reason: "billing_unavailable", busy: true };
+    if (err instanceof Refused) return { kind: "refused", reason: err.reason, busy: false, waited: true };
+    if (isLockTimeout(err)) return { kind: "refused", reason: "billing_unavailable", busy: true, waited: true };
     if (err === TAKEN) return { kind: "taken" };
     throw err;
   }
@@ -327,17 +339,44 @@ async function settle(sql: Sql, id: number, channel: "sms" | "email", to: string
   messageSends.inc(channel, outcome.ok ? "sent" : "failed");
   const result: MessageResult = outcome.ok ? { ok: true, message_id: id } : { ok: false, message_id: id, reason: outcome.reason };
   const at = new Date(now);
-  const stored = await step(recordOutcome(sql, id, {
-    ok: outcome.ok,
-    providerId: outcome.ok ? outcome.providerId : null,
-    reason: outcome.ok ? null : outcome.reason,
-    error: outcome.ok ? "" : outcome.error,
-    result: resultText(result),
-    now: at,
-  }));
+  const record = () =>
+    recordOutcome(sql, id, {
+      ok: outcome.ok,
+      providerId: outcome.ok ? outcome.providerId : null,
+      reason: outcome.ok ? null : outcome.reason,
+      error: outcome.ok ? "" : outcome.error,
+      result: resultText(result),
+      now: at,
+    });
+  let stored: Awaited<ReturnType<typeof recordOutcome>>;
+  try {
+    stored = await step(record());
+  } catch (err) {
+    // The provider has answered but the database is away or slow: this request answers 503, and
+    // the outcome is written as soon as it can be, for a few seconds (recordOutcome acts only on a
+    // message still `sending`), so that a short outage does not leave a text that went out
+    // `sending` until its lease and then `unknown`. A retry of the send then replays it.
+    void recordLater(record);
+    throw err;
+  }
   if (!outcome.ok && channel === "sms" && outcome.code === TWILIO_UNSUBSCRIBED) await step(optOutPhone(sql, org.id, to, "provider:21610", at));
   const text = stored?.result ?? (await step(settledResult(sql, id, at)));
   return text === null ? result : parseResult(text);
+}
+
+/** Pauses between the background tries of recordLater: about 8 s in all. */
+const RECORD_PAUSES_MS = [250, 500, 1000, 2000, 4000];
+
+async function recordLater(record: () => Promise<unknown>): Promise<void> {
+  for (const pause of RECORD_PAUSES_MS) {
+    await Bun.sleep(pause);
+    try {
+      await record();
+      return;
+    } catch {
+      // Still away: the next try, and after the last the lease (recoverInterrupted) decides.
+    }
+  }
 }
 
 /**

@@ -17,7 +17,7 @@ setLogLevel("error");
 export async function startApp(url: string, env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestApp> {
   const config = loadConfig({ DATABASE_URL: url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", ...env });
   const sql: Sql = connect(url, { max: 4, statementTimeoutMs: 5000, applicationName: "leadline-test-app" });
-  const running = await start(config, { sql, embedded: false, close: () => sql.end({ timeout: 5 }) }, options);
+  const running = await start(config, { sql, direct: sql, embedded: false, close: () => sql.end({ timeout: 5 }) }, options);
   return { base: `http://127.0.0.1:${running.port}`, running, stop: () => running.stop() };
 }
 
