@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { enqueue, JobRunner, type Job, type JobHandler, type Outcome } from "../src/jobs/queue";
 import { every, Workers } from "../src/jobs/worker";
 import { setLogLevel } from "../src/log";
+import { connect } from "../src/db/client";
 import { ManualClock } from "./harness/clock";
+import { startProxy } from "./harness/proxy";
 import { testDatabase, type TestDatabase } from "./harness/db";
 
 setLogLevel("error");
@@ -149,6 +151,33 @@ describe("job queue", () => {
       expect(ran).toBe(1);
     } finally {
       await alive.stop();
+    }
+  });
+
+  test("an outcome the database could not take (it was away) is written when it is back, without waiting for the lease", async () => {
+    const proxy = await startProxy(db.url);
+    const sql = connect(proxy.url, { max: 2, statementTimeoutMs: 0 });
+    const clock = new ManualClock();
+    const finish = new Map<number, (o: Outcome) => void>();
+    const runner = new JobRunner(sql, clock, [handler("t.away", (j) => new Promise<Outcome>((ok) => finish.set(j.ref!, ok)), { leaseMs: 60_000 })], { pollMs: 5 });
+    await enqueue(db.sql, { kind: "t.away", ref: 1, runAt: clock.now() });
+    await enqueue(db.sql, { kind: "t.away", ref: 2, runAt: clock.now() });
+    runner.start();
+    try {
+      await until(() => finish.size === 2);
+      proxy.cut();
+      finish.get(1)!({ done: true });
+      finish.get(2)!({ retryAt: clock.now() + 1000, error: "later" });
+      await Bun.sleep(100);
+      proxy.restore();
+      // The clock stays put: the lease (60 s) never ends here.
+      await until(async () => (await remaining("t.away")) === 1);
+      const [row] = await db.sql`select ref, last_error, run_at from jobs where kind = 't.away'`;
+      expect(row).toEqual({ ref: 2, last_error: "later", run_at: new Date(clock.now() + 1000) });
+    } finally {
+      await runner.stop();
+      await sql.end({ timeout: 1 });
+      await proxy.close();
     }
   });
 

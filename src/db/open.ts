@@ -2,6 +2,7 @@
 import { availableParallelism } from "node:os";
 import type { Config } from "../config";
 import { connect, type Sql } from "./client";
+import { LOCK_WAIT_MS } from "./deadline";
 
 export interface Database {
   sql: Sql;
@@ -14,12 +15,14 @@ export type Purpose = "serve" | "cli";
 export async function openDatabase(config: Config, purpose: Purpose): Promise<Database> {
   // Statements of the API are bounded server-side too; migrations and provisioning are not.
   const statementTimeoutMs = purpose === "serve" ? 5000 : 0;
+  const lockTimeoutMs = purpose === "serve" ? LOCK_WAIT_MS : 0;
   if (config.databaseUrl) {
     const sql = connect(config.databaseUrl, {
       // Near the database's core count (assumed to share this host): more connections only queue
       // inside PostgreSQL, and the rate-limit batcher keeps one of them busy at most.
       max: config.poolMax ?? (purpose === "serve" ? Math.max(2, availableParallelism() * 2) : 2),
       statementTimeoutMs,
+      lockTimeoutMs,
       applicationName: `leadline-${purpose}`,
     });
     await probe(sql, config.databaseUrl);

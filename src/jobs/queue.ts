@@ -15,7 +15,7 @@
 import type postgres from "postgres";
 import type { Clock } from "../clock";
 import { unprepared, type Sql, type Tx } from "../db/client";
-import { log, RepeatedFailure } from "../log";
+import { errorFields, log, RepeatedFailure } from "../log";
 import type { Worker } from "./worker";
 
 
@@ -106,6 +106,13 @@ export class JobRunner implements Worker {
   private stopped = true;
   private rewake = false;
   private inflight = new Set<Promise<void>>();
+  /**
+   * Outcomes of runs that ended while the database was away, by job id, with the claim they
+   * belong to: written when it is back (each poll tries first). Left to the lease, every job in
+   * flight at a database restart waited a minute or more before it ran again. At most one per job
+   * claimed here, since nothing new is claimed until they are written.
+   */
+  private unrecorded = new Map<number, { attempts: number; outcome: Outcome }>();
   private readonly pollMs: number;
   private readonly drainMs: number;
   private readonly claimFailures = new RepeatedFailure("claiming jobs failed");
@@ -163,6 +170,7 @@ export class JobRunner implements Worker {
 
   /** Claims and starts what there is room for; true when more may be due right away. */
   private async poll(): Promise<boolean> {
+    await this.recordLate();
     let more = false;
     for (const kind of this.kinds) {
       const room = (kind.handler.concurrency ?? 4) - kind.running;
@@ -241,8 +249,28 @@ export class JobRunner implements Worker {
       }
       this.recordFailures.succeeded();
     } catch (err) {
-      // The lease runs out and the job runs again: handlers are idempotent.
+      // Written at the next poll that reaches the database (else the lease runs out and the job
+      // runs again: handlers are idempotent).
       this.recordFailures.failed(err, { kind: job.kind, job: job.id });
+      this.unrecorded.set(job.id, { attempts: job.attempts, outcome });
+    }
+  }
+
+  /**
+   * Writes the outcomes that could not be written when their runs ended. Only while the claim is
+   * still this instance's (`attempts` unchanged): once the lease has run out, another instance may
+   * have claimed the job again, and its own run decides.
+   */
+  private async recordLate(): Promise<void> {
+    for (const [id, { attempts, outcome }] of this.unrecorded) {
+      if ("done" in outcome) {
+        await unprepared(this.sql`delete from jobs where id = ${id} and attempts = ${attempts}`);
+      } else {
+        await unprepared(this.sql`
+          update jobs set run_at = ${new Date(outcome.retryAt)}, last_error = ${outcome.error ?? null}
+          where id = ${id} and attempts = ${attempts}`);
+      }
+      this.unrecorded.delete(id);
     }
   }
 
@@ -259,5 +287,8 @@ export class JobRunner implements Worker {
     if (!inTime) {
       log.warn("jobs still running at shutdown; they run again when their lease ends", { running: this.inflight.size });
     }
+    await this.recordLate().catch((err) => {
+      log.warn("outcomes not written at shutdown; their jobs run again when their lease ends", { jobs: this.unrecorded.size, ...errorFields(err) });
+    });
   }
 }
