@@ -134,10 +134,13 @@ describe("job queue", () => {
   test("a job whose worker died runs again when its lease ends", async () => {
     const clock = new ManualClock();
     let hung = 0;
-    const dead = new JobRunner(db.sql, clock, [handler("t.lease", () => (hung++, new Promise<Outcome>(() => {})), { leaseMs: 30_000 })], { pollMs: 5, drainMs: 10 });
+    // Its own client, ended before its stop: a process that died cannot release what it claimed.
+    const deadSql = connect(db.url, { max: 1, statementTimeoutMs: 0 });
+    const dead = new JobRunner(deadSql, clock, [handler("t.lease", () => (hung++, new Promise<Outcome>(() => {})), { leaseMs: 30_000 })], { pollMs: 5, drainMs: 10 });
     await enqueue(db.sql, { kind: "t.lease", ref: 1, runAt: clock.now() });
     dead.start();
     await until(() => hung === 1);
+    await deadSql.end({ timeout: 0 });
     await dead.stop();
     let ran = 0;
     const alive = new JobRunner(db.sql, clock, [handler("t.lease", async () => (ran++, { done: true }))], { pollMs: 5 });
@@ -172,12 +175,35 @@ describe("job queue", () => {
       proxy.restore();
       // The clock stays put: the lease (60 s) never ends here.
       await until(async () => (await remaining("t.away")) === 1);
+      await until(async () => (await db.sql`select last_error from jobs where kind = 't.away'`)[0]?.last_error === "later");
       const [row] = await db.sql`select ref, last_error, run_at from jobs where kind = 't.away'`;
       expect(row).toEqual({ ref: 2, last_error: "later", run_at: new Date(clock.now() + 1000) });
     } finally {
       await runner.stop();
       await sql.end({ timeout: 1 });
       await proxy.close();
+    }
+  });
+
+  test("a job still running when stop's drain ends is released: another runner takes it at once, not after the lease", async () => {
+    const clock = new ManualClock();
+    let hung = 0;
+    const stopping = new JobRunner(db.sql, clock, [handler("t.release", () => (hung++, new Promise<Outcome>(() => {})), { leaseMs: 60_000 })], { pollMs: 5, drainMs: 10 });
+    await enqueue(db.sql, { kind: "t.release", ref: 1, runAt: clock.now() });
+    stopping.start();
+    await until(() => hung === 1);
+    await stopping.stop();
+    const [row] = await db.sql`select run_at, attempts from jobs where kind = 't.release'`;
+    expect(row).toEqual({ run_at: new Date(clock.now()), attempts: 1 });
+    let ran = 0;
+    const other = new JobRunner(db.sql, clock, [handler("t.release", async () => (ran++, { done: true }))], { pollMs: 5 });
+    other.start();
+    try {
+      // The clock stays put: the lease (60 s) never ends here.
+      await until(async () => (await remaining("t.release")) === 0);
+      expect(ran).toBe(1);
+    } finally {
+      await other.stop();
     }
   });
 

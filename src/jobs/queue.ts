@@ -113,6 +113,8 @@ export class JobRunner implements Worker {
    * claimed here, since nothing new is claimed until they are written.
    */
   private unrecorded = new Map<number, { attempts: number; outcome: Outcome }>();
+  /** Jobs running here, by id, with their claim's attempt count: what stop() releases if they outlast the drain. */
+  private claims = new Map<number, number>();
   private readonly pollMs: number;
   private readonly drainMs: number;
   private readonly claimFailures = new RepeatedFailure("claiming jobs failed");
@@ -215,9 +217,11 @@ export class JobRunner implements Worker {
 
   private launch(kind: Kind, job: Job): void {
     kind.running++;
+    this.claims.set(job.id, job.attempts);
     if (job.grp !== null) kind.groups.set(job.grp, (kind.groups.get(job.grp) ?? 0) + 1);
     const done = this.runOne(kind, job).finally(() => {
       kind.running--;
+      this.claims.delete(job.id);
       if (job.grp !== null) {
         const n = kind.groups.get(job.grp)! - 1;
         if (n > 0) kind.groups.set(job.grp, n);
@@ -257,6 +261,25 @@ export class JobRunner implements Worker {
   }
 
   /**
+   * Jobs still running when the drain ends are made due again at once (while the claim is still
+   * this instance's), so that another instance takes them now rather than when their lease ends:
+   * this process is about to exit and its runs with it. Handlers are idempotent.
+   */
+  private async release(): Promise<void> {
+    const ids = [...this.claims.keys()];
+    const attempts = ids.map((id) => this.claims.get(id)!);
+    try {
+      await unprepared(this.sql`
+        update jobs j set run_at = ${new Date(this.clock.now())}
+        from unnest(${ids}::bigint[], ${attempts}::int[]) as c(id, attempts)
+        where j.id = c.id and j.attempts = c.attempts`);
+      log.warn("jobs still running at shutdown were released to other instances", { running: ids.length });
+    } catch (err) {
+      log.warn("jobs still running at shutdown; they run again when their lease ends", { running: ids.length, ...errorFields(err) });
+    }
+  }
+
+  /**
    * Writes the outcomes that could not be written when their runs ended. Only while the claim is
    * still this instance's (`attempts` unchanged): once the lease has run out, another instance may
    * have claimed the job again, and its own run decides.
@@ -284,9 +307,7 @@ export class JobRunner implements Worker {
     const late = new Promise<false>((ok) => (timer = setTimeout(() => ok(false), this.drainMs)));
     const inTime = await Promise.race([drained, late]);
     clearTimeout(timer);
-    if (!inTime) {
-      log.warn("jobs still running at shutdown; they run again when their lease ends", { running: this.inflight.size });
-    }
+    if (!inTime) await this.release();
     await this.recordLate().catch((err) => {
       log.warn("outcomes not written at shutdown; their jobs run again when their lease ends", { jobs: this.unrecorded.size, ...errorFields(err) });
     });
