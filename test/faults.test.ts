@@ -238,3 +238,46 @@ describe("the database slow: a hot table locked", () => {
     await nothingLost(load.acknowledged);
   }, 60_000);
 });
+
+describe("SIGTERM mid-load", () => {
+  test("requests in flight are answered, jobs in flight finish (or are released), renewals are flushed, exit 0", async () => {
+    // Deliveries take a while: some are running when the signal comes, and finish in the drain.
+    rx.respond({ status: 200, body: "ok", delayMs: 1500 });
+    const load = new Load(rig, bases(), {}, "5130").start();
+    await Bun.sleep(3000);
+    const victim = instances[1]!;
+    const stoppedAt = new Date();
+    const stopping = victim.stop();
+    load.targets[1] = null;
+    // Each visitor's latest answer when the signal went (later ones only renew further).
+    const heldAtStop = new Map(load.held);
+    expect(await stopping).toBe(0);
+    instances = instances.slice(0, 1);
+    await Bun.sleep(1000);
+    await load.stop();
+    rx.respond({ status: 200, body: "ok" });
+    console.log("faults: instance stopped", JSON.stringify({ victim: tally(load.samples.filter((s) => s.instance === 1)), all: tally(load.samples) }));
+    // Every request it had taken was answered (none cut off), like the survivor's.
+    expect(bad(load.samples)).toEqual([]);
+
+    // Its renewals were written at the stop, without waiting for their write delay.
+    let checked = 0;
+    for (const [visitor, h] of heldAtStop) {
+      if (h.instance !== 1) continue;
+      const [row] = await rig.sql<{ number: string; expires_at: Date }[]>`
+        select h.number, h.expires_at from dni_holds h join dni_visitors v on v.id = h.visitor_id where v.visitor = ${visitor}`;
+      expect([visitor, row?.number, row!.expires_at.getTime() >= h.sent + TTL_SECONDS * 1000 - 1000]).toEqual([visitor, h.number, true]);
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(0);
+
+    // It left nothing claimed behind: whatever it had claimed finished in the drain or was released.
+    await waitFor("the survivor's work done", async () => {
+      const [row] = await rig.sql`select count(*)::int as n from jobs where run_at <= now() or (claimed_at > ${stoppedAt} and run_at > now())`;
+      return row.n === 0;
+    }, 20_000);
+    const left = await rig.sql`select id, kind from jobs where claimed_at <= ${stoppedAt} and run_at > now()`;
+    expect([...left]).toEqual([]);
+    await nothingLost(load.acknowledged);
+  }, 60_000);
+});

@@ -121,7 +121,7 @@ export class Load {
    * Each DNI visitor's last answer with a number (lease) or a renewal (heartbeat): when it was sent
    * and answered (Date.now()), and the number (a heartbeat keeps the last lease's).
    */
-  readonly held = new Map<string, { sent: number; answered: number; number: string }>();
+  readonly held = new Map<string, { sent: number; answered: number; number: string; instance: number }>();
   private stopped = false;
   private loops: Promise<void>[] = [];
   private n = 0;
@@ -222,7 +222,10 @@ export class Load {
         const number = op === "lease" ? (body.fallback ? null : String(body.number)) : this.held.get(visitor)?.number ?? null;
         // Two loops may ask for one visitor at once: keep the latest of each time.
         const was = this.held.get(visitor);
-        if (number) this.held.set(visitor, { sent: Math.max(sent, was?.sent ?? 0), answered: Date.now(), number });
+        if (number) {
+          const latest = !was || sent >= was.sent;
+          this.held.set(visitor, { sent: Math.max(sent, was?.sent ?? 0), answered: Date.now(), number, instance: latest ? instance : was.instance });
+        }
         else if (op === "lease") this.held.delete(visitor);
       }
     } catch {
