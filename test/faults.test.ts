@@ -5,7 +5,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Serving } from "./harness/exe";
 import { built } from "./harness/exe";
-import { Load, quantile, ready, startRig, tally, TTL_SECONDS, waitFor, type Rig, type Sample } from "./harness/faults";
+import {
+  CREDITS, Load, quantile, queueDeferredSends, ready, SMS_COST, startRig, tally, TTL_SECONDS, waitFor, type Rig, type Sample,
+} from "./harness/faults";
 import { overlappingHolds } from "./harness/dni";
 import { WebhookReceiver } from "./harness/webhook-receiver";
 
@@ -100,6 +102,8 @@ const bad = (samples: readonly Sample[]) => samples.filter((s) => s.status !== 2
 
 describe("PostgreSQL stopped hard mid-load", () => {
   test("503 unavailable within about a second while it is down, not ready, normal again soon after; nothing acknowledged lost", async () => {
+    // Texts deferred by quiet hours, coming due before, during and after the outage.
+    const deferred = await queueDeferredSends(rig.sql, 40, Date.now() + 1500, 150, "faults/deferred/");
     const load = new Load(rig, bases(), {}, "5127").start();
     await Bun.sleep(3000);
     const down = performance.now();
@@ -135,9 +139,24 @@ describe("PostgreSQL stopped hard mid-load", () => {
     expect(normal(after, before)).toBe(true);
     await nothingLost(load.acknowledged);
     await noOverlaps();
+    await deferredSentOnce(deferred);
     await renewalsWritten(load);
   }, 60_000);
 });
+
+/** Every deferred text went once: sent, charged once, and nothing else charged. */
+async function deferredSentOnce(ids: number[]): Promise<void> {
+  const states = () => rig.sql<{ status: string; n: number }[]>`select status, count(*)::int as n from messages where id = any(${ids}::bigint[]) group by 1`;
+  await waitFor("every deferred text sent", async () => (await states()).every((s) => s.status === "sent"), 30_000).catch(async (err) => {
+    throw new Error(`${err.message}: ${JSON.stringify(await states())}`);
+  });
+  expect([...(await states())]).toEqual([{ status: "sent", n: ids.length }]);
+  const [charges] = await rig.sql`
+    select count(*)::int as n, count(distinct message_id)::int as messages from credit_ledger where kind = 'charge' and message_id = any(${ids}::bigint[])`;
+  expect(charges).toEqual({ n: ids.length, messages: ids.length });
+  const [billing] = await rig.sql`select credits::float8 as credits from org_billing where org_id = 1`;
+  expect(billing.credits).toBeCloseTo(CREDITS - ids.length * SMS_COST, 6);
+}
 
 /**
  * DNI write-behind resumed: every visitor's last renewal, answered before, during or after the

@@ -9,6 +9,8 @@ import { databaseUrl } from "./db";
 import { Exe, type Serving } from "./exe";
 import { ALL_SCOPES, makeKey, makeLead, seedWorld } from "./factory";
 import { poolNumbers, provisionPools } from "./dni";
+import { DEFERRED_SEND } from "../../src/messages/service";
+import { SINK } from "../../src/sink";
 
 // No synchronous_commit = off here: an immediate stop loses the WAL not yet written, and with it
 // commits that were acknowledged; the test would blame the service for the cluster's setting.
@@ -20,6 +22,31 @@ export const POOL = "fault-site";
 export const POOL_SIZE = 400;
 /** Under five minutes: renewals are written behind a tenth of it later (6 s), not 30 s. */
 export const TTL_SECONDS = 60;
+
+let deferredPhone = 5126600000;
+export const CREDITS = 1000;
+export const SMS_COST = 0.01;
+
+/**
+ * `n` texts deferred (as quiet hours defer them: `queued` messages with their jobs), each to a
+ * lead of its own, due from `from` (epoch ms) one every `everyMs`. Their operation ids start with
+ * `prefix`.
+ */
+export async function queueDeferredSends(sql: Sql, n: number, from: number, everyMs: number, prefix: string): Promise<number[]> {
+  const ids: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const lead = await makeLead(sql, { phone: String(deferredPhone++) });
+    const due = new Date(from + i * everyMs);
+    const [m] = await sql<{ id: number }[]>`
+      insert into messages (lead_id, org_id, channel, direction, actor_type, actor_id, body, status, operation_id, op_scope,
+                            request_hash, defer_until, created_at, updated_at)
+      values (${lead}, 1, 'sms', 'out', 'key', '1', ${`deferred ${i}`}, 'queued', ${`${prefix}${i}`}, 1, 'h', ${due}, now(), now())
+      returning id`;
+    await sql`insert into jobs (kind, ref, run_at) values (${DEFERRED_SEND}, ${m!.id}, ${due})`;
+    ids.push(m!.id);
+  }
+  return ids;
+}
 
 export interface Rig {
   cluster: Cluster;
@@ -57,6 +84,10 @@ export async function startRig(opts: { keys?: number } = {}): Promise<Rig> {
   await seedWorld(sql);
   await provisionPools(sql, [{ key: POOL, numbers: poolNumbers(POOL_SIZE), ttl_seconds: TTL_SECONDS }]);
   const leadId = await makeLead(sql, { phone: "5125550900" });
+  // Texts go to the sink inside leadline (recorded sent, nothing sent): deferred sends need no provider.
+  await sql`update orgs set sms = ${sql.json({ base_url: SINK, account_sid: "ACfaults", auth_token: "faults-token", from: "5125550100" })},
+    quiet_start = null, quiet_end = null, consent = 'implied' where id = 1`;
+  await sql`insert into org_billing (org_id, status, subscription, credits, sms_cost, email_cost) values (1, 'active', 'active', ${CREDITS}, ${SMS_COST}, 0)`;
   const keys: string[] = [];
   for (let i = 0; i < (opts.keys ?? 80); i++) keys.push((await makeKey(sql, { scopes: ALL_SCOPES, org: 1 })).key);
   const exe = new Exe();
