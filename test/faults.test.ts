@@ -115,6 +115,7 @@ describe("PostgreSQL stopped hard mid-load", () => {
     const back = performance.now();
     await rig.cluster.resume();
     const up = performance.now();
+    const upAt = new Date();
     const readyIn = await Promise.all(bases().map((b) => waitFor("ready again", () => ready(b), 10_000)));
     await Bun.sleep(5000);
     await load.stop();
@@ -137,6 +138,12 @@ describe("PostgreSQL stopped hard mid-load", () => {
     for (const s of during) expect([s.op, s.status, s.ms < DEADLINE_SLACK_MS]).toEqual([s.op, s.status, true]);
     // From 2 s after its return, normal again: answers and p99 as before, loosely (this machine is shared).
     expect(normal(after, before)).toBe(true);
+    // A claim that committed as the server died, its answer lost, is held for its lease (a minute
+    // or more): ended here, as the clock would end it. Outcomes of runs that met the outage are
+    // written on the database's return (src/jobs/queue.ts), so these are the odd one at most.
+    const cut = await rig.sql`update jobs set run_at = now() where claimed_at < ${upAt} and run_at > now() + interval '20 seconds' returning id, kind`;
+    console.log("faults: claims cut by the crash", JSON.stringify(cut));
+    expect(cut.length).toBeLessThanOrEqual(3);
     await nothingLost(load.acknowledged);
     await noOverlaps();
     await deferredSentOnce(deferred);
