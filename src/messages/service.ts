@@ -11,7 +11,7 @@
 import { withoutTrailingSlashes, type Config } from "../config";
 import type { Sql, Tx } from "../db/client";
 import { DEADLINE_MS, withDeadline } from "../db/deadline";
-import { classify } from "../db/sqlstate";
+import { classify, mapDbError } from "../db/sqlstate";
 import { AppError } from "../errors";
 import { enqueue } from "../jobs/queue";
 import { countedReads, type CountedReads } from "../limits/fused";
@@ -319,6 +319,28 @@ async function replay(sql: Sql, prior: PriorRow, hash: string, now: number, env:
   return { ok: false, message_id: prior.id, reason: "in_progress" };
 }
 
+/** How long a provider's answer is kept trying to be written while the database is away (well inside the `sending` lease). */
+export const OUTCOME_RETRY_MS = 30_000;
+
+/**
+ * A write of what a provider answered, tried again while the database is away or too slow: the
+ * answer exists only in this process, and left unwritten the message ends `unknown` after its
+ * lease (never sent again, its fate lost). A database restart under load left texts that had gone
+ * out that way (test/faults.test.ts). The write only settles a row still `sending`, so one that
+ * landed before its answer was lost is not repeated.
+ */
+async function untilWritten<T>(write: () => Promise<T>): Promise<T> {
+  const end = performance.now() + OUTCOME_RETRY_MS;
+  for (let wait = 100; ; wait = Math.min(2 * wait, 2000)) {
+    try {
+      return await write();
+    } catch (err) {
+      if (mapDbError(err)?.code !== "unavailable" || performance.now() + wait > end) throw err;
+      await Bun.sleep(wait);
+    }
+  }
+}
+
 /**
  * Records how the provider call ended (and a Twilio 21610 as the phone's opt-out); the message's
  * stored answer, which for a message queued first is its first answer.
@@ -327,14 +349,14 @@ async function settle(sql: Sql, id: number, channel: "sms" | "email", to: string
   messageSends.inc(channel, outcome.ok ? "sent" : "failed");
   const result: MessageResult = outcome.ok ? { ok: true, message_id: id } : { ok: false, message_id: id, reason: outcome.reason };
   const at = new Date(now);
-  const stored = await step(recordOutcome(sql, id, {
+  const stored = await untilWritten(() => step(recordOutcome(sql, id, {
     ok: outcome.ok,
     providerId: outcome.ok ? outcome.providerId : null,
     reason: outcome.ok ? null : outcome.reason,
     error: outcome.ok ? "" : outcome.error,
     result: resultText(result),
     now: at,
-  }));
+  })));
   if (!outcome.ok && channel === "sms" && outcome.code === TWILIO_UNSUBSCRIBED) await step(optOutPhone(sql, org.id, to, "provider:21610", at));
   const text = stored?.result ?? (await step(settledResult(sql, id, at)));
   return text === null ? result : parseResult(text);
