@@ -16,6 +16,7 @@ import { applyProvisioning } from "../src/provision/service";
 import { ManualClock } from "./harness/clock";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
+import { startProxy } from "./harness/proxy";
 import { startFakeSmtp, type FakeSmtp } from "./harness/fake-smtp";
 import { startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
 
@@ -302,6 +303,28 @@ describe("exactly once", () => {
     expect(twilio.requests).toHaveLength(1);
     expect((await runs(lead_id))[0]).toMatchObject({ status: "sent" });
   });
+
+  test("a database too slow for a send's step leaves the run pending: its job runs it again, and it sends once", async () => {
+    await automation();
+    const { lead_id } = await intake();
+    await fireAutomations(deps());
+    const [r] = await runs(lead_id);
+    // Every round trip 1.2 s or more: the run's first read has no deadline, the send's steps one of 1 s.
+    const proxy = await startProxy(db.url);
+    const slow = connect(proxy.url, { max: 2, statementTimeoutMs: 0 });
+    try {
+      proxy.delay(600);
+      await expect(run(r.id, slow)).rejects.toMatchObject({ code: "unavailable" });
+    } finally {
+      await slow.end({ timeout: 1 });
+      await proxy.close();
+    }
+    expect((await runs(lead_id))[0]).toMatchObject({ status: "pending", reason: null });
+    expect(twilio.requests).toHaveLength(0);
+    expect(await run(r.id)).toEqual({ done: true });
+    expect(twilio.requests).toHaveLength(1);
+    expect((await runs(lead_id))[0]).toMatchObject({ status: "sent" });
+  }, 20_000);
 
   test("the run sends what the automation said when the lead came in, so a retry after an edit is no conflict", async () => {
     const auto = await automation({ body: "before" });

@@ -7,6 +7,8 @@ import type { VisitSource } from "../src/dni/engine";
 import type { Visit } from "../src/dni/queries";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { ManualClock } from "./harness/clock";
+import { connect } from "../src/db/client";
+import { LOCK_WAIT_MS } from "../src/db/deadline";
 import { countingClient, overlappingHolds, poolNumbers, provisionPools, testClock } from "./harness/dni";
 
 const dbs: TestDatabase[] = [];
@@ -319,6 +321,36 @@ describe("memory and write-behind", () => {
     }
     const uas = await db.sql`select distinct user_agent from dni_visitors`;
     expect(uas.map((r) => r.user_agent)).toEqual(["UA-later"]);
+  });
+
+  test("a visit written behind whose batch failed (its table locked past the lock wait) is written by a later one", async () => {
+    // The service's client options, lock wait included.
+    const sql = connect(db.url, { max: 4, statementTimeoutMs: 0, lockTimeoutMs: LOCK_WAIT_MS });
+    closers.push(() => sql.end({ timeout: 1 }));
+    const engine = new DniEngine(sql, clock);
+    const pool = await poolOf(engine);
+    const t0 = clock.now();
+    await engine.lease(pool, "v9", visit({ user_agent: "UA1", ip_hash: "ip1" }));
+    clock.advance(60_000);
+    // From memory: the visit and the renewal wait to be written.
+    await engine.lease(pool, "v9", visit({ user_agent: "UA2", ip_hash: "ip2" }));
+    const row = async () =>
+      (await db.sql`select v.user_agent, v.ip_hash, v.last_visit_at, h.expires_at from dni_visitors v join dni_holds h on h.visitor_id = v.id where v.visitor = 'v9'`)[0]!;
+    const locker = await db.sql.reserve();
+    try {
+      await locker`begin`;
+      await locker`lock table dni_visitors in access exclusive mode`;
+      await engine.flush();
+      await locker`commit`;
+    } finally {
+      locker.release();
+    }
+    // The renewal went; the visit's statement gave up on the lock.
+    expect(await row()).toMatchObject({ user_agent: "UA1", ip_hash: "ip1", expires_at: new Date(t0 + 60_000 + TTL) });
+    await engine.flush();
+    const r = await row();
+    expect(r).toMatchObject({ user_agent: "UA2", ip_hash: "ip2", expires_at: new Date(t0 + 60_000 + TTL) });
+    expect(r.last_visit_at.getTime()).toBe(t0 + 60_000);
   });
 
   test("renewals of a visitor coalesce: the worker writes them once their write delay is up", async () => {

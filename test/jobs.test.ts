@@ -5,8 +5,8 @@ import { every, Workers } from "../src/jobs/worker";
 import { setLogLevel } from "../src/log";
 import { connect } from "../src/db/client";
 import { ManualClock } from "./harness/clock";
-import { testDatabase, type TestDatabase } from "./harness/db";
 import { startProxy } from "./harness/proxy";
+import { testDatabase, type TestDatabase } from "./harness/db";
 
 setLogLevel("error");
 
@@ -134,10 +134,13 @@ describe("job queue", () => {
   test("a job whose worker died runs again when its lease ends", async () => {
     const clock = new ManualClock();
     let hung = 0;
-    const dead = new JobRunner(db.sql, clock, [handler("t.lease", () => (hung++, new Promise<Outcome>(() => {})), { leaseMs: 30_000 })], { pollMs: 5, drainMs: 10 });
+    // Its own client, ended before its stop: a process that died cannot release what it claimed.
+    const deadSql = connect(db.url, { max: 1, statementTimeoutMs: 0 });
+    const dead = new JobRunner(deadSql, clock, [handler("t.lease", () => (hung++, new Promise<Outcome>(() => {})), { leaseMs: 30_000 })], { pollMs: 5, drainMs: 10 });
     await enqueue(db.sql, { kind: "t.lease", ref: 1, runAt: clock.now() });
     dead.start();
     await until(() => hung === 1);
+    await deadSql.end({ timeout: 0 });
     await dead.stop();
     let ran = 0;
     const alive = new JobRunner(db.sql, clock, [handler("t.lease", async () => (ran++, { done: true }))], { pollMs: 5 });
@@ -180,6 +183,34 @@ describe("job queue", () => {
     }
   });
 
+  test("an outcome the database could not take (it was away) is written when it is back, without waiting for the lease", async () => {
+    const proxy = await startProxy(db.url);
+    const sql = connect(proxy.url, { max: 2, statementTimeoutMs: 0 });
+    const clock = new ManualClock();
+    const finish = new Map<number, (o: Outcome) => void>();
+    const runner = new JobRunner(sql, clock, [handler("t.away", (j) => new Promise<Outcome>((ok) => finish.set(j.ref!, ok)), { leaseMs: 60_000 })], { pollMs: 5 });
+    await enqueue(db.sql, { kind: "t.away", ref: 1, runAt: clock.now() });
+    await enqueue(db.sql, { kind: "t.away", ref: 2, runAt: clock.now() });
+    runner.start();
+    try {
+      await until(() => finish.size === 2);
+      proxy.cut();
+      finish.get(1)!({ done: true });
+      finish.get(2)!({ retryAt: clock.now() + 1000, error: "later" });
+      await Bun.sleep(100);
+      proxy.restore();
+      // The clock stays put: the lease (60 s) never ends here.
+      await until(async () => (await remaining("t.away")) === 1);
+      await until(async () => (await db.sql`select last_error from jobs where kind = 't.away'`)[0]?.last_error === "later");
+      const [row] = await db.sql`select ref, last_error, run_at from jobs where kind = 't.away'`;
+      expect(row).toEqual({ ref: 2, last_error: "later", run_at: new Date(clock.now() + 1000) });
+    } finally {
+      await runner.stop();
+      await sql.end({ timeout: 1 });
+      await proxy.close();
+    }
+  });
+
   test("a claim that never settles does not stop the runner for good, nor its stop", async () => {
     const clock = new ManualClock();
     const proxy = await startProxy(db.url);
@@ -202,6 +233,27 @@ describe("job queue", () => {
       await proxy.close();
     }
   }, 30_000);
+  test("a job still running when stop's drain ends is released: another runner takes it at once, not after the lease", async () => {
+    const clock = new ManualClock();
+    let hung = 0;
+    const stopping = new JobRunner(db.sql, clock, [handler("t.release", () => (hung++, new Promise<Outcome>(() => {})), { leaseMs: 60_000 })], { pollMs: 5, drainMs: 10 });
+    await enqueue(db.sql, { kind: "t.release", ref: 1, runAt: clock.now() });
+    stopping.start();
+    await until(() => hung === 1);
+    await stopping.stop();
+    const [row] = await db.sql`select run_at, attempts from jobs where kind = 't.release'`;
+    expect(row).toEqual({ run_at: new Date(clock.now()), attempts: 1 });
+    let ran = 0;
+    const other = new JobRunner(db.sql, clock, [handler("t.release", async () => (ran++, { done: true }))], { pollMs: 5 });
+    other.start();
+    try {
+      // The clock stays put: the lease (60 s) never ends here.
+      await until(async () => (await remaining("t.release")) === 0);
+      expect(ran).toBe(1);
+    } finally {
+      await other.stop();
+    }
+  });
 
   test("a group at its concurrency is skipped, so other groups never wait behind it", async () => {
     const clock = new ManualClock();

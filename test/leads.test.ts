@@ -3,6 +3,7 @@ import { testDatabase, type TestDatabase } from "./harness/db";
 import { call, startApp, type TestApp } from "./harness/app";
 import { makeKey, makeLead, seedWorld } from "./harness/factory";
 import { expectEventsMatchModels } from "./harness/events";
+import { LOCK_WAIT_MS } from "../src/db/deadline";
 
 let db: TestDatabase;
 let app: TestApp;
@@ -223,6 +224,22 @@ describe("lead intake", () => {
     expect(n.n).toBe(1);
     const [e] = await db.sql`select count(*)::int as n from outbox_events where payload->'data'->>'phone' = '5125550160'`;
     expect(e.n).toBe(1);
+  });
+
+  test("an intake waits its turn behind another of the same phone longer than serve's lock wait, within the deadline", async () => {
+    const conn = await db.sql.reserve();
+    try {
+      await conn`begin`;
+      await conn`select pg_advisory_xact_lock(hashtextextended(${"lead:101:5125550161"}, 0))`;
+      const pending = intake(acme, { phone: "5125550161", list_id: 101 });
+      // Past LOCK_WAIT_MS (a hot table's statements give up there), well inside the 1 s deadline.
+      await Bun.sleep(LOCK_WAIT_MS + 300);
+      await conn`commit`;
+      const r = await pending;
+      expect([r.status, r.body.deduped]).toEqual([200, false]);
+    } finally {
+      conn.release();
+    }
   });
 
   test("bad bodies get contract errors, never 500", async () => {

@@ -15,6 +15,7 @@ import { sendDeferred, sendMessage, type SendEnv } from "../src/messages/service
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 import { startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
+import { startProxy } from "./harness/proxy";
 
 const src = resolve(import.meta.dir, "..", "src");
 
@@ -231,4 +232,28 @@ describe("the answer is a value", () => {
     ];
     for (const [r, status] of values) expect(runOutcome(r)?.status ?? null).toBe(status);
   });
+});
+
+describe("the database away when the provider answers", () => {
+  test("the outcome is written once it is back, not left `sending` (and then `unknown`)", async () => {
+    const proxy = await startProxy(db.url);
+    const sql = connect(proxy.url, { max: 2, statementTimeoutMs: 0 });
+    twilio.setMode({ kind: "hang" });
+    try {
+      const sending = sendMessage(sql, acme, input(await lead()), DAY, { ...env, providerTimeoutMs: 500 });
+      await twilio.waitFor(1);
+      // The provider's wait ends (provider_timeout) while the database is away.
+      proxy.cut();
+      await Bun.sleep(1500);
+      proxy.restore();
+      const r = await sending;
+      expect(r).toEqual({ ok: false, message_id: expect.any(Number), reason: "provider_timeout" });
+      expect(await message(r.message_id!)).toMatchObject({ status: "failed" });
+      expect(await credits()).toBe(10);
+    } finally {
+      twilio.setMode({ kind: "ok" });
+      await sql.end({ timeout: 1 });
+      await proxy.close();
+    }
+  }, 20_000);
 });

@@ -452,9 +452,12 @@ describe("workers", () => {
     await intake(101);
     const { deliveries } = await fanOut(db.sql, clock);
     const id = deliveries[0].id;
-    // An instance claims the job, sends the event, and dies before recording anything.
+    // An instance claims the job, sends the event, and dies before recording anything. Its own
+    // client, ended before its stop: a process that died cannot release what it claimed (a stop
+    // would, src/jobs/queue.ts).
     let sent = false;
-    const doomed = runner(db.sql, async () => {
+    const doomedSql = connect(db.url, { max: 2, statementTimeoutMs: 0 });
+    const doomed = runner(doomedSql, async () => {
       const d = (await loadDelivery(db.sql, id))!;
       const body = JSON.stringify(d.payload);
       await sendAttempt(d.url, signedHeaders(d.secret, `evt_${d.event_id}`, Math.floor(clock.now() / 1000), body), body, opts());
@@ -463,6 +466,7 @@ describe("workers", () => {
     });
     doomed.start();
     await until(() => sent);
+    await doomedSql.end({ timeout: 0 });
     await doomed.stop();
     expect(rx.at(hook.path)).toHaveLength(1);
     // Another instance does not touch it while the lease lasts …

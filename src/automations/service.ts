@@ -60,7 +60,10 @@ export async function runAutomation(sql: Sql, clock: Clock, env: SendEnv, runId:
     );
     outcome = runOutcome(result);
   } catch (err) {
-    if (!(err instanceof AppError)) throw err; // an outage: the job runs again later
+    // An outage, or a database too slow for a step's deadline (AppError unavailable): the job runs
+    // again later, under the same operation_id. Recorded as failed, the lead's run was lost for good
+    // to a database restart or a busy minute (test/faults.test.ts).
+    if (!(err instanceof AppError) || err.code === "unavailable") throw err;
     // not_found: the lead left the automation's organization (or was deleted).
     outcome = err.code === "not_found" ? skipped("lead_not_found") : { ...skipped(err.code), status: "failed" };
   }

@@ -12,6 +12,7 @@ import { LRUCache } from "lru-cache";
 import type { Clock } from "../clock";
 import { hotReads } from "../db/batcher";
 import type { Sql } from "../db/client";
+import { waitingForTurn } from "../db/deadline";
 import { newestLeadByPhone } from "../leads/match";
 import type { LeadInput } from "../leads/model";
 import { createOrDedupLeadIn, resolveList } from "../leads/queries";
@@ -234,6 +235,8 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     const list = match ? null : await resolveList(sql, null, null, opts.inboundListId);
     try {
       const id = await sql.begin(async (tx) => {
+        // The slot's lock (the capacity trigger) queues bookings of one slot: each waits its turn.
+        await tx`select ${waitingForTurn(tx)}`;
         const leadId = match ? match.id : list ? (await createOrDedupLeadIn(tx, list, lead, at, "booking")).lead_id : null;
         const data = {
           calendar_id: calendar.id,
@@ -296,6 +299,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     const at = new Date(now);
     try {
       const outcome = await sql.begin(async (tx) => {
+        await tx`select ${waitingForTurn(tx)}`;
         // The row as committed now, locked: a concurrent move or status change is seen, not undone.
         const current = await lockAppointment(tx, appt.id);
         if (!current || current.status !== "pending") return "not_pending" as const;

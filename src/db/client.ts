@@ -9,6 +9,8 @@ export interface DbOptions {
   max: number;
   /** Server-side cap on one statement, in ms; 0 disables (migrations, provisioning). */
   statementTimeoutMs: number;
+  /** Server-side cap on one statement's wait for a lock, in ms (lock_timeout); 0 or absent: none. */
+  lockTimeoutMs?: number;
   applicationName?: string;
   /**
    * Makes each connection's stream instead of dialling the URL's host and port (postgres.js's
@@ -64,6 +66,8 @@ export function connect(url: string, opts: DbOptions): Sql {
         ? {}
         : {
             statement_timeout: opts.statementTimeoutMs,
+            // Only when set (serve): how long a statement waits for a lock before it gives up.
+            ...(opts.lockTimeoutMs ? { lock_timeout: opts.lockTimeoutMs } : {}),
             // Every statement here is prepared and keyed by ids, phones or arrays of them, so one
             // plan per statement serves all values. Left to choose, PostgreSQL kept planning the
             // batched reads afresh on every execution (a parameter array's length is unknown to the

@@ -19,7 +19,9 @@ export function checkContiguous(list: ReadonlyArray<{ version: number; name: str
 export async function migrate(sql: Sql, list = migrations): Promise<string[]> {
   checkContiguous(list);
   return sql.begin(async (tx) => {
+    // Neither bounded: a migration may wait for a busy table, and instances wait for each other here.
     await tx`set local statement_timeout = 0`;
+    await tx`set local lock_timeout = 0`;
     await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK})`;
     await tx.unsafe(SCHEMA_MIGRATIONS_TABLE);
     const done = new Set((await tx<{ version: number }[]>`select version from schema_migrations`).map((r) => r.version));

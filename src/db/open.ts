@@ -3,6 +3,7 @@ import { availableParallelism } from "node:os";
 import type { Config } from "../config";
 import { log } from "../log";
 import { connect, type Sql } from "./client";
+import { LOCK_WAIT_MS } from "./deadline";
 
 export interface Database {
   /** The pool every request and worker uses (through the pooler when DATABASE_DIRECT_URL is set). */
@@ -21,6 +22,7 @@ export type Purpose = "serve" | "cli";
 export async function openDatabase(config: Config, purpose: Purpose): Promise<Database> {
   // Statements of the API are bounded server-side too; migrations and provisioning are not.
   const statementTimeoutMs = purpose === "serve" ? 5000 : 0;
+  const lockTimeoutMs = purpose === "serve" ? LOCK_WAIT_MS : 0;
   if (config.databaseUrl) {
     // Near the database's core count (assumed to share this host): more connections only queue
     // inside PostgreSQL, and the rate-limit batcher keeps one of them busy at most.
@@ -31,11 +33,11 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
     // goes straight to PostgreSQL and leaves the pooler to the instances.
     if (!directUrl || purpose === "cli") {
       const url = directUrl ?? config.databaseUrl;
-      const sql = connect(url, { max, statementTimeoutMs, applicationName });
+      const sql = connect(url, { max, statementTimeoutMs, lockTimeoutMs, applicationName });
       await probe(sql, url);
       return { sql, direct: sql, embedded: false, close: () => sql.end({ timeout: 5 }) };
     }
-    const sql = connect(config.databaseUrl, { max, statementTimeoutMs, applicationName, pooled: true });
+    const sql = connect(config.databaseUrl, { max, statementTimeoutMs, lockTimeoutMs, applicationName, pooled: true });
     // One connection for the migrations at start, then postgres.js's own for LISTEN.
     const direct = connect(directUrl, { max: 1, statementTimeoutMs, applicationName: `${applicationName}-direct` });
     try {

@@ -63,10 +63,12 @@ export async function retrying<T>(fn: () => Promise<T>, attempts = 5): Promise<T
  * Turns a failure into the AppError a client should see, or null when it is a bug (a 500). A
  * deadlock or serialization failure that reaches here (not retried, or still failing after
  * `retrying`) is no bug of the request either: like an outage, 503, and the client may try again.
+ * Nor is a lock not granted within lock_timeout (src/db/deadline.ts, LOCK_WAIT_MS): the database
+ * is too slow for this request, which is what 503 `unavailable` says.
  */
 export function mapDbError(err: unknown): AppError | null {
   if (err instanceof AppError) return err;
   const failure = classify(err);
-  if (failure === "unavailable" || failure === "retry") return new AppError("unavailable");
+  if (failure === "unavailable" || failure === "retry" || failure === "lock_timeout") return new AppError("unavailable");
   return null;
 }

@@ -489,6 +489,7 @@ export class DniEngine {
     const renewals = new Map<number, Renewal>();
     const touches = new Map<number, VisitTouch>();
     const sent: { entry: Entry; until: number }[] = [];
+    const visited: { entry: Entry; at: number; userAgent: string | null; ipHash: string }[] = [];
     for (const e of due) {
       const until = e.renewUntil;
       e.renewUntil = 0;
@@ -497,6 +498,7 @@ export class DniEngine {
         if (!t || t.at_ms < e.visitAt) {
           touches.set(e.visitorId, { visitor_id: e.visitorId, at_ms: e.visitAt, user_agent: userAgentOf(e.visitUserAgent), ip_hash: e.visitIpHash });
         }
+        visited.push({ entry: e, at: e.visitAt, userAgent: e.visitUserAgent, ipHash: e.visitIpHash });
         e.visitAt = 0;
       }
       // A visitor who has since moved to another hold keeps only that one alive.
@@ -539,8 +541,24 @@ export class DniEngine {
         this.waiting.push(entry);
       }
     }
-    if (visits.status === "rejected") visitFailures.failed(visits.reason);
-    else visitFailures.succeeded();
+    if (visits.status === "rejected") {
+      // Put back the visits no newer one replaced, as renewals are: a database away for a few
+      // seconds lost every returning visitor's last visit and user agent of those seconds. An
+      // entry waits while it has a renewal to write; one without gets its confirmed expiry (a
+      // renewal that moves nothing) to carry the visit.
+      visitFailures.failed(visits.reason);
+      for (const { entry, at, userAgent, ipHash } of visited) {
+        if (entry.visitAt !== 0) continue;
+        entry.visitAt = at;
+        entry.visitUserAgent = userAgent;
+        entry.visitIpHash = ipHash;
+        if (entry.renewUntil === 0) {
+          entry.renewUntil = entry.confirmedUntil;
+          entry.dueAt = now + 1000;
+          this.waiting.push(entry);
+        }
+      }
+    } else visitFailures.succeeded();
     if (written.status === "rejected") {
       eventFailures.failed(written.reason);
       if (this.events.length + events.length <= this.maxPending) this.events.unshift(...events);

@@ -9,6 +9,7 @@
 import type postgres from "postgres";
 import { inInputOrder } from "../db/batcher";
 import type { Sql, Tx } from "../db/client";
+import { waitingForTurn } from "../db/deadline";
 import type { Attribution, BrowserEvent } from "./rules";
 
 export interface PoolRow {
@@ -142,8 +143,8 @@ export async function renewByVisitor(
 /** Distinct advisory-lock namespace (first key of the two-key form) for pool allocation. */
 const POOL_LOCK_NS = 727_005;
 
-/** The pool's allocation lock, held to the end of the transaction. */
-const poolLock = (tx: Tx, pool: string) => tx`pg_advisory_xact_lock(${POOL_LOCK_NS}, hashtext(${pool}))`;
+/** The pool's allocation lock, held to the end of the transaction, waited for as long as a request may (src/db/deadline.ts). */
+const poolLock = (tx: Tx, pool: string) => tx`${waitingForTurn(tx)}, pg_advisory_xact_lock(${POOL_LOCK_NS}, hashtext(${pool}))`;
 
 /** Takes the pool's allocation lock: the first statement of an allocation that records no visits. */
 export const lockPool = (tx: Tx, pool: string): postgres.PendingQuery<postgres.Row[]> => tx`select ${poolLock(tx, pool)}`;

@@ -16,7 +16,7 @@ import type postgres from "postgres";
 import type { Clock } from "../clock";
 import { unprepared, type Sql, type Tx } from "../db/client";
 import { withDeadline } from "../db/deadline";
-import { log, RepeatedFailure } from "../log";
+import { errorFields, log, RepeatedFailure } from "../log";
 import type { Worker } from "./worker";
 
 
@@ -113,6 +113,15 @@ export class JobRunner implements Worker {
   private stopped = true;
   private rewake = false;
   private inflight = new Set<Promise<void>>();
+  /**
+   * Outcomes of runs that ended while the database was away, by job id, with the claim they
+   * belong to: written when it is back (each poll tries first). Left to the lease, every job in
+   * flight at a database restart waited a minute or more before it ran again. At most one per job
+   * claimed here, since nothing new is claimed until they are written.
+   */
+  private unrecorded = new Map<number, { attempts: number; outcome: Outcome }>();
+  /** Jobs running here, by id, with their claim's attempt count: what stop() releases if they outlast the drain. */
+  private claims = new Map<number, number>();
   private readonly pollMs: number;
   private readonly drainMs: number;
   private readonly claimFailures = new RepeatedFailure("claiming jobs failed");
@@ -173,6 +182,7 @@ export class JobRunner implements Worker {
 
   /** Claims and starts what there is room for; true when more may be due right away. */
   private async poll(): Promise<boolean> {
+    await this.recordLate();
     let more = false;
     for (const kind of this.kinds) {
       const room = (kind.handler.concurrency ?? 4) - kind.running;
@@ -217,9 +227,11 @@ export class JobRunner implements Worker {
 
   private launch(kind: Kind, job: Job): void {
     kind.running++;
+    this.claims.set(job.id, job.attempts);
     if (job.grp !== null) kind.groups.set(job.grp, (kind.groups.get(job.grp) ?? 0) + 1);
     const done = this.runOne(kind, job).finally(() => {
       kind.running--;
+      this.claims.delete(job.id);
       if (job.grp !== null) {
         const n = kind.groups.get(job.grp)! - 1;
         if (n > 0) kind.groups.set(job.grp, n);
@@ -246,9 +258,10 @@ export class JobRunner implements Worker {
 
   /**
    * Deletes the job or moves it to its retry time. An outage that failed the run (or struck as it
-   * ended) usually fails this write too, and the job then waits for its lease (a minute for a
+   * ended) usually fails this write too, and the job would then wait for its lease (a minute for a
    * webhook delivery) although the database was back within seconds: so the write is tried again
-   * for a few seconds first. Both writes are idempotent.
+   * for a few seconds, then left to the next poll that reaches the database. Both writes are
+   * idempotent.
    */
   private async record(job: Job, outcome: Outcome): Promise<void> {
     for (let attempt = 0; ; attempt++) {
@@ -264,12 +277,51 @@ export class JobRunner implements Worker {
         return;
       } catch (err) {
         if (attempt >= RECORD_PAUSES_MS.length || this.stopped) {
-          // The lease runs out and the job runs again: handlers are idempotent.
+          // Written at the next poll that reaches the database, while the claim is still ours
+          // (recordLate); else the lease runs out and the job runs again: handlers are idempotent.
           this.recordFailures.failed(err, { kind: job.kind, job: job.id });
+          this.unrecorded.set(job.id, { attempts: job.attempts, outcome });
           return;
         }
         await Bun.sleep(RECORD_PAUSES_MS[attempt]!);
       }
+    }
+  }
+
+  /**
+   * Jobs still running when the drain ends are made due again at once (while the claim is still
+   * this instance's), so that another instance takes them now rather than when their lease ends:
+   * this process is about to exit and its runs with it. Handlers are idempotent.
+   */
+  private async release(): Promise<void> {
+    const ids = [...this.claims.keys()];
+    const attempts = ids.map((id) => this.claims.get(id)!);
+    try {
+      await unprepared(this.sql`
+        update jobs j set run_at = ${new Date(this.clock.now())}
+        from unnest(${ids}::bigint[], ${attempts}::int[]) as c(id, attempts)
+        where j.id = c.id and j.attempts = c.attempts`);
+      log.warn("jobs still running at shutdown were released to other instances", { running: ids.length });
+    } catch (err) {
+      log.warn("jobs still running at shutdown; they run again when their lease ends", { running: ids.length, ...errorFields(err) });
+    }
+  }
+
+  /**
+   * Writes the outcomes that could not be written when their runs ended. Only while the claim is
+   * still this instance's (`attempts` unchanged): once the lease has run out, another instance may
+   * have claimed the job again, and its own run decides.
+   */
+  private async recordLate(): Promise<void> {
+    for (const [id, { attempts, outcome }] of this.unrecorded) {
+      if ("done" in outcome) {
+        await unprepared(this.sql`delete from jobs where id = ${id} and attempts = ${attempts}`);
+      } else {
+        await unprepared(this.sql`
+          update jobs set run_at = ${new Date(outcome.retryAt)}, last_error = ${outcome.error ?? null}
+          where id = ${id} and attempts = ${attempts}`);
+      }
+      this.unrecorded.delete(id);
     }
   }
 
@@ -283,8 +335,9 @@ export class JobRunner implements Worker {
     const late = new Promise<false>((ok) => (timer = setTimeout(() => ok(false), this.drainMs)));
     const inTime = await Promise.race([drained, late]);
     clearTimeout(timer);
-    if (!inTime) {
-      log.warn("jobs still running at shutdown; they run again when their lease ends", { running: this.inflight.size });
-    }
+    if (!inTime) await this.release();
+    await this.recordLate().catch((err) => {
+      log.warn("outcomes not written at shutdown; their jobs run again when their lease ends", { jobs: this.unrecorded.size, ...errorFields(err) });
+    });
   }
 }

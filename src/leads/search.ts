@@ -3,7 +3,7 @@
 // confined to the actor's organization in SQL (scope.ts). The indexes that keep a page cheap at a
 // million leads are sql/0017's; docs/console-leads.md has their plans.
 import type { PendingQuery, Row } from "postgres";
-import { unprepared, type Sql } from "../db/client";
+import type { Sql, Tx } from "../db/client";
 import { leadName } from "./match";
 import { inTenant } from "./scope";
 
@@ -129,6 +129,21 @@ const after = (sql: Sql, cursor: LeadCursor | null) =>
   cursor === null ? sql`` : sql`and (l.created_at, l.id) < (timestamptz 'epoch' + ${cursor.micros}::bigint * interval '1 microsecond', ${cursor.id}::bigint)`;
 
 /**
+ * A search planned with its values (a custom plan), in a transaction of its own. The service's
+ * connections plan every statement generically (plan_cache_mode, src/db/client.ts), which cannot
+ * see a name or email prefix: on 1,000,000 leads such a plan took 200 ms a search
+ * (bench/console.ts `t`) where one made for the prefix takes 1–10 ms (a dense prefix walks the
+ * created order, a rare one reads the name index). `set local` ends with the transaction, so it
+ * holds through a transaction pooler too.
+ */
+function withValuesPlanned<T>(sql: Sql, query: (tx: Tx) => Promise<T>): Promise<T> {
+  return sql.begin(async (tx) => {
+    await tx`set local plan_cache_mode = force_custom_plan`;
+    return query(tx);
+  }) as Promise<T>;
+}
+
+/**
  * One page of leads, newest first, after `cursor`: `limit` rows and whether more follow. Keyset
  * (created_at, id): no OFFSET, so page 1,000 costs what page 1 does.
  */
@@ -139,11 +154,7 @@ export async function searchLeads(
   cursor: LeadCursor | null,
   limit: number,
 ): Promise<{ rows: LeadListRow[]; next: LeadCursor | null }> {
-  // Planned with its values every time (unprepared): a prepared statement's generic plan cannot
-  // see the name prefix, so after five searches PostgreSQL could settle on one plan for every
-  // prefix — measured at 200 ms a search on 1,000,000 leads (bench/console.ts `t`) against 1–10 ms
-  // planned per prefix (a dense prefix walks the created order, a rare one reads the name index).
-  const rows = await unprepared(sql<LeadListRow[]>`
+  const rows = await withValuesPlanned(sql, (tx) => tx<LeadListRow[]>`
     select l.id, ${leadName(sql)} as name, l.phone, l.email, l.status, l.campaign_id, l.list_id, l.created_at,
            coalesce(o.timezone, 'UTC') as timezone, ${microsOf(sql)} as micros
     from leads l left join orgs o on o.id = l.org_id
@@ -190,14 +201,14 @@ export const LEAD_CSV_COLUMNS: readonly (keyof LeadCsvRow)[] = [
 export async function* leadsForExport(sql: Sql, orgId: number | null, f: LeadFilter, batch = 1000): AsyncGenerator<LeadCsvRow[]> {
   let cursor: LeadCursor | null = null;
   for (;;) {
-    const rows: (LeadCsvRow & { micros: number })[] = await sql<(LeadCsvRow & { micros: number })[]>`
+    const rows: (LeadCsvRow & { micros: number })[] = await withValuesPlanned(sql, (tx) => tx<(LeadCsvRow & { micros: number })[]>`
       select l.id as lead_id, l.first_name, l.last_name, l.phone, l.email, l.status, l.campaign_id as campaign,
              l.list_id, l.address1, l.city, l.state, l.postal_code, l.source,
              to_char(l.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as created_at, ${microsOf(sql)} as micros
       from leads l
       where ${filterSql(sql, orgId, f)} ${after(sql, cursor)}
       order by l.created_at desc, l.id desc
-      limit ${batch}`;
+      limit ${batch}`);
     if (rows.length > 0) yield rows;
     if (rows.length < batch) return;
     const last = rows[rows.length - 1];

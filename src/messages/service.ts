@@ -11,7 +11,7 @@
 import { withoutTrailingSlashes, type Config } from "../config";
 import type { Sql, Tx } from "../db/client";
 import { DEADLINE_MS, withDeadline } from "../db/deadline";
-import { classify } from "../db/sqlstate";
+import { classify, mapDbError } from "../db/sqlstate";
 import { AppError } from "../errors";
 import { enqueue } from "../jobs/queue";
 import { countedReads, type CountedReads } from "../limits/fused";
@@ -331,6 +331,30 @@ async function replay(sql: Sql, prior: PriorRow, hash: string, now: number, env:
   return { ok: false, message_id: prior.id, reason: "in_progress" };
 }
 
+/** How long a provider's answer is kept trying to be written while the database is away (well inside the `sending` lease). */
+export const OUTCOME_RETRY_MS = 30_000;
+/** The part of it the request itself waits, before answering 503 and leaving the rest to the background. */
+const IN_REQUEST_RETRY_MS = 3_000;
+
+/**
+ * A write of what a provider answered, tried again while the database is away or too slow: the
+ * answer exists only in this process, and left unwritten the message ends `unknown` after its
+ * lease (never sent again, its fate lost). A database restart under load left texts that had gone
+ * out that way (test/faults.test.ts). The write only settles a row still `sending`, so one that
+ * landed before its answer was lost is not repeated.
+ */
+async function untilWritten<T>(write: () => Promise<T>, budgetMs: number): Promise<T> {
+  const end = performance.now() + budgetMs;
+  for (let wait = 100; ; wait = Math.min(2 * wait, 2000)) {
+    try {
+      return await write();
+    } catch (err) {
+      if (mapDbError(err)?.code !== "unavailable" || performance.now() + wait > end) throw err;
+      await Bun.sleep(wait);
+    }
+  }
+}
+
 /**
  * Records how the provider call ended (and a Twilio 21610 as the phone's opt-out); the message's
  * stored answer, which for a message queued first is its first answer.
@@ -350,12 +374,13 @@ async function settle(sql: Sql, id: number, channel: "sms" | "email", to: string
     });
   let stored: Awaited<ReturnType<typeof recordOutcome>>;
   try {
-    stored = await step(record());
+    // A database away for a moment (a restart) is waited for, so the request still gets its answer.
+    stored = await untilWritten(() => step(record()), IN_REQUEST_RETRY_MS);
   } catch (err) {
-    // The provider has answered but the database is away or slow: this request answers 503, and
-    // the outcome is written as soon as it can be, for a few seconds (recordOutcome acts only on a
-    // message still `sending`), so that a short outage does not leave a text that went out
-    // `sending` until its lease and then `unknown`. A retry of the send then replays it.
+    // Away for longer, or slow: this request answers 503 and the outcome keeps being written in
+    // the background (recordOutcome acts only on a message still `sending`), so that the text that
+    // went out is not left `sending` until its lease and then `unknown`. A retry of the send then
+    // replays it.
     void recordLater(record);
     throw err;
   }
@@ -364,19 +389,11 @@ async function settle(sql: Sql, id: number, channel: "sms" | "email", to: string
   return text === null ? result : parseResult(text);
 }
 
-/** Pauses between the background tries of recordLater: about 8 s in all. */
-const RECORD_PAUSES_MS = [250, 500, 1000, 2000, 4000];
-
+/** The background tries of an outcome the request could not write: until OUTCOME_RETRY_MS from the answer. */
 async function recordLater(record: () => Promise<unknown>): Promise<void> {
-  for (const pause of RECORD_PAUSES_MS) {
-    await Bun.sleep(pause);
-    try {
-      await record();
-      return;
-    } catch {
-      // Still away: the next try, and after the last the lease (recoverInterrupted) decides.
-    }
-  }
+  await untilWritten(record, OUTCOME_RETRY_MS - IN_REQUEST_RETRY_MS).catch(() => {
+    // Still away: the lease (recoverInterrupted) decides.
+  });
 }
 
 /**

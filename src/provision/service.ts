@@ -59,6 +59,8 @@ export async function applyProvisioning(
 
   await sql.begin(async (tx) => {
     await tx`set local statement_timeout = 0`;
+    // Unbounded like a migration, also when `serve --demo` provisions on serve's pool (src/db/deadline.ts).
+    await tx`set local lock_timeout = 0`;
     await tx`select pg_advisory_xact_lock(${PROVISION_LOCK})`;
     const problems = referenceProblems(file, await loadKnown(tx, file));
     if (problems.length > 0) throw new ProvisioningError(problems);

@@ -1,6 +1,7 @@
 // The real service, in-process, on a test database, listening on a free port: tests talk HTTP.
 import { loadConfig } from "../../src/config";
 import { connect, type Sql } from "../../src/db/client";
+import { LOCK_WAIT_MS } from "../../src/db/deadline";
 import { start, type Running } from "../../src/app/server";
 import type { Clock } from "../../src/clock";
 import { setLogLevel } from "../../src/log";
@@ -16,7 +17,8 @@ setLogLevel("error");
 /** Starts an instance on `url` with its own pool and caches, like a separate process would have. */
 export async function startApp(url: string, env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestApp> {
   const config = loadConfig({ DATABASE_URL: url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", ...env });
-  const sql: Sql = connect(url, { max: 4, statementTimeoutMs: 5000, applicationName: "leadline-test-app" });
+  // The bounds `serve` sets (src/db/open.ts).
+  const sql: Sql = connect(url, { max: 4, statementTimeoutMs: 5000, lockTimeoutMs: LOCK_WAIT_MS, applicationName: "leadline-test-app" });
   const running = await start(config, { sql, direct: sql, embedded: false, close: () => sql.end({ timeout: 5 }) }, options);
   return { base: `http://127.0.0.1:${running.port}`, running, stop: () => running.stop() };
 }

@@ -26,6 +26,12 @@ function run(cmd: string[], opts: SpawnSyncOptions = {}): string {
   return String(r.stdout ?? "");
 }
 
+async function runAsync(cmd: string[]): Promise<void> {
+  const proc = Bun.spawn(cmd, { stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  if (code !== 0) throw new Error(`${cmd.join(" ")} failed (exit ${code}):\n${out}${err}`);
+}
+
 export function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
     const s = createServer();
@@ -95,6 +101,10 @@ export interface Cluster {
   dataDir: string;
   /** Stops the server (immediate) and deletes its directory; synchronous, safe to call twice. */
   stop(): void;
+  /** `pg_ctl stop -m immediate`, keeping the data: a crash of the server (tests of outages). */
+  halt(): Promise<void>;
+  /** Starts a halted server again on the same port (crash recovery runs first). */
+  resume(): Promise<void>;
 }
 
 /** Starts a throwaway cluster from `bin` with extra postgresql.conf lines. */
@@ -144,11 +154,15 @@ export async function startCluster(bin: string, source: string, settings: string
   // A port found free can be taken before the server binds it; try another then.
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    const r = spawn(asUser([pgCtl, "-D", data, "-l", log, "-o", `-p ${port}`, "-w", "-t", "60", "start"]));
+    const startAt = () => spawn(asUser([pgCtl, "-D", data, "-l", log, "-o", `-p ${port}`, "-w", "-t", "60", "start"]));
+    const r = startAt();
     if (r.status === 0) {
       const version = run([join(bin, "postgres"), "--version"]).trim();
       const label = `${version} (${source}, throwaway cluster on 127.0.0.1:${port})`;
-      return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, label, dataDir: data, stop };
+      // Not spawnSync: the caller's load keeps running meanwhile.
+      const halt = () => runAsync(asUser([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"]));
+      const resume = () => runAsync(asUser([pgCtl, "-D", data, "-l", log, "-o", `-p ${port}`, "-w", "-t", "60", "start"]));
+      return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, label, dataDir: data, stop, halt, resume };
     }
     const tail = existsSync(log) ? readFileSync(log, "utf8").split("\n").slice(-20).join("\n") : "";
     if (attempt === 3) throw new Error(`pg_ctl start failed:\n${r.stdout}${r.stderr}\n${tail}`);
