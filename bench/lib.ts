@@ -317,8 +317,9 @@ export interface SuiteJson {
     app_us: number;
     pg_us: number;
     driver_us: number;
-    /** Share of all CPUs busy in the window. */
+    /** Share of all CPUs busy in the window, and the part of it not the servers', PostgreSQL's or the load generator's. */
     busy: number;
+    other: number;
     /** pg_stat_statements per request: statements and execution µs (null without it). */
     db_calls: number | null;
     db_exec_us: number | null;
@@ -744,6 +745,7 @@ export class Suite {
           pg_us: r.cpu.pg / n,
           driver_us: r.cpu.driver / n,
           busy: r.cpu.machine / Math.max(1, r.cpu.capacity),
+          other: Math.max(0, r.cpu.machine - r.cpu.app - r.cpu.pg - r.cpu.driver) / Math.max(1, r.cpu.capacity),
           db_calls: r.db ? stmts.reduce((a, [, v]) => a + v.calls, 0) / n : null,
           db_exec_us: r.db ? (stmts.reduce((a, [, v]) => a + v.ms, 0) * 1000) / n : null,
           statements: stmts.slice(0, 25).map(([query, v]) => ({ query: query.slice(0, 400), calls: v.calls, ms: v.ms })),

@@ -46,6 +46,8 @@ const os = /PRETTY_NAME="([^"]*)"/.exec(existsSync("/etc/os-release") ? readFile
 const rev = sh(["git", "rev-parse", "--short", "HEAD"]);
 const dirty = sh(["git", "status", "--porcelain", "--", "src", "sql"]);
 const ran = Object.values(suites).filter(Boolean).map((s) => s!.started).sort();
+const others = Object.values(suites).flatMap((s) => s?.rows.map((r) => r.other ?? 0) ?? []).sort((a, b) => a - b);
+const otherMedian = others.length ? others[Math.floor(others.length / 2)] : null;
 
 say(
   "## Benchmark",
@@ -56,7 +58,11 @@ say(
   "**Machine**: " +
     `${cpuModel}, ${cpus().length} CPUs, ${(totalmem() / 2 ** 30).toFixed(1)} GiB memory, Linux ${sh(["uname", "-r"])} (${os}); ${pgVersion}; Bun ${Bun.version}; ` +
     `${sh(["sh", "-c", "wrk -v 2>&1 | head -1"]).split(" [")[0] || "wrk"}. The load generator, the service instances and PostgreSQL share these CPUs: ` +
-    "absolute figures are this machine's, ratios to the baselines of the same run travel better, and the capacity model below is what to scale from.",
+    "absolute figures are this machine's, ratios to the baselines of the same run travel better, and the capacity model below is what to scale from." +
+    (otherMedian !== null
+      ? ` During the measured windows, a median ${pct(otherMedian)} of all CPU time went to processes outside the benchmark (other work on a shared host): ` +
+        "the more, the noisier the figures (each suite's table gives the share per row)."
+      : ""),
   "",
 );
 
@@ -80,6 +86,7 @@ function ratioTo(suite: string, r: Row, which: "a" | "b"): number | null {
 const OPS: { suite: string; id: string; name: string }[] = [
   { suite: "core", id: "2", name: "get lead `GET api_v1.php?r=leads/{id}`" },
   { suite: "core", id: "3", name: "CTI lookup `GET api_v1.php?r=cti/lookup`" },
+  { suite: "core", id: "8", name: "CTI dial `POST api_v1.php?r=cti/dial`" },
   { suite: "core", id: "4", name: "conversation (600 rows) `GET api_v1.php?r=conversations/{id}`" },
   { suite: "core", id: "5", name: "lead intake `POST lead_intake.php`" },
   { suite: "core", id: "6", name: "KPI batch of 500 points `POST kpi_ingest.php` (-c4)" },
@@ -92,6 +99,7 @@ const OPS: { suite: string; id: string; name: string }[] = [
   { suite: "booking", id: "book", name: "booking `POST book/api.php?action=book`" },
   { suite: "dni", id: "lease", name: "DNI lease, returning visitor" },
   { suite: "dni", id: "beat", name: "DNI heartbeat" },
+  { suite: "dni", id: "event", name: "DNI browser event (pageview)" },
   { suite: "dni", id: "new", name: "DNI lease, new visitor" },
 ];
 
@@ -112,8 +120,13 @@ for (const op of OPS) {
     continue;
   }
   const result = !r.valid ? "**INVALID**" : r.target ? `${r.target.text}: ${r.target.pass ? "pass" : "**MISS**"}` : "—";
-  say(`| ${op.name} | ${f0(r.rps)} | ${ms(r.p50_us)} | ${ms(r.p99_us)} | ${pct(ratioTo(op.suite, r, "a"))} | ${pct(ratioTo(op.suite, r, "b"))} | ${result} | ${f0(r.app_us)} / ${f0(r.pg_us)} |`);
+  say(`| ${op.name} | ${f0(r.rps)} | ${ms(r.p50_us)} | ${ms(r.p99_us)} | ${pct(ratioTo(op.suite, r, "a"))} | ${pct(ratioTo(op.suite, r, "b"))} | ${result} | ${f0(r.app_us)} / ${f0(Math.max(0, r.pg_us))} |`);
 }
+say(
+  "",
+  "Not in the suites: booking `reschedule` (it needs an appointment's token per request), call reports (`calls.php`), the CTI queue (`cti_queue.php`) and the " +
+    "providers' callbacks; the console.",
+);
 const ca = row("core", "a");
 const cb = row("core", "b");
 if (ca && cb) say("", `Baselines (core suite): (a) ${f0(ca.rps)} req/s, p99 ${ms(ca.p99_us)} ms; (b) ${f0(cb.rps)} req/s, p99 ${ms(cb.p99_us)} ms.`);
@@ -212,7 +225,7 @@ interface Cost {
 function cost(suite: string, id: string, name: string, rate: number, per = 1): Cost | null {
   const r = row(suite, id);
   if (!r || !r.valid) return null;
-  return { name, app: r.app_us / per, pg: r.pg_us / per, exec: r.db_exec_us === null ? null : r.db_exec_us / per, rate, from: `${suite} ${id}` };
+  return { name, app: r.app_us / per, pg: Math.max(0, r.pg_us) / per, exec: r.db_exec_us === null ? null : r.db_exec_us / per, rate, from: `${suite} ${id}` };
 }
 
 // The stated site profile: per second, at the busy hour of a group of sites with their call
@@ -248,9 +261,9 @@ if (costs.length) {
   say(
     "Measured per operation in this run, at saturation on this machine: the service's CPU per request (`/proc/<pid>/stat` of the executable), PostgreSQL's " +
       "(every PostgreSQL process, `/proc`, which includes background work such as the write-behind renewals and the key last-use writes) and the statements' " +
-      "execution time (`pg_stat_statements`). The **site profile** is a stated mix per second (the rate column): the busy hour of a group of sites with their call centre.",
+      "execution time (`pg_stat_statements`: wall time inside PostgreSQL, lock and I/O waits included, so it can exceed the CPU). The **site profile** is a stated mix per second (the rate column): the busy hour of a group of sites with their call centre.",
     "",
-    "| operation | app CPU µs | PostgreSQL CPU µs | of which statements µs | profile rate /s | app CPU ms/s | PostgreSQL CPU ms/s | measured in |",
+    "| operation | app CPU µs | PostgreSQL CPU µs | statement time µs (wall, waits included) | profile rate /s | app CPU ms/s | PostgreSQL CPU ms/s | measured in |",
     "|---|---:|---:|---:|---:|---:|---:|---|",
     ...costs.map(
       (c) =>

@@ -80,6 +80,10 @@ local modes = {
     local phone = string.format("555%07d", math.random(1, phones))
     return wrk.format("GET", "/hooks/api_v1.php?r=cti/lookup&phone=" .. phone, keyed())
   end,
+  dial = function()
+    local phone = string.format("555%07d", math.random(1, phones))
+    return wrk.format("POST", "/hooks/api_v1.php?r=cti/dial", keyed_json(), string.format('{"phone":"%s"}', phone))
+  end,
   conv = function()
     return wrk.format("GET", "/hooks/api_v1.php?r=conversations/" .. lead_id, keyed())
   end,
@@ -151,6 +155,9 @@ local modes = {
   end,
   dni_beat = function()
     return dni("heartbeat", string.format('{"pool":"%s","visitor":"w%d"}', pool, math.random(1, visitors)))
+  end,
+  dni_event = function()
+    return dni("event", string.format('{"pool":"%s","visitor":"w%d","kind":"pageview","name":"/pricing"}', pool, math.random(1, visitors)))
   end,
   soak = function()
     seq = seq + 1
