@@ -136,6 +136,15 @@ await suite.run(async () => {
     suite.add({ id: `m${m}`, name: `minute ${m}`, r, checks: [...answerChecks(r), `RSS ${rss.toFixed(0)} MiB`, `${minute.leads} leads, ${minute.visitors} visitors`] });
   }
   clearInterval(timer);
+  // What the non-2xx answers were: the instance's own count by route family and status class (/metrics, from loopback).
+  const refused = await fetch(`${svc.url}/metrics`)
+    .then((r) => r.text())
+    .then((text) =>
+      [...text.matchAll(/^leadline_http_requests_total\{([^}]*)\} (\d+)/gm)]
+        .filter((m) => !/status="2xx"/.test(m[1]) && Number(m[2]) > 0)
+        .map((m) => `${m[2]} ${m[1].replace(/"/g, "").replaceAll(",", " ")}`),
+    )
+    .catch(() => ["(no /metrics answer)"]);
   const [{ addresses }] = await sql`select count(distinct ip_hash)::int as addresses from dni_visitors`;
   const total = minutes.reduce((a, m) => a + m.requests, 0);
   const errors = minutes.reduce((a, m) => a + m.errors, 0);
@@ -153,13 +162,17 @@ await suite.run(async () => {
       "35% new DNI visitors, 15% returning visitors' leases, 12% heartbeats, 15% intake of a new phone, 15% get lead, 8% CTI lookup; " +
       `a ${TTL_SECONDS} s hold time, so that numbers are released and allocated again; every request from a random one of 16.7 million client addresses.`,
     "",
-    `In all: ${total.toLocaleString("en-US")} requests, ${errors} non-2xx or socket errors; ${last.visitors.toLocaleString("en-US")} distinct visitors ` +
+    `In all: ${total.toLocaleString("en-US")} requests, ${errors} non-2xx or socket errors` +
+      (refused.length ? ` (the instance's count of its non-2xx answers: ${refused.join("; ")})` : "") +
+      `; ${last.visitors.toLocaleString("en-US")} distinct visitors ` +
       `(${Number(addresses).toLocaleString("en-US")} distinct client addresses among their visits' records); the lead table grew from ${leadsBefore.toLocaleString("en-US")} to ` +
       `${last.leads.toLocaleString("en-US")} rows. Resident memory: ${idleRss.toFixed(0)} MiB idle, ${last.rss_end.toFixed(0)} MiB at the end, ` +
       `${Math.max(...minutes.map((m) => m.rss_max)).toFixed(0)} MiB at most` +
       (half.length > 1 ? `; over the second half it moved by ${halfGrowth >= 0 ? "+" : ""}${halfGrowth.toFixed(0)} MiB` : "") +
       `. p99 per minute: ${Math.min(...p99s).toFixed(1)}–${Math.max(...p99s).toFixed(1)} ms. ` +
-      "Every in-memory cache and map has a bound (README, \"Memory\"): RSS climbs while they fill, then levels off.",
+      "Every in-memory cache and map has a bound (README, \"Memory\"): RSS climbs while they fill (the DNI lease cache alone is full at 100,000 " +
+      "visitors, the address counters at 200,000 addresses per limit), then levels off. The machine is shared: the CPU column of bench/results/soak.md " +
+      "gives, per minute, the share other work took.",
     "",
     "![Resident memory (every 5 s) and p99 (per minute) of the soak](soak.svg)",
     "",
