@@ -70,12 +70,22 @@ async function leaseVisitors(svc: Server): Promise<void> {
   const worker = async () => {
     while (next <= VISITORS) {
       const i = next++;
-      const r = await fetch(`${svc.url}/hooks/dni.php?action=lease`, {
-        method: "POST",
-        headers: { "x-forwarded-for": `10.200.${(i >> 8) & 255}.${i & 255}` },
-        body: JSON.stringify({ pool: POOL_KEY, visitor: `w${i}` }),
-      });
-      const body = (await r.json()) as { fallback?: boolean };
+      // An answer other than 200 (a 503 on a host too busy to answer in time) is asked again.
+      let body: { fallback?: boolean } = {};
+      for (let attempt = 1; ; attempt++) {
+        const r = await fetch(`${svc.url}/hooks/dni.php?action=lease`, {
+          method: "POST",
+          headers: { "x-forwarded-for": `10.200.${(i >> 8) & 255}.${i & 255}` },
+          body: JSON.stringify({ pool: POOL_KEY, visitor: `w${i}` }),
+        });
+        if (r.status === 200) {
+          body = (await r.json()) as { fallback?: boolean };
+          break;
+        }
+        const text = await r.text();
+        if (attempt === 5) throw new Error(`warm lease of w${i}: HTTP ${r.status} ${text.slice(0, 200)}`);
+        await Bun.sleep(200);
+      }
       if (body.fallback !== false) fallbacks++;
     }
   };
