@@ -3,7 +3,7 @@ BUN := node_modules/.bin/bun
 # deploy/demo.json is built into the executable (serve --demo).
 SRC := $(shell find src sql -type f 2>/dev/null) deploy/demo.json
 
-.PHONY: install run build test typecheck bench clean
+.PHONY: install run build test typecheck bench soak clean
 
 install: node_modules/.installed
 
@@ -33,6 +33,10 @@ typecheck: node_modules/.installed
 
 bench: node_modules/.installed dist/leadline
 	bash bench/run.sh
+
+# SOAK_MINUTES (default 10): bench/soak.ts, writing the soak section of bench/RESULTS.md.
+soak: node_modules/.installed dist/leadline
+	BENCH_SUITES=soak bash bench/run.sh
 
 clean:
 	rm -rf dist

@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { answerChecks, expectStatus, median, num, options, pct, POOL, type Result, type Row, type Server, type Sql, Suite } from "./lib";
 
-const suite = new Suite("core", "Core API", ["b", "2", "3", "4", "5", "6", "a", "7"]);
+const suite = new Suite("core", "Core API", ["b", "2", "3", "8", "4", "5", "6", "a", "7"]);
 const { duration: DURATION, warmup: WARMUP, rounds: ROUNDS, conns: CONNS, threads: THREADS } = options;
 
 const LEADS = 10_000;
@@ -19,10 +19,12 @@ const LIMITS = { api_v1: 300, intake: 120, kpi: 600 };
 // BENCH_READ_KEYS sets the count for get lead and CTI lookup: each key's rate counter is a sequence,
 // and PostgreSQL's cost per nextval() grows with how many distinct sequences the backends touch.
 const READ_KEYS = num("BENCH_READ_KEYS", 3000);
-const KEY_COUNTS = { lead: READ_KEYS, cti: READ_KEYS, conv: 300, intake: 2000, kpi: 40 };
+const KEY_COUNTS = { lead: READ_KEYS, cti: READ_KEYS, dial: 1000, conv: 300, intake: 2000, kpi: 40 };
 
 async function seed(sql: Sql): Promise<{ convLead: number; overKeyId: number; overKey: string }> {
   await suite.seedAccount();
+  // The agent the dial keys are bound to (a dial needs a key with an agent).
+  await sql`insert into users (id, org_id, name) values ('agent7', 1, 'Agent Seven')`;
   // Leads 1..LEADS with phones 5550000001.. (ids are fresh bigserials, so id i has phone i).
   await sql`
     insert into leads (list_id, phone, first_name, last_name, email, city, state, postal_code)
@@ -83,10 +85,12 @@ await suite.run(async () => {
   const keys = {
     lead: await suite.keys("lead", KEY_COUNTS.lead, ["leads:read"]),
     cti: await suite.keys("cti", KEY_COUNTS.cti, ["cti"]),
+    dial: await suite.keys("dial", KEY_COUNTS.dial, ["cti"]),
     conv: await suite.keys("conv", KEY_COUNTS.conv, ["conversations:read"]),
     intake: await suite.keys("intake", KEY_COUNTS.intake, ["leads:write"]),
     kpi: await suite.keys("kpi", KEY_COUNTS.kpi, ["metrics:write"]),
   };
+  await sql`update api_keys set agent = 'agent7' where name = 'bench-dial'`;
   await sql`analyze api_keys`;
   suite.say(`seeded ${LEADS + 1} leads, ${3 * CONV_ROWS} conversation rows, ${Object.values(KEY_COUNTS).reduce((a, b) => a + b, 1)} keys in ${Date.now() - t0} ms`);
 
@@ -141,6 +145,27 @@ await suite.run(async () => {
           b?.found === true && b?.lead_id === 42 ? null : `unexpected body ${JSON.stringify(b)}`),
       baseline: "b",
       target: ratioTarget(0.8),
+    },
+    {
+      id: "8",
+      name: "CTI dial `POST r=cti/dial` (queues a dial)",
+      to: svc,
+      args: { mode: "dial", phones: LEADS, keys: keys.dial.file },
+      keys: { n: KEY_COUNTS.dial, limit: LIMITS.api_v1 },
+      expect: "2xx",
+      sample: () =>
+        expectStatus(
+          `${svc.url}/hooks/api_v1.php?r=cti/dial`,
+          { method: "POST", headers: { "X-Api-Key": keys.dial.keys[0], "Content-Type": "application/json" }, body: JSON.stringify({ phone: "5550000042" }) },
+          200,
+          (b) => (b?.ok === true && b?.lead_id === 42 ? null : `unexpected body ${JSON.stringify(b)}`),
+        ),
+      before: async () => Number((await sql`select count(*)::int as n from dials`)[0].n),
+      after: async (r, before: number) => {
+        const n = Number((await sql`select count(*)::int as n from dials`)[0].n) - before;
+        return n >= r.requests ? [`${n} dials queued`] : [`FAIL: ${n} dials queued for ${r.requests} requests`];
+      },
+      baseline: "b",
     },
     {
       id: "4",

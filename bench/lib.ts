@@ -166,6 +166,16 @@ function cpuOf(pid: number): number {
   }
 }
 
+/** Resident memory of a process in KiB (VmRSS of /proc/<pid>/status; 0 when it is gone). */
+export function rssOf(pid: number): number {
+  try {
+    const m = /^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
 /** The postmaster and every process it started (backends, checkpointer, ...), summed. */
 function postgresCpu(dataDir: string): number {
   let master: number;
@@ -266,6 +276,8 @@ export interface Load {
   conns?: number;
   /** wrk's per-request timeout, s (default 5). */
   timeout?: number;
+  /** With several servers: the arguments of the i-th server's wrk instead of `args` (e.g. another pool each). */
+  argsFor?: (i: number) => Record<string, string | number>;
 }
 
 export interface Row {
@@ -282,6 +294,41 @@ export interface Row {
   top?: number;
 }
 
+/** bench/results/<suite>.json: what bench/report.ts reads. */
+export interface SuiteJson {
+  suite: string;
+  title: string;
+  started: string;
+  service: string;
+  context: string;
+  rows: {
+    id: string;
+    name: string;
+    requests: number;
+    duration_us: number;
+    rps: number;
+    p50_us: number | null;
+    p99_us: number | null;
+    vs: { ratio: number; of: string } | null;
+    target: { text: string; pass: boolean } | null;
+    valid: boolean;
+    checks: string[];
+    /** CPU µs per request: the servers, all of PostgreSQL, the load generator. */
+    app_us: number;
+    pg_us: number;
+    driver_us: number;
+    /** Share of all CPUs busy in the window, and the part of it not the servers', PostgreSQL's or the load generator's. */
+    busy: number;
+    other: number;
+    /** pg_stat_statements per request: statements and execution µs (null without it). */
+    db_calls: number | null;
+    db_exec_us: number | null;
+    statements: { query: string; calls: number; ms: number }[];
+  }[];
+  notes: string[];
+  extra: Record<string, unknown>;
+}
+
 const valid = (row: Row) => !row.checks.some((c) => c.startsWith("FAIL"));
 
 /** A benchmark suite's run: its work directory, the processes it starts and the table it writes. */
@@ -293,6 +340,8 @@ export class Suite {
   readonly rows: Row[] = [];
   /** Lines printed under the table. */
   readonly notes: string[] = [];
+  /** Suite-specific figures for bench/report.ts, written with the rows to bench/results/<suite>.json. */
+  readonly extra: Record<string, unknown> = {};
   private readonly children: Subprocess[] = [];
   private readonly services: Server[] = [];
   private statements = false;
@@ -563,7 +612,7 @@ export class Suite {
     const conns = load.conns ?? options.conns;
     const each = servers.length > 1 ? Math.max(1, Math.floor(conns / servers.length)) : conns;
     return this.measure(servers, db, async () =>
-      mergeConcurrent(await Promise.all(servers.map((s) => this.wrkProcess(s.url, load.args, seconds, each, load.timeout ?? 5)))),
+      mergeConcurrent(await Promise.all(servers.map((s, i) => this.wrkProcess(s.url, load.argsFor?.(i) ?? load.args, seconds, each, load.timeout ?? 5)))),
     );
   }
 
@@ -614,10 +663,14 @@ export class Suite {
       "",
       `${CORES} CPUs (${cpus()[0]?.model ?? "?"}), shared by the load generator, the servers and PostgreSQL; commit ${rev || "?"}` +
         `${dirty ? " + uncommitted changes in src/sql" : ""}; ${this.cluster?.label.replace(/, throwaway cluster.*$/, ")") ?? "no PostgreSQL"}; service ${service}. ${context}`,
-      "",
-      "| # | Scenario | req/s | p50 ms | p99 ms | vs baseline | target | result | CPU µs/req app / pg / wrk | DB stmts/req (exec µs/req) | CPU busy (other) | checks |",
-      "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---|",
     ];
+    // A suite without loads (startup) has only its notes.
+    if (this.rows.length)
+      lines.push(
+        "",
+        "| # | Scenario | req/s | p50 ms | p99 ms | vs baseline | target | result | CPU µs/req app / pg / wrk | DB stmts/req (exec µs/req) | CPU busy (other) | checks |",
+        "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---|",
+      );
     for (const row of this.rows) {
       const r = row.r;
       const per = (us: number) => (us / Math.max(1, r.requests)).toFixed(0);
@@ -655,12 +708,52 @@ export class Suite {
     process.stdout.write("\n" + md);
     mkdirSync(RESULTS, { recursive: true });
     writeFileSync(join(RESULTS, `${this.name}.md`), md);
+    writeFileSync(join(RESULTS, `${this.name}.json`), JSON.stringify(this.json(context), null, 1));
     this.say(`written to bench/results/${this.name}.md`);
     const invalid = this.rows.filter((row) => !valid(row));
     if (invalid.length) {
       this.say(`invalid scenarios (their numbers measure errors, not work):\n  ${invalid.map((row) => `${row.id} ${row.name}: ${row.checks.filter((c) => c.startsWith("FAIL")).join("; ")}`).join("\n  ")}`);
       process.exitCode = 1;
     }
+  }
+
+  /** The rows as numbers, for bench/report.ts (bench/RESULTS.md): per request CPU and statements. */
+  private json(context: string): SuiteJson {
+    return {
+      suite: this.name,
+      title: this.title,
+      started: this.startedAt.toISOString(),
+      service: this.exe.length > 1 ? "src/main.ts on bun" : this.exe[0].replace(root + "/", ""),
+      context,
+      rows: this.rows.map((row) => {
+        const r = row.r;
+        const n = Math.max(1, r.requests);
+        const stmts = r.db ? [...r.db.entries()].sort((a, b) => b[1].ms - a[1].ms) : [];
+        return {
+          id: row.id,
+          name: row.name,
+          requests: r.requests,
+          duration_us: r.duration_us,
+          rps: r.rps,
+          p50_us: r.p50_us,
+          p99_us: r.p99_us,
+          vs: row.vs ?? null,
+          target: row.target ?? null,
+          valid: valid(row),
+          checks: row.checks,
+          app_us: r.cpu.app / n,
+          pg_us: r.cpu.pg / n,
+          driver_us: r.cpu.driver / n,
+          busy: r.cpu.machine / Math.max(1, r.cpu.capacity),
+          other: Math.max(0, r.cpu.machine - r.cpu.app - r.cpu.pg - r.cpu.driver) / Math.max(1, r.cpu.capacity),
+          db_calls: r.db ? stmts.reduce((a, [, v]) => a + v.calls, 0) / n : null,
+          db_exec_us: r.db ? (stmts.reduce((a, [, v]) => a + v.ms, 0) * 1000) / n : null,
+          statements: stmts.slice(0, 25).map(([query, v]) => ({ query: query.slice(0, 400), calls: v.calls, ms: v.ms })),
+        };
+      }),
+      notes: this.notes,
+      extra: this.extra,
+    };
   }
 
   /** Ends the suite's client, then SIGTERM to what still runs (services drain, the profiler writes). */

@@ -13,6 +13,9 @@
 --               offset=K the slot index to start from (keeps warm-up and measurement apart)
 --   pool=P      dni: the pool key; visitors=N warm visitors w1..wN; addresses=N client addresses
 --   cookies=FILE  console: session cookies (`leadline_session=…`), one a line, used round-robin
+--   soak: a mix (bench/soak.ts): new and returning DNI visitors, heartbeats, intake of new phones,
+--               get lead and CTI lookup; keys=FILE with every scope, leads=N, phones=N, pool=P,
+--               addresses=N (up to 16,777,216 distinct)
 -- A mode is chosen once in init(), so every scenario pays wrk the same per-request Lua cost.
 -- No response(): defining it makes wrk hand every body to Lua. done() prints one line
 -- `BENCH {json}` that bench/lib.ts parses.
@@ -61,6 +64,12 @@ local function dni(action, body)
   return wrk.format("POST", "/hooks/dni.php?action=" .. action, headers, body)
 end
 
+-- The soak's mix, by a draw of 1..100 per request: visitors are new (never seen: run, thread and
+-- sequence make them distinct across the whole soak) or one of this thread's recent ones.
+local function recent_visitor()
+  return string.format("s%d_%d_%d", run, tid, math.max(1, seq - math.random(0, 2000)))
+end
+
 local modes = {
   -- Baselines (bench/baseline.ts).
   plain = function()
@@ -90,6 +99,10 @@ local modes = {
   cti = function()
     local phone = string.format("555%07d", math.random(1, phones))
     return wrk.format("GET", "/hooks/api_v1.php?r=cti/lookup&phone=" .. phone, keyed())
+  end,
+  dial = function()
+    local phone = string.format("555%07d", math.random(1, phones))
+    return wrk.format("POST", "/hooks/api_v1.php?r=cti/dial", keyed_json(), string.format('{"phone":"%s"}', phone))
   end,
   conv = function()
     return wrk.format("GET", "/hooks/api_v1.php?r=conversations/" .. lead_id, keyed())
@@ -163,6 +176,29 @@ local modes = {
   dni_beat = function()
     return dni("heartbeat", string.format('{"pool":"%s","visitor":"w%d"}', pool, math.random(1, visitors)))
   end,
+  dni_event = function()
+    return dni("event", string.format('{"pool":"%s","visitor":"w%d","kind":"pageview","name":"/pricing"}', pool, math.random(1, visitors)))
+  end,
+  soak = function()
+    seq = seq + 1
+    local d = math.random(1, 100)
+    if d <= 35 then
+      return dni("lease", string.format('{"pool":"%s","visitor":"s%d_%d_%d","utm":{"source":"soak"},"landing":"https://acme.example/"}', pool, run, tid, seq))
+    elseif d <= 50 then
+      return dni("lease", string.format('{"pool":"%s","visitor":"%s","landing":"https://acme.example/"}', pool, recent_visitor()))
+    elseif d <= 62 then
+      return dni("heartbeat", string.format('{"pool":"%s","visitor":"%s"}', pool, recent_visitor()))
+    elseif d <= 77 then
+      -- 8, two digits of the run (never 80x), thread digit, 6-digit counter: a new lead each.
+      local phone = string.format("8%d%d%d%06d", 1 + run % 9, math.floor(run / 9) % 10, tid % 10, seq % 1000000)
+      return wrk.format("POST", "/hooks/lead_intake.php", keyed_json(), string.format('{"phone":"%s","list_id":101,"first_name":"Soak %d"}', phone, seq))
+    elseif d <= 92 then
+      return wrk.format("GET", "/hooks/api_v1.php?r=leads/" .. math.random(1, leads), keyed())
+    else
+      return wrk.format("GET", "/hooks/api_v1.php?r=cti/lookup&phone=" .. string.format("555%07d", math.random(1, phones)), keyed())
+    end
+  end,
+
   dni_new = function()
     seq = seq + 1
     return dni("lease", string.format('{"pool":"%s","visitor":"n%d_%d_%d","utm":{"source":"bench"},"landing":"https://acme.example/"}',

@@ -5,9 +5,17 @@
 const MINUTE = 60_000;
 const DAY = 86_400_000;
 
+/**
+ * Formatters by zone name. Only names Intl accepts get one, but it accepts every spelling of a
+ * zone's case ("america/chicago"), and names come from data: bounded like `unknown`.
+ */
 const partsFormat = new Map<string, Intl.DateTimeFormat>();
+const MAX_FORMATS = 1000;
 /** Names found not to be zones (bounded: they come from data). */
 const unknown = new Set<string>();
+
+/** How many zone formatters are kept (for the test of their bound). */
+export const keptFormatters = (): number => partsFormat.size;
 
 /** True when the runtime knows the zone (a row written by hand may name anything). */
 export function isZone(tz: string): boolean {
@@ -35,6 +43,7 @@ function formatterOf(tz: string): Intl.DateTimeFormat {
       minute: "numeric",
       second: "numeric",
     });
+    if (partsFormat.size >= MAX_FORMATS) partsFormat.clear();
     partsFormat.set(tz, f);
   }
   return f;

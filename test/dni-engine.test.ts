@@ -577,4 +577,25 @@ describe("events", () => {
       { pool_key: "acme-site", visitor: "v1", kind: "custom", name: "x", value: 2.5, meta: null, created_at: clock.now() },
     ]);
   });
+
+  test("events past a full batch ask for one write, not one each (a chain of writes per request stalled the instance)", async () => {
+    const db = await fresh();
+    const clock = testClock();
+    await provisionPools(db.sql, [{ numbers: poolNumbers(1) }]);
+    const { engine } = engineOn(db.url, clock, { batchSize: 10 });
+    const pool = await poolOf(engine);
+    // Counts the write-behind batches the engine runs (each scans every waiting renewal).
+    const internals = engine as unknown as { writeBatch: (all: boolean) => Promise<void> };
+    const writeBatch = internals.writeBatch.bind(engine);
+    let batches = 0;
+    internals.writeBatch = (all) => {
+      batches++;
+      return writeBatch(all);
+    };
+    for (let i = 0; i < 500; i++) engine.event(pool, `v${i}`, { kind: "pageview", name: "/", value: 0, meta: null });
+    await engine.flush();
+    const [{ n }] = await db.sql<{ n: number }[]>`select count(*)::int as n from dni_events`;
+    expect(n).toBe(500);
+    expect(batches).toBeLessThanOrEqual(3);
+  });
 });

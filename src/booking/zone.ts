@@ -8,7 +8,9 @@ export interface CivilDate {
 }
 
 const MINUTE = 60_000;
+/** Formatters by zone name (names come from calendars' rows: bounded, as src/zone.ts's). */
 const abbrFormat = new Map<string, Intl.DateTimeFormat>();
+const MAX_FORMATS = 1000;
 
 export function civilOf(wall: number): CivilDate {
   const dt = new Date(wall);
@@ -47,11 +49,15 @@ export function timeText(wall: number): string {
   return `${h % 12 === 0 ? 12 : h % 12}:${pad(dt.getUTCMinutes())} ${h < 12 ? "AM" : "PM"}`;
 }
 
+/** How many formatters are kept (for the test of their bound). */
+export const keptAbbrFormatters = (): number => abbrFormat.size;
+
 /** The zone's short name at `t`: "CDT", "GMT+1", "UTC". */
 export function zoneAbbr(t: number, tz: string): string {
   let f = abbrFormat.get(tz);
   if (!f) {
     f = new Intl.DateTimeFormat("en-US", { timeZone: tz, timeZoneName: "short" });
+    if (abbrFormat.size >= MAX_FORMATS) abbrFormat.clear();
     abbrFormat.set(tz, f);
   }
   return f.formatToParts(t).find((p) => p.type === "timeZoneName")?.value ?? tz;

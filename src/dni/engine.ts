@@ -169,8 +169,10 @@ export class DniEngine {
   /** Entries with a renewal waiting (`renewUntil` > 0), each once. */
   private waiting: Entry[] = [];
   private events: EventRow[] = [];
-  /** Fallbacks not yet written, by pool, hour and visitor (sql/0018; the console's pool page). */
+  /** Fallbacks not yet written, by pool, hour and visitor (sql/0017; the console's pool page). */
   private refused = new Map<string, FallbackRow>();
+  /** The flush a full batch of events asked for, until it is done. */
+  private eventFlush: Promise<void> | null = null;
   private writing: Promise<void> = Promise.resolve();
   /** Per pool, the clock time before which allocation is known to find nothing free. */
   private exhaustedUntil = new Map<string, number>();
@@ -238,9 +240,19 @@ export class DniEngine {
   event(pool: Pool, visitor: string, event: BrowserEvent): void | Promise<void> {
     this.events.push({ ...event, pool_key: pool.key, visitor, at_ms: this.clock.now() });
     if (this.events.length >= this.batchSize) {
-      const flushed = this.flushDue();
+      // One flush asked for at a time: while a batch is being written, each event past the batch
+      // size asking for its own chained a write per request, each scanning every waiting renewal,
+      // and at a few thousand events a second the chain grew faster than it drained (measured:
+      // the instance stopped answering for seconds, bench/dni.ts `event`).
+      if (!this.eventFlush) {
+        const flushed = this.flushDue().finally(() => {
+          if (this.eventFlush === flushed) this.eventFlush = null;
+        });
+        flushed.catch(() => {});
+        this.eventFlush = flushed;
+      }
       // Past the bound, the request waits for the batch instead of piling up more.
-      if (this.events.length + this.batchSize > this.maxPending) return flushed;
+      if (this.events.length + this.batchSize > this.maxPending) return this.eventFlush;
     }
   }
 
