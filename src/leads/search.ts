@@ -85,10 +85,11 @@ const likePrefix = (s: string) => s.replace(/[\\%_]/g, (c) => "\\" + c) + "%";
  * starts with it; of several, the first name starts with the first word and the last name with
  * the last. Prefix matches on lower(…) use the text_pattern_ops indexes of sql/0017.
  */
-function filterSql(sql: Sql, orgId: number | null, f: LeadFilter): Fragment {
+function filterSql(sql: Sql, orgId: number | null, f: LeadFilter, only?: Fragment): Fragment {
   const m = textMatch(f.q);
   let text: Fragment;
-  switch (m.kind) {
+  if (only) text = only;
+  else switch (m.kind) {
     case "none":
       text = sql`true`;
       break;
@@ -144,6 +145,27 @@ function withValuesPlanned<T>(sql: Sql, query: (tx: Tx) => Promise<T>): Promise<
 }
 
 /**
+ * A one-word name: leads whose first or last name starts with it. As one condition (`first like p
+ * or last like p`) PostgreSQL reads every match from the heap to sort them, 2,000 scattered pages
+ * for a name shared by one lead in 500 (8 ms at 1,000,000 leads); as two branches, each finds its
+ * newest matches from its name index alone (the indexes carry org_id, created_at and id, sql/0018),
+ * and only the page's rows are read from the table.
+ */
+function byOneName(sql: Sql, orgId: number | null, f: LeadFilter, word: string, cursor: LeadCursor | null, n: number) {
+  const p = likePrefix(word);
+  const branch = (match: Fragment) => sql`
+    (select l.id, l.created_at from leads l where ${filterSql(sql, orgId, f, match)} ${after(sql, cursor)}
+     order by l.created_at desc, l.id desc limit ${n})`;
+  return sql<LeadListRow[]>`
+    select l.id, ${leadName(sql)} as name, l.phone, l.email, l.status, l.campaign_id, l.list_id, l.created_at,
+           coalesce(o.timezone, 'UTC') as timezone, ${microsOf(sql)} as micros
+    from (${branch(sql`lower(l.first_name) like ${p}`)} union ${branch(sql`lower(l.last_name) like ${p}`)}
+          order by created_at desc, id desc limit ${n}) h
+    join leads l on l.id = h.id left join orgs o on o.id = l.org_id
+    order by l.created_at desc, l.id desc`;
+}
+
+/**
  * One page of leads, newest first, after `cursor`: `limit` rows and whether more follow. Keyset
  * (created_at, id): no OFFSET, so page 1,000 costs what page 1 does.
  */
@@ -154,7 +176,9 @@ export async function searchLeads(
   cursor: LeadCursor | null,
   limit: number,
 ): Promise<{ rows: LeadListRow[]; next: LeadCursor | null }> {
-  const rows = await withValuesPlanned(sql, (tx) => tx<LeadListRow[]>`
+  const m = textMatch(f.q);
+  const rows = await withValuesPlanned(sql, (tx) =>
+    m.kind === "name" && m.words.length === 1 ? byOneName(tx as unknown as Sql, orgId, f, m.words[0]!, cursor, limit + 1) : tx<LeadListRow[]>`
     select l.id, ${leadName(sql)} as name, l.phone, l.email, l.status, l.campaign_id, l.list_id, l.created_at,
            coalesce(o.timezone, 'UTC') as timezone, ${microsOf(sql)} as micros
     from leads l left join orgs o on o.id = l.org_id
