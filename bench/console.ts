@@ -16,6 +16,23 @@ const USERS = 16;
 const CONNS = 16;
 const TARGET_P99_US = 50_000;
 
+/**
+ * The console family's answers so far, from the instance's own duration histogram (/metrics,
+ * loopback): how many took at most 50 ms of server time (the histogram has a bound there), of all.
+ */
+async function serverTimes(url: string): Promise<{ within: number; all: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let within = 0;
+  let all = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("leadline_http_request_duration_seconds_bucket{") || !line.includes('"console"')) continue;
+    const n = Number(line.slice(line.lastIndexOf(" ") + 1));
+    if (line.includes('le="0.05"')) within += n;
+    else if (line.includes('le="+Inf"')) all += n;
+  }
+  return { within, all };
+}
+
 await suite.run(async () => {
   const sql = await suite.database();
   const t0 = Date.now();
@@ -97,13 +114,22 @@ await suite.run(async () => {
     suite.say(`${s.id}: ${s.name}: warm-up`);
     const warm = await suite.wrk({ to: s.to, args: s.args, conns: CONNS }, WARMUP, false);
     suite.say(`${s.id}: measuring`);
+    const before = s.target ? await serverTimes(svc.url) : null;
     const r = await suite.wrk({ to: s.to, args: s.args, conns: CONNS }, DURATION);
+    const after = s.target ? await serverTimes(svc.url) : null;
     results[s.id] = r;
     checks.push(...answerChecks(r, warm, "2xx"));
     const row: Parameters<Suite["add"]>[0] = { id: s.id, name: s.name, r, checks };
     if (s.id !== "b" && results.b) row.vs = { ratio: r.rps / results.b.rps, of: "b" };
-    if (s.target) row.target = { text: `p99 < ${fmtMs(TARGET_P99_US)}`, pass: (r.p99_us ?? Infinity) < TARGET_P99_US };
+    if (before && after) {
+      // The issue's measure is server time: the share of the window's answers the instance itself
+      // timed at 50 ms or less (wrk's p99 adds its own queueing on the shared CPUs).
+      const all = after.all - before.all;
+      const share = all > 0 ? (after.within - before.within) / all : 0;
+      checks.push(`server time ≤ 50 ms for ${(share * 100).toFixed(2)}% of ${all} answers`);
+      row.target = { text: `server p99 < ${fmtMs(TARGET_P99_US)}`, pass: share >= 0.99 };
+    }
     suite.add(row);
   }
-  return `wrk -t2 -c${CONNS} (${USERS} signed-in sessions round-robin) -d${DURATION}s after ${WARMUP}s warm-up, on ${LEADS.toLocaleString("en-US")} leads. p99 is wrk's, an upper bound of the server's time.`;
+  return `wrk -t2 -c${CONNS} (${USERS} signed-in sessions round-robin) -d${DURATION}s after ${WARMUP}s warm-up, on ${LEADS.toLocaleString("en-US")} leads. The target is the server's time (its /metrics duration histogram, which has a bound at 50 ms: at least 99% of the window's answers within it); the p50/p99 columns are wrk's, which add the client's queueing on the shared CPUs.`;
 });
