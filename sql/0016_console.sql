@@ -6,7 +6,12 @@ alter table users
   -- Argon2id (PHC string), null until the user sets one through an invite link or `users passwd`.
   add column password_hash text,
   add column password_changed_at timestamptz,
-  add column disabled_at timestamptz;
+  add column disabled_at timestamptz,
+  -- Two-step sign-in (src/console/totp.ts): the secret, sealed under LEADLINE_SECRET_KEY like other
+  -- stored secrets; one being set up until its first code confirms it; the last step used.
+  add column totp_secret text,
+  add column totp_pending text,
+  add column totp_step bigint not null default 0;
 -- Emails are compared lowercased; stored lowercased by every writer.
 create unique index users_email on users (email) where email is not null;
 -- An admin acts for every organization; managers and agents for one.

@@ -32,6 +32,7 @@ commands:
   users revoke-sessions --email E
                              sign the user out everywhere
   users disable --email E    the user can no longer sign in
+  users totp-off --email E   turn the user's two-step sign-in off (a lost phone); ends their sessions
   users list [--json]        console users, their roles and open sessions
   webhooks list [--json]     list webhook endpoints with their state and pending/failed deliveries
   webhooks deliveries [--endpoint ID] [--failed] [--limit N] [--json]
@@ -109,11 +110,12 @@ example: leadline keys revoke 12
 Issues a replacement key with the same grants (printed once) and revokes the old one.
 example: leadline keys rotate 12
 `,
-  users: `usage: leadline users create|invite|passwd|revoke-sessions|disable|list ...
+  users: `usage: leadline users create|invite|passwd|revoke-sessions|totp-off|disable|list ...
   users create --email E --role admin|manager|agent [--org N] [--id USER] [--name TEXT] [--json]
   users invite --email E [--json]
   users passwd --email E          (the password on standard input)
   users revoke-sessions --email E
+  users totp-off --email E
   users disable --email E
   users list [--json]
 example: leadline users create --email ana@example.com --role manager --org 1
@@ -136,6 +138,11 @@ example: printf '%s\n' 'a long pass phrase' | leadline users passwd --email ana@
   "users revoke-sessions": `usage: leadline users revoke-sessions --email E
 Ends every session of the user: each browser is signed out at its next request.
 example: leadline users revoke-sessions --email ana@example.com
+`,
+  "users totp-off": `usage: leadline users totp-off --email E
+Turns the user's two-step sign-in off (they lost the phone with the authenticator app) and ends
+every session of the user; they sign in with their password and may set it up again.
+example: leadline users totp-off --email ana@example.com
 `,
   "users disable": `usage: leadline users disable --email E
 The user can no longer sign in (their CTI dials and keys stay); ends their sessions.

@@ -263,3 +263,66 @@ describe("pruning", () => {
     expect([n, i]).toEqual([0, 0]);
   });
 });
+
+describe("two-step sign-in", () => {
+  test("RFC 6238's test vector; base32 both ways", async () => {
+    const { codeAt, fromBase32, toBase32 } = await import("../src/console/totp");
+    // RFC 6238 appendix B, SHA-1 key "12345678901234567890": T = 59 s → 94287082 (8 digits; 6 are 287082).
+    const secret = toBase32(Buffer.from("12345678901234567890"));
+    expect(fromBase32(secret).toString()).toBe("12345678901234567890");
+    expect(codeAt(secret, 1)).toBe("287082");
+    expect(codeAt(secret, Math.floor(1111111109 / 30))).toBe("081804");
+  });
+
+  test("set up from the account page, then the sign-in needs a fresh code; users totp-off turns it off", async () => {
+    const { codeAt, stepOf } = await import("../src/console/totp");
+    const u = await makeUser(db.sql, { role: "agent", orgId: 1 });
+    const c = await signIn(app.base, u.email, u.password);
+    expect((await c.post("/console/account/two-step/setup")).headers.get("location")).toBe("/console/account/two-step");
+    const setup = await c.get("/console/account/two-step");
+    expect(setup.status).toBe(200);
+    const secret = /otpauth:\/\/totp\/Leadline:[^?]+\?secret=([A-Z2-7]+)&amp;/.exec(setup.body)![1]!;
+    const wrong = await c.post("/console/account/two-step/confirm", { code: "000000" === codeAt(secret, stepOf(clock.now())) ? "111111" : "000000" });
+    expect(wrong.status).toBe(200);
+    expect(wrong.body).toContain("That code does not match");
+    const on = await c.post("/console/account/two-step/confirm", { code: codeAt(secret, stepOf(clock.now())) });
+    expect(on.headers.get("location")).toBe("/console/account?done=two-step-on");
+    const [row] = await db.sql`select totp_secret, totp_pending from users where id = ${u.id}`;
+    expect(row.totp_pending).toBeNull();
+    expect(row.totp_secret).toBe(secret); // no LEADLINE_SECRET_KEY in this app: stored as given
+    const login = (code?: string) =>
+      fetch(`${app.base}/console/login`, form({ email: u.email, password: u.password, ...(code === undefined ? {} : { code }) })).then((r) => r.status);
+    // The password alone, a wrong code, and the code just used to turn it on are refused alike.
+    expect(await login()).toBe(401);
+    expect(await login("123456")).toBe(401);
+    expect(await login(codeAt(secret, stepOf(clock.now())))).toBe(401);
+    clock.advance(30_000);
+    const fresh = codeAt(secret, stepOf(clock.now()));
+    expect(await login(fresh.slice(0, 3) + " " + fresh.slice(3))).toBe(303);
+    expect(await login(fresh)).toBe(401);
+    const [audited] = await db.sql`select count(*)::int as n from audit_log where action = 'user.two_step_on' and actor_id = ${u.id}`;
+    expect(audited.n).toBe(1);
+    expect(await usersCommand(db.sql, ["totp-off", "--email", u.email], { baseUrl: app.base }, captureIo(), clock)).toBe(0);
+    expect(await login()).toBe(303);
+  });
+});
+
+describe("two-step secrets at rest", () => {
+  test("sealed under LEADLINE_SECRET_KEY like other stored secrets, and re-sealed by secrets rotate", async () => {
+    const { randomBytes } = await import("node:crypto");
+    const { openSecret, seal, sealedBy, keyId } = await import("../src/secrets/seal");
+    const { rotateSecrets, checkStoredSecrets } = await import("../src/secrets/stored");
+    const oldKey = randomBytes(32);
+    const newKey = randomBytes(32);
+    const u = await makeUser(db.sql, { role: "agent", orgId: 2 });
+    await db.sql`update users set totp_secret = ${seal(oldKey, "JBSWY3DPEHPK3PXP")}, totp_pending = ${seal(oldKey, "KRSXG5CTMVRXEZLU")} where id = ${u.id}`;
+    // Every other stored secret of this database is in clear: they are sealed on the way.
+    await rotateSecrets(db.sql, newKey, oldKey);
+    const [row] = await db.sql`select totp_secret, totp_pending from users where id = ${u.id}`;
+    expect(sealedBy(row.totp_secret)).toBe(keyId(newKey));
+    expect(openSecret(newKey, row.totp_secret)).toBe("JBSWY3DPEHPK3PXP");
+    expect(openSecret(newKey, row.totp_pending)).toBe("KRSXG5CTMVRXEZLU");
+    await expect(checkStoredSecrets(db.sql, oldKey)).rejects.toThrow(/two-step sign-in secret/);
+    await db.sql`update users set totp_secret = null, totp_pending = null where id = ${u.id}`;
+  });
+});

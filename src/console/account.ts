@@ -6,20 +6,24 @@ import type { Route } from "../http/route";
 import { consoleHtml, csrfField, flash, html, seeOther, when } from "./html";
 import { consolePage } from "./route";
 import { clearedCookie } from "./sessions";
+import { totpState, twoStepRoutes, twoStepSection } from "./two-step";
 
 export function accountRoutes(deps: Deps): Route[] {
   const secure = deps.config.baseUrl.startsWith("https:");
   return [
+    ...twoStepRoutes(deps),
     consolePage(deps, { id: "consoleAccount", summary: "Your account and sessions", method: "GET", path: "/console/account" }, async (viewer, request) => {
       const sessions = await deps.sql<{ created_at: Date; seen_at: Date; current: boolean }[]>`
         select created_at, seen_at, encode(token_hash, 'hex') = ${viewer.sessionId} as current
         from console_sessions where user_id = ${viewer.user.id} and revoked_at is null order by seen_at desc limit 50`;
       const zone = "UTC";
       const u = viewer.user;
+      const totp = await totpState(deps.sql, u.id);
+      const wrong = new URL(request.url).searchParams.get("done") === "two-step-wrong";
       return consoleHtml(deps, viewer, {
         title: "Your account",
         nav: null,
-        body: html`${flash(request.url, {})}
+        body: html`${flash(request.url, { "two-step-on": "Two-step sign-in is on.", "two-step-off": "Two-step sign-in is off." })}
 <div class="card"><dl class="fields">
 <dt>Email</dt><dd>${u.email}</dd>
 <dt>Name</dt><dd>${u.name || "—"}</dd>
@@ -32,6 +36,7 @@ ${sessions.map((s) => html`<tr><td>${when(s.created_at, zone)}</td><td>${when(s.
 </tbody></table></div>
 <form method="post" action="/console/account/sign-out-everywhere" class="actions" data-confirm="Sign out of every browser, this one included?">${csrfField(viewer)}
 <button type="submit" class="btn btn-danger">Sign out everywhere</button></form>
+${twoStepSection(viewer, totp.secret !== null, wrong ? "That code does not match: two-step sign-in is still on." : null)}
 <p class="muted">To change your password, ask an administrator for a new link (<code>leadline users invite</code>).</p>`,
       });
     }),

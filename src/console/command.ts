@@ -5,7 +5,7 @@ import { systemClock, type Clock } from "../clock";
 import type { Config } from "../config";
 import type { Sql } from "../db/client";
 import { UsageError } from "../errors";
-import { createUser, disableUser, inviteUser, listUsers, revokeSessions, ROLES, setPassword, type Role } from "./users";
+import { createUser, disableUser, inviteUser, listUsers, revokeSessions, ROLES, setPassword, turnOffTotp, type Role } from "./users";
 
 const inviteUrl = (baseUrl: string, token: string) => `${baseUrl}/console/invite/${token}`;
 
@@ -70,6 +70,13 @@ export async function usersCommand(sql: Sql, args: string[], config: Pick<Config
       noPositional("users revoke-sessions", positional);
       const n = await revokeSessions(sql, emailOf("revoke-sessions", flags), clock.now());
       io.out(`ended ${n} session${n === 1 ? "" : "s"}\n`);
+      return 0;
+    }
+    case "totp-off": {
+      const { flags, positional } = parseArgs("users totp-off", rest, ["--email"], []);
+      noPositional("users totp-off", positional);
+      await turnOffTotp(sql, emailOf("totp-off", flags), clock.now());
+      io.out("two-step sign-in is off and every session of the user has ended; they sign in with their password alone\n");
       return 0;
     }
     case "disable": {

@@ -10,7 +10,9 @@ import { audit } from "./audit";
 import { html, notice, plainPage, seeOther, type Html } from "./html";
 import { CONSOLE_TAG, formOf, unavailablePage, viewerOf } from "./route";
 import { clearedCookie, cookieToken, createSession, endSession, sessionCookie } from "./sessions";
-import { inviteUserOf, PASSWORD_MAX, PASSWORD_MIN, passwordProblem, setPassword, userByEmail } from "./users";
+import { openSecret } from "../secrets/seal";
+import { matchingStep } from "./totp";
+import { inviteUserOf, PASSWORD_MAX, PASSWORD_MIN, passwordProblem, setPassword, takeTotpStep, userByEmail, type SignInRecord } from "./users";
 
 const HTML = "text/html; charset=utf-8";
 const publicSignIn = { kind: "public", limit: "sign-in attempts: 20 per account and 100 per client address per hour" } as const;
@@ -32,6 +34,7 @@ function signInForm(next: string, email = "", message: Html | null = null): Html
 <input type="hidden" name="next" value="${next}">
 <div class="field"><label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${email}" autofocus></div>
 <div class="field"><label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required maxlength="${PASSWORD_MAX}"></div>
+<div class="field"><label for="code">Code <span class="muted">(only if you turned on two-step sign-in)</span></label><input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]{6,7}" maxlength="7"></div>
 <button type="submit" class="btn btn-primary">Sign in</button>
 </form>
 <p class="muted">No password yet? Your administrator sends you a link to set one (<code>leadline users invite</code>).</p>`;
@@ -54,8 +57,15 @@ const sameSite = (request: Request, baseUrl: string): boolean => {
   }
 };
 
+// One answer for every refusal: which of the three was wrong is not said.
+const REFUSED = "That email, password and code (if you use one) do not match an account.";
+
 export function signInRoutes(deps: Deps): Route[] {
   const clock = deps.clock;
+  const codeOk = async (user: SignInRecord, code: string): Promise<boolean> => {
+    const step = matchingStep(openSecret(deps.config.secretKey, user.totpSecret!, "a TOTP secret"), code, clock.now(), user.totpStep);
+    return step !== null && (await takeTotpStep(deps.sql, user.id, step));
+  };
   const secure = deps.config.baseUrl.startsWith("https:");
   const signIn = async (request: Request, server: Parameters<Route["handle"]>[1]): Promise<Response> => {
     if (!sameSite(request, deps.config.baseUrl)) return plainPage("Sign in", signInForm("/console/inbox", "", html`${notice("The form came from another site. Sign in here.", "error")}`), 403);
@@ -70,7 +80,9 @@ export function signInRoutes(deps: Deps): Route[] {
     }
     const user = email === "" ? null : await userByEmail(deps.sql, email);
     const ok = user?.passwordHash ? await Bun.password.verify(password, user.passwordHash) : (await Bun.password.verify(password, await dummy()), false);
-    if (!ok || !user) return plainPage("Sign in", signInForm(next, email, notice("That email and password do not match an account.", "error")), 401);
+    // With two-step sign-in on, the code of now (or a step either side) that was not used before.
+    const second = !ok || !user || user.totpSecret === null ? ok : await codeOk(user, form.code ?? "");
+    if (!second || !user) return plainPage("Sign in", signInForm(next, email, notice(REFUSED, "error")), 401);
     const { token } = await createSession(deps.sql, user.id, address, clock.now());
     await audit(deps.sql, { orgId: user.orgId, type: "user", id: user.id, agent: null, keyId: null, address }, "session.sign_in", `user:${user.id}`);
     return seeOther(next, { "set-cookie": sessionCookie(token, secure) });
@@ -113,14 +125,14 @@ export function signInRoutes(deps: Deps): Route[] {
       tag: CONSOLE_TAG,
       summary: "Sign in",
       description:
-        "Form fields `email`, `password`, `next`. Success: 303 to `next` (a console path) with the session cookie (`HttpOnly; SameSite=Lax`, `Secure` when BASE_URL is https). An unknown account and a wrong password get the same 401 page.",
+        "Form fields `email`, `password`, `code` (a user with two-step sign-in on: the 6-digit code of their authenticator app), `next`. Success: 303 to `next` (a console path) with the session cookie (`HttpOnly; SameSite=Lax`, `Secure` when BASE_URL is https). An unknown account and a wrong password get the same 401 page.",
       method: "POST",
       path: "/console/login",
       access: publicSignIn,
-      body: { schema: t.Object({ email: t.String(), password: t.String(), next: t.Optional(t.String()) }), form: true, limit: 16 * 1024 },
+      body: { schema: t.Object({ email: t.String(), password: t.String(), code: t.Optional(t.String()), next: t.Optional(t.String()) }), form: true, limit: 16 * 1024 },
       answers: {
         303: { description: "Signed in: on to `next`" },
-        401: { description: "Email and password do not match an account", contentType: HTML },
+        401: { description: "Email, password and code (when two-step sign-in is on) do not match an account", contentType: HTML },
         403: { description: "The form came from another site", contentType: HTML },
         429: { description: "Too many attempts for this account or address this hour", contentType: HTML },
       },

@@ -90,11 +90,34 @@ export async function createUser(sql: Sql, input: NewUser): Promise<ConsoleUser>
   });
 }
 
-export async function userByEmail(sql: Sql, email: string): Promise<(ConsoleUser & { passwordHash: string | null }) | null> {
-  const [r] = await sql<(Row & { password_hash: string | null })[]>`
-    select id, email, name, role, org_id, password_hash from users
+export interface SignInRecord extends ConsoleUser {
+  passwordHash: string | null;
+  /** The sealed TOTP secret when two-step sign-in is on, and the last step used. */
+  totpSecret: string | null;
+  totpStep: number;
+}
+
+export async function userByEmail(sql: Sql, email: string): Promise<SignInRecord | null> {
+  const [r] = await sql<(Row & { password_hash: string | null; totp_secret: string | null; totp_step: number })[]>`
+    select id, email, name, role, org_id, password_hash, totp_secret, totp_step::float8 as totp_step from users
     where email = ${normalEmail(email)} and role is not null and disabled_at is null`;
-  return r ? { ...userOf(r), passwordHash: r.password_hash } : null;
+  return r ? { ...userOf(r), passwordHash: r.password_hash, totpSecret: r.totp_secret, totpStep: Number(r.totp_step) } : null;
+}
+
+/** Uses up a TOTP step: true when it is later than any used before (two sign-ins cannot share a code). */
+export async function takeTotpStep(sql: Sql, userId: string, step: number): Promise<boolean> {
+  const rows = await sql`update users set totp_step = ${step} where id = ${userId} and totp_step < ${step} returning 1`;
+  return rows.length === 1;
+}
+
+/** Turns two-step sign-in off (`users totp-off`, a lost phone) and ends the user's sessions. */
+export async function turnOffTotp(sql: Sql, email: string, now: number): Promise<void> {
+  const user = await userByEmail(sql, email);
+  if (!user) throw new UsageError(`users: no console user ${JSON.stringify(normalEmail(email))}`);
+  await sql.begin(async (tx) => {
+    await tx`update users set totp_secret = null, totp_pending = null where id = ${user.id}`;
+    await tx`update console_sessions set revoked_at = ${new Date(now)} where user_id = ${user.id} and revoked_at is null`;
+  });
 }
 
 export async function userById(sql: Sql, id: string): Promise<ConsoleUser | null> {

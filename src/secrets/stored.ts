@@ -4,28 +4,36 @@
 import type { Sql, Tx } from "../db/client";
 import { inFormOf, keyId, openSecret, sealedBy, seal, SecretError } from "./seal";
 
-export type SecretField = "sms.auth_token" | "email.smtp_url" | "webhook.secret";
+export type SecretField = "sms.auth_token" | "email.smtp_url" | "webhook.secret" | "user.totp_secret" | "user.totp_pending";
 
 export interface StoredSecret {
   field: SecretField;
-  /** The org's or the webhook endpoint's id. */
-  id: number;
+  /** The org's, the webhook endpoint's or the console user's id, as text. */
+  id: string;
   value: string;
 }
 
 /** Names a stored secret without showing it: "org 3's sms.auth_token", "webhook 7's secret". */
 export const secretName = (s: Pick<StoredSecret, "field" | "id">) =>
-  s.field === "webhook.secret" ? `webhook ${s.id}'s secret` : `org ${s.id}'s ${s.field}`;
+  s.field === "webhook.secret"
+    ? `webhook ${s.id}'s secret`
+    : s.field.startsWith("user.")
+      ? `user ${JSON.stringify(s.id)}'s two-step sign-in secret`
+      : `org ${s.id}'s ${s.field}`;
 
 export async function storedSecrets(sql: Sql | Tx): Promise<StoredSecret[]> {
   return sql<StoredSecret[]>`
-    select 'sms.auth_token' as field, id::int, sms->>'auth_token' as value
+    select 'sms.auth_token' as field, id::text, sms->>'auth_token' as value
     from orgs where jsonb_typeof(sms->'auth_token') = 'string'
     union all
-    select 'email.smtp_url', id::int, email->>'smtp_url'
+    select 'email.smtp_url', id::text, email->>'smtp_url'
     from orgs where jsonb_typeof(email->'smtp_url') = 'string'
     union all
-    select 'webhook.secret', id::int, secret from webhooks
+    select 'webhook.secret', id::text, secret from webhooks
+    union all
+    select 'user.totp_secret', id, totp_secret from users where totp_secret is not null
+    union all
+    select 'user.totp_pending', id, totp_pending from users where totp_pending is not null
     order by 1, 2`;
 }
 
@@ -76,6 +84,7 @@ export async function rotateSecrets(sql: Sql, key: Buffer, old: Buffer | null): 
     // while this runs; a provisioning run that writes these rows waits for it.
     await tx`select id from orgs where sms ? 'auth_token' or email ? 'smtp_url' order by id for no key update`;
     await tx`select id from webhooks order by id for no key update`;
+    await tx`select id from users where totp_secret is not null or totp_pending is not null order by id for no key update`;
     const out: Rotation = { resealed: 0, sealed: 0, unchanged: 0 };
     const writes: StoredSecret[] = [];
     for (const s of await storedSecrets(tx)) {
@@ -117,6 +126,14 @@ async function writeSecrets(tx: Tx, writes: StoredSecret[]): Promise<void> {
     await tx`
       update orgs o set email = jsonb_set(o.email, '{smtp_url}', to_jsonb(v.value))
       from unnest(${emailIds}::bigint[], ${emailValues}::text[]) as v(id, value) where o.id = v.id`;
+  }
+  for (const field of ["totp_secret", "totp_pending"] as const) {
+    const [userIds, userValues] = of(`user.${field}`);
+    if (userIds.length) {
+      await tx`
+        update users u set ${tx(field)} = v.value
+        from unnest(${userIds}::text[], ${userValues}::text[]) as v(id, value) where u.id = v.id`;
+    }
   }
   const [hookIds, hookValues] = of("webhook.secret");
   if (hookIds.length) {
