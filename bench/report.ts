@@ -21,7 +21,7 @@ function load(name: string): SuiteJson | null {
   return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as SuiteJson) : null;
 }
 
-const suites = Object.fromEntries(["core", "messages", "booking", "events", "dni", "startup", "pooled"].map((n) => [n, load(n)])) as Record<string, SuiteJson | null>;
+const suites = Object.fromEntries(["core", "messages", "booking", "events", "dni", "startup", "pooled", "console"].map((n) => [n, load(n)])) as Record<string, SuiteJson | null>;
 const row = (suite: string, id: string): Row | undefined => suites[suite]?.rows.find((r) => r.id === id);
 const out: string[] = [];
 const say = (...lines: string[]) => out.push(...lines);
@@ -101,6 +101,9 @@ const OPS: { suite: string; id: string; name: string }[] = [
   { suite: "dni", id: "beat", name: "DNI heartbeat" },
   { suite: "dni", id: "event", name: "DNI browser event (pageview)" },
   { suite: "dni", id: "new", name: "DNI lease, new visitor" },
+  { suite: "console", id: "s", name: "console: lead search by a formatted phone, 1M leads (-c16)" },
+  { suite: "console", id: "t", name: "console: lead search by name, 1M leads (-c16)" },
+  { suite: "console", id: "p", name: "console: lead page, 600-entry timeline (-c16)" },
 ];
 
 say(
@@ -125,7 +128,7 @@ for (const op of OPS) {
 say(
   "",
   "Not in the suites: booking `reschedule` (it needs an appointment's token per request), call reports (`calls.php`), the CTI queue (`cti_queue.php`) and the " +
-    "providers' callbacks; the console.",
+    "providers' callbacks.",
 );
 const ca = row("core", "a");
 const cb = row("core", "b");
