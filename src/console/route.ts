@@ -75,7 +75,7 @@ const sameToken = (given: string | null | undefined, expected: string) => {
  * A state-changing request is the console's own: not marked cross-site by the browser, an Origin
  * (when sent) of the host it was sent to or of BASE_URL, and the session's CSRF token.
  */
-function sameOrigin(request: Request, baseUrl: string): boolean {
+export function sameOrigin(request: Request, baseUrl: string): boolean {
   if (request.headers.get("sec-fetch-site") === "cross-site") return false;
   const origin = request.headers.get("origin");
   if (origin === null) return true;
@@ -98,13 +98,17 @@ async function csrfOk(request: Request, viewer: Viewer, baseUrl: string, form: b
   return sameToken((await formOf(request))._csrf, viewer.csrf);
 }
 
+/** The client's address as the console stores it (salted hash; README: The client address). */
+export const clientHash = (deps: Deps, request: Request, server: PeerSource | null): string =>
+  hashedAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy)).hash;
+
 /** The viewer of a request with a live session, or null. */
 export async function viewerOf(deps: Deps, request: Request, server: PeerSource | null): Promise<Viewer | null> {
   const token = cookieToken(request);
   if (token === null) return null;
   const session = await loadSession(deps.sql, token, deps.clock.now());
   if (session === null) return null;
-  const address = hashedAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy)).hash;
+  const address = clientHash(deps, request, server);
   const u = session.user;
   return {
     user: u,
@@ -129,19 +133,24 @@ const refusedPage = () =>
     403,
   );
 
+/** What both kinds of console route declare alike. */
+const declared = (d: PageDecl) => ({
+  id: d.id,
+  tag: CONSOLE_TAG,
+  summary: d.summary,
+  description: d.description,
+  method: d.method,
+  path: d.path,
+  access: { kind: "session" as const, roles: d.roles ?? EVERYONE },
+  query: d.query,
+});
+
 /** An HTML page (GET) or a form post (POST): see the top of this file. */
 export function consolePage(deps: Deps, d: PageDecl, handle: PageHandler): Route {
   const roles = d.roles ?? EVERYONE;
   return {
-    id: d.id,
-    tag: CONSOLE_TAG,
-    summary: d.summary,
-    description: d.description,
-    method: d.method,
-    path: d.path,
-    access: { kind: "session", roles },
+    ...declared(d),
     surface: "public",
-    query: d.query,
     ...(d.method === "POST" ? { body: { schema: t.Object({ _csrf: t.String() }, { additionalProperties: true }), form: true, limit: CONSOLE_BODY_LIMIT } } : {}),
     answers: pageAnswers(d.method),
     errors: [],
@@ -198,15 +207,8 @@ export function consoleJson<Q = Record<string, string | undefined>, B = Record<s
   const checkBody = d.body ? TypeCompiler.Compile(d.body) : null;
   const errors: ErrorCode[] = ["unauthenticated", "not_found", ...(d.query || d.body ? (["invalid_input"] as const) : []), ...(d.method === "POST" ? (["csrf_rejected", "body_too_large", "body_timeout"] as const) : []), ...(d.errors ?? []), "unavailable"];
   return {
-    id: d.id,
-    tag: CONSOLE_TAG,
-    summary: d.summary,
-    description: d.description,
-    method: d.method,
-    path: d.path,
-    access: { kind: "session", roles },
+    ...declared(d),
     surface: "key",
-    query: d.query,
     ...(d.body ? { body: { schema: d.body, form: false, limit: CONSOLE_BODY_LIMIT } } : {}),
     answers: { 200: { description: "The answer", schema: d.answer } },
     errors: [...new Set(errors)],

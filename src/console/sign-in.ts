@@ -2,13 +2,12 @@
 // files. Sign-in is throttled per account and per client address through the one limiter, and an
 // unknown account is answered exactly like a wrong password (the same page, after the same work).
 import { Type as t } from "@sinclair/typebox";
-import { clientAddress, hashedAddress } from "../http/client";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { ASSETS } from "./assets";
 import { audit } from "./audit";
 import { html, notice, plainPage, seeOther, type Html } from "./html";
-import { CONSOLE_TAG, formOf, unavailablePage, viewerOf } from "./route";
+import { clientHash, CONSOLE_TAG, formOf, sameOrigin, unavailablePage, viewerOf } from "./route";
 import { clearedCookie, cookieToken, createSession, endSession, sessionCookie } from "./sessions";
 import { openSecret } from "../secrets/seal";
 import { matchingStep } from "./totp";
@@ -45,18 +44,6 @@ const DONE: Record<string, string> = {
   password: "Your password is set. Sign in with it.",
 };
 
-const sameSite = (request: Request, baseUrl: string): boolean => {
-  if (request.headers.get("sec-fetch-site") === "cross-site") return false;
-  const origin = request.headers.get("origin");
-  if (origin === null) return true;
-  try {
-    const o = new URL(origin);
-    return o.origin === new URL(baseUrl).origin || o.host === request.headers.get("host");
-  } catch {
-    return false;
-  }
-};
-
 // One answer for every refusal: which of the three was wrong is not said.
 const REFUSED = "That email, password and code (if you use one) do not match an account.";
 
@@ -68,12 +55,12 @@ export function signInRoutes(deps: Deps): Route[] {
   };
   const secure = deps.config.baseUrl.startsWith("https:");
   const signIn = async (request: Request, server: Parameters<Route["handle"]>[1]): Promise<Response> => {
-    if (!sameSite(request, deps.config.baseUrl)) return plainPage("Sign in", signInForm("/console/inbox", "", html`${notice("The form came from another site. Sign in here.", "error")}`), 403);
+    if (!sameOrigin(request, deps.config.baseUrl)) return plainPage("Sign in", signInForm("/console/inbox", "", html`${notice("The form came from another site. Sign in here.", "error")}`), 403);
     const form = await formOf(request);
     const email = (form.email ?? "").trim().toLowerCase().slice(0, 320);
     const password = (form.password ?? "").slice(0, PASSWORD_MAX + 1);
     const next = safeNext(form.next);
-    const address = hashedAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy)).hash;
+    const address = clientHash(deps, request, server);
     const [byAccount, byAddress] = await Promise.all([deps.limits.take("login_account", email), deps.limits.take("login_address", address)]);
     if (!byAccount || !byAddress) {
       return plainPage("Sign in", signInForm(next, email, notice("Too many sign-in attempts. Wait a while and try again.", "error")), 429, { "retry-after": "900" });
@@ -158,7 +145,7 @@ export function signInRoutes(deps: Deps): Route[] {
       handle: async (request) => {
         const token = cookieToken(request);
         // Only the console's own pages may sign someone out (a cross-site form must not).
-        if (token !== null && sameSite(request, deps.config.baseUrl)) await endSession(deps.sql, token, clock.now()).catch(() => {});
+        if (token !== null && sameOrigin(request, deps.config.baseUrl)) await endSession(deps.sql, token, clock.now()).catch(() => {});
         return seeOther("/console/login?done=out", { "set-cookie": clearedCookie(secure) });
       },
     },
@@ -196,7 +183,7 @@ export function signInRoutes(deps: Deps): Route[] {
       errors: [],
       handle: async (request, _server, selected) => {
         const token = selected.params.token ?? "";
-        if (!sameSite(request, deps.config.baseUrl)) return expiredLink();
+        if (!sameOrigin(request, deps.config.baseUrl)) return expiredLink();
         try {
           const user = await inviteUserOf(deps.sql, token, clock.now());
           if (user === null) return expiredLink();

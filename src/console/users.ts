@@ -104,6 +104,13 @@ export async function userByEmail(sql: Sql, email: string): Promise<SignInRecord
   return r ? { ...userOf(r), passwordHash: r.password_hash, totpSecret: r.totp_secret, totpStep: Number(r.totp_step) } : null;
 }
 
+/** The console user of `email`, or the CLI's one-line refusal. */
+async function requireUser(sql: Sql, email: string): Promise<SignInRecord> {
+  const user = await userByEmail(sql, email);
+  if (!user) throw new UsageError(`users: no console user ${JSON.stringify(normalEmail(email))}`);
+  return user;
+}
+
 /** Uses up a TOTP step: true when it is later than any used before (two sign-ins cannot share a code). */
 export async function takeTotpStep(sql: Sql, userId: string, step: number): Promise<boolean> {
   const rows = await sql`update users set totp_step = ${step} where id = ${userId} and totp_step < ${step} returning 1`;
@@ -112,8 +119,7 @@ export async function takeTotpStep(sql: Sql, userId: string, step: number): Prom
 
 /** Turns two-step sign-in off (`users totp-off`, a lost phone) and ends the user's sessions. */
 export async function turnOffTotp(sql: Sql, email: string, now: number): Promise<void> {
-  const user = await userByEmail(sql, email);
-  if (!user) throw new UsageError(`users: no console user ${JSON.stringify(normalEmail(email))}`);
+  const user = await requireUser(sql, email);
   await sql.begin(async (tx) => {
     await tx`update users set totp_secret = null, totp_pending = null where id = ${user.id}`;
     await tx`update console_sessions set revoked_at = ${new Date(now)} where user_id = ${user.id} and revoked_at is null`;
@@ -136,8 +142,7 @@ export async function listUsers(sql: Sql, orgId?: number | null): Promise<(Conso
 
 /** A one-time link's token for `email`'s user; the plaintext is returned once, its hash stored. */
 export async function inviteUser(sql: Sql, email: string, now: number): Promise<{ user: ConsoleUser; token: string; expiresAt: Date }> {
-  const user = await userByEmail(sql, email);
-  if (!user) throw new UsageError(`users: no console user ${JSON.stringify(normalEmail(email))}`);
+  const user = await requireUser(sql, email);
   const token = newToken();
   const expiresAt = new Date(now + INVITE_TTL_MS);
   await sql`insert into console_invites (token_hash, user_id, created_at, expires_at) values (${tokenHash(token)}, ${user.id}, ${new Date(now)}, ${expiresAt})`;
@@ -184,16 +189,14 @@ export async function setPassword(sql: Sql, who: { token: string } | { email: st
 
 /** Ends every session of the user; returns how many were open. */
 export async function revokeSessions(sql: Sql, email: string, now: number): Promise<number> {
-  const user = await userByEmail(sql, email);
-  if (!user) throw new UsageError(`users: no console user ${JSON.stringify(normalEmail(email))}`);
+  const user = await requireUser(sql, email);
   const rows = await sql`update console_sessions set revoked_at = ${new Date(now)} where user_id = ${user.id} and revoked_at is null returning 1`;
   return rows.length;
 }
 
 /** Takes away the right to sign in (the CTI user stays), ending its sessions. */
 export async function disableUser(sql: Sql, email: string, now: number): Promise<void> {
-  const user = await userByEmail(sql, email);
-  if (!user) throw new UsageError(`users: no console user ${JSON.stringify(normalEmail(email))}`);
+  const user = await requireUser(sql, email);
   await sql.begin(async (tx) => {
     await tx`update users set disabled_at = ${new Date(now)} where id = ${user.id}`;
     await tx`update console_sessions set revoked_at = ${new Date(now)} where user_id = ${user.id} and revoked_at is null`;

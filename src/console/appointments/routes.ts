@@ -4,7 +4,8 @@ import { Type as t } from "@sinclair/typebox";
 import { APPOINTMENT_STATUSES, isStatusAction, type AppointmentStatus } from "../../booking/states";
 import type { Deps } from "../../http/deps";
 import type { Route } from "../../http/route";
-import { instantOf, isZone, wallOf } from "../../zone";
+import { instantOf, isZone } from "../../zone";
+import { today } from "../period";
 import { consoleHtml, csrfField, notFoundPage, seeOther } from "../html";
 import { consolePage, formOf } from "../route";
 import { appointmentsBody, DONE_TEXT, ERROR_TEXT, type FilterForm } from "./page";
@@ -41,7 +42,7 @@ export function dayStart(day: string, zone: string, plusDays = 0): number | null
   return Math.floor(instantOf(wall, isZone(zone) ? zone : "UTC") / 1000);
 }
 
-const todayIn = (zone: string, now: number) => new Date(wallOf(now, isZone(zone) ? zone : "UTC")).toISOString().slice(0, 10);
+const todayIn = (zone: string, now: number) => today(now, isZone(zone) ? zone : "UTC");
 
 /** An address inside the appointments page to come back to, with the notice; anything else is the page itself. */
 export function backTo(back: string | undefined, notice: Record<string, string>): string {
