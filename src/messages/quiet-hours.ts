@@ -5,7 +5,9 @@
 // means no quiet hours. The answer to "may this go now?" is null, or the earliest instant at or
 // after now whose local time is outside the window. Defined that way, daylight-saving changes need
 // no special cases: when the spring gap swallows `end` the window ends at the jump, and in the fall
-// repeat a local time that comes round again inside the window is quiet again.
+// repeat a local time that comes round again inside the window is quiet again. A window that leaves
+// less of the day open than the gap (02:01–02:00 where 02:00 jumps to 03:00) has no open instant
+// that day, so the answer is the next day's: never sending inside quiet hours outranks sending soon.
 import { isZone, offsetAt } from "../zone";
 
 /**
@@ -159,7 +161,8 @@ function transitionAfter(zone: string, lo: number, hi: number): number {
 /**
  * Null when a message may go now; otherwise the epoch ms when the quiet window ends: the earliest
  * instant at or after `now` whose local time in `zone` is outside the window. Never inside the
- * window, never before now, and never more than a day and an hour away.
+ * window, never before now, and never more than a day and an hour away — except when the day's open
+ * stretch lies wholly inside a spring-forward gap, when it is the next day's (under two days).
  *
  * Within a stretch of constant UTC offset local time runs linearly, so the exit is where the wall
  * clock reaches `end`; a transition before that point starts a new stretch (whose first instant
