@@ -116,6 +116,32 @@ describe("inbox, timeline, consent, dials", () => {
     expect((await leadTimeline(db.sql, 1, lead.id, 200, after.mark))!.entries).toEqual([]);
   });
 
+  test("older pages walk the whole timeline once, in order, through ties across and within sources", async () => {
+    const [lead] = await db.sql<{ id: number }[]>`select id from leads where phone = '5125550012'`;
+    // 137 entries on 9 distinct instants: every page boundary falls among equal timestamps.
+    await db.sql`insert into messages (lead_id, org_id, channel, direction, body, created_at)
+      select ${lead.id}, 1, 'note', 'out', 'm' || g, timestamptz '2026-01-01' + (g % 9) * interval '1.5 second' from generate_series(1, 50) g`;
+    await db.sql`insert into calls (lead_id, phone, status, secs, occurred_at)
+      select ${lead.id}, '5125550012', 'ANSWERED', g, timestamptz '2026-01-01' + (g % 9) * interval '1.5 second' from generate_series(1, 47) g`;
+    await db.sql`insert into lead_events (lead_id, event, label, created_at)
+      select ${lead.id}, 'x', 'e' || g, timestamptz '2026-01-01' + (g % 9) * interval '1.5 second' from generate_series(1, 40) g`;
+    const key = (e: { kind: string; epoch: number } & Record<string, unknown>) => (e.kind === "msg" ? `m${e.id}` : e.kind === "call" ? `c${e.secs}` : `e${e.label}`);
+    const all = (await leadTimeline(db.sql, 1, lead.id, 500))!;
+    expect(all.entries).toHaveLength(137);
+    expect(all.older).toBeNull();
+    const walked: string[][] = [];
+    let page = (await leadTimeline(db.sql, 1, lead.id, 10))!;
+    for (;;) {
+      walked.unshift(page.entries.map((e) => key(e as never)));
+      if (page.older === null) break;
+      page = (await leadTimeline(db.sql, 1, lead.id, 10, null, page.older))!;
+    }
+    expect(walked).toHaveLength(14);
+    expect(walked.flat()).toEqual(all.entries.map((e) => key(e as never)));
+    // Another organization's viewer gets nothing older either.
+    expect(await leadTimeline(db.sql, 2, lead.id, 10, null, { micros: Date.UTC(2027, 0, 1) * 1000, src: 3, sid: 1 })).toBeNull();
+  });
+
   test("a consent change covers the organization's leads on the address and shows in the timeline", async () => {
     const [a] = await db.sql<{ id: number }[]>`select id from leads where phone = '5125550003' and org_id = 1`;
     const [b] = await db.sql<{ id: number }[]>`insert into leads (list_id, phone) values (101, '5125550003') returning id`;

@@ -234,6 +234,31 @@ describe("a lead", () => {
     expect((await manager.get(`/console/api/leads/${leadId}/timeline?after=x`)).status).toBe(422);
   });
 
+  test("a long timeline: the page shows the newest 50 and links to older pages, which walk the rest and do not poll", async () => {
+    const [{ id: busy }] = await db.sql<{ id: number }[]>`insert into leads (list_id, phone, first_name) values (101, '5125550177', 'Busy') returning id`;
+    await db.sql`insert into messages (lead_id, org_id, channel, direction, body, created_at)
+      select ${busy}, 1, 'note', 'out', 'entry ' || g || '.', now() - (130 - g) * interval '1 minute' from generate_series(1, 130) g`;
+    const seen: string[] = [];
+    let path = `/console/leads/${busy}`;
+    for (let pages = 0; ; pages++) {
+      const r = await agent.get(path);
+      expect(r.status).toBe(200);
+      const body = r.body as string;
+      expect(body.includes("data-mark=")).toBe(pages === 0); // only the newest page polls
+      if (pages > 0) expect(body).toContain("Back to the newest");
+      seen.unshift(...[...body.matchAll(/entry (\d+)\./g)].map((m) => m[1]!));
+      const older = /href="([^"]+)">Show older entries/.exec(body);
+      if (!older) break;
+      path = older[1]!.replaceAll("&amp;", "&").replace(/#.*/, "");
+    }
+    expect(seen).toEqual(Array.from({ length: 130 }, (_, i) => String(i + 1)));
+    // An older page of another organization's lead is the same 404; a malformed cursor shows the newest.
+    expect((await bolt.get(`${path}`)).status).toBe(404);
+    const odd = (await agent.get(`/console/leads/${busy}?before=x`)).body as string;
+    expect(odd).toContain("entry 130.");
+    expect(odd).toContain("data-mark=");
+  });
+
   test("consent: changed by channel, audited, in the timeline; another organization's lead is a 404", async () => {
     const r = await agent.post(`/console/leads/${leadId}/consent`, { channel: "email", consent: "in" });
     expect(r.headers.get("location")).toBe(`/console/leads/${leadId}?done=consent_changed`);

@@ -80,7 +80,7 @@ export function inboxRoutes(deps: Deps): Route[] {
         const page = await unhandledInbound(deps.sql, viewer.actor.orgId, before, INBOX_PAGE);
         // A reply's deferral is stated in its lead's zone (the lead named by the redirect, if in scope).
         const replied = /^\d{1,15}$/.test(q.get("lead") ?? "") ? await leadProfile(deps.sql, viewer.actor.orgId, Number(q.get("lead"))) : null;
-        const zone = replied ? await recipientZoneOf(deps, replied) : FALLBACK_ZONE;
+        const zone = replied ? recipientZoneOf(replied) : FALLBACK_ZONE;
         const sent = sentWords(q.get("sent") ?? undefined, q.get("until") ?? undefined, zone);
         const done = DONE[q.get("done") ?? ""];
         return consoleHtml(deps, viewer, {

@@ -13,8 +13,10 @@ import { html, when, type Html } from "./html";
 export interface LeadPage {
   lead: LeadProfile;
   entries: Entry[];
-  /** The polling mark (src/conversations/timeline.ts markText). */
-  mark: string;
+  /** The polling mark (src/conversations/timeline.ts markText); null on an older page, which does not poll. */
+  mark: string | null;
+  /** The link to the next older entries, when there are some. */
+  olderHref: string | null;
   consent: ChannelConsent[];
   appointments: LeadAppointment[];
   firstTouch: FirstTouch | null;
@@ -109,11 +111,17 @@ function composer(p: LeadPage): Html {
 }
 
 function timeline(p: LeadPage): Html {
+  const live = p.mark !== null;
   return html`<section class="card" aria-labelledby="h-timeline"><h2 id="h-timeline">Timeline</h2>
-    <p class="muted">Messages, calls and events, oldest first; new ones appear here as they arrive.</p>
-    <ol id="timeline" class="timeline" aria-live="polite" data-mark="${p.mark}" data-src="/console/api/leads/${p.lead.id}/timeline">
+    <p class="muted">${live
+      ? "Messages, calls and events, oldest first; new ones appear here as they arrive."
+      : html`Older messages, calls and events, oldest first. <a href="/console/leads/${p.lead.id}#h-timeline">Back to the newest</a>`}</p>
+    ${p.olderHref !== null ? html`<p class="tl-older"><a href="${p.olderHref}">Show older entries</a></p>` : null}
+    ${live
+      ? html`<ol id="timeline" class="timeline" aria-live="polite" data-mark="${p.mark}" data-src="/console/api/leads/${p.lead.id}/timeline">
       ${entriesHtml(p.entries, p.lead.timezone)}
-    </ol>
+    </ol>`
+      : html`<ol class="timeline">${entriesHtml(p.entries, p.lead.timezone)}</ol>`}
     ${p.entries.length === 0 ? html`<p class="empty" id="timeline-empty">Nothing yet.</p>` : null}
   </section>`;
 }

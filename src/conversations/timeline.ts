@@ -16,21 +16,30 @@ export type Entry = Static<typeof MsgEntry> | Static<typeof CallEntry> | Static<
  * rows become JSON: building and sorting 600 entries to keep 200 took twice as long (measured,
  * bench/console.ts's lead page). `leadId` is a value or a scalar subquery. `after`: only rows whose
  * id is above the source's mark (the console's polling), so a row recorded with an earlier
- * timestamp than the newest shown still arrives.
+ * timestamp than the newest shown still arrives. `before`: only rows older than that entry in the
+ * merged order (at, src, sid) — the console's older pages.
  */
-export function mergedSources(sql: Sql, leadId: number | Fragment, perSource: number, after: TimelineMark | null = null) {
+export function mergedSources(sql: Sql, leadId: number | Fragment, perSource: number, after: TimelineMark | null = null, before: TimelineCursor | null = null) {
   const above = (col: Fragment, mark: number | undefined) => (after === null ? sql`` : sql`and ${col} > ${mark ?? 0}`);
+  const older = (src: number, at: Fragment, id: Fragment) => {
+    if (before === null) return sql``;
+    const t = sql`(timestamptz 'epoch' + ${before.micros}::bigint * interval '1 microsecond')`;
+    // (at, src, sid) < the cursor's, with src fixed per source.
+    if (src < before.src) return sql`and ${at} <= ${t}`;
+    if (src > before.src) return sql`and ${at} < ${t}`;
+    return sql`and (${at}, ${id}) < (${t}, ${before.sid}::bigint)`;
+  };
   return sql`
       (select m.created_at as at, 1 as src, m.id as sid
-       from messages m where m.lead_id = ${leadId} ${above(sql`m.id`, after?.msg)}
+       from messages m where m.lead_id = ${leadId} ${above(sql`m.id`, after?.msg)} ${older(1, sql`m.created_at`, sql`m.id`)}
        order by m.created_at desc, m.id desc limit ${perSource})
       union all
       (select k.occurred_at, 2, k.id
-       from calls k where k.lead_id = ${leadId} ${above(sql`k.id`, after?.call)}
+       from calls k where k.lead_id = ${leadId} ${above(sql`k.id`, after?.call)} ${older(2, sql`k.occurred_at`, sql`k.id`)}
        order by k.occurred_at desc, k.id desc limit ${perSource})
       union all
       (select e.created_at, 3, e.id
-       from lead_events e where e.lead_id = ${leadId} ${above(sql`e.id`, after?.event)}
+       from lead_events e where e.lead_id = ${leadId} ${above(sql`e.id`, after?.event)} ${older(3, sql`e.created_at`, sql`e.id`)}
        order by e.created_at desc, e.id desc limit ${perSource})`;
 }
 
@@ -75,16 +84,34 @@ export function parseMark(text: string | undefined): TimelineMark | null {
   return m ? { msg: Number(m[1]), call: Number(m[2]), event: Number(m[3]) } : null;
 }
 
+/** One entry's place in the merged order: its time (Unix µs, exact), source (1 msg, 2 call, 3 event) and row id. */
+export interface TimelineCursor {
+  micros: number;
+  src: number;
+  sid: number;
+}
+
+/** `1764100000000000.2.17` ⇄ {micros, src: 2, sid: 17}: where an older page starts, as a link carries it. */
+export const cursorText = (c: TimelineCursor) => `${c.micros}.${c.src}.${c.sid}`;
+
+export function parseCursor(text: string | undefined | null): TimelineCursor | null {
+  const m = /^(-?\d{1,17})\.([123])\.(\d{1,15})$/.exec(text ?? "");
+  return m ? { micros: Number(m[1]), src: Number(m[2]), sid: Number(m[3]) } : null;
+}
+
 export interface Timeline {
   /** Oldest first. */
   entries: Entry[];
   mark: TimelineMark;
+  /** Where the next older page starts (the oldest entry shown), when there are older entries. */
+  older: TimelineCursor | null;
 }
 
 /**
- * A lead's timeline for the console: the newest `kept` entries, oldest first, merged as the API
- * merges them, and the mark of the newest row of each source; with `after`, only the rows beyond
- * it. Null when the lead is missing or outside the organization (`orgId` null: any).
+ * A lead's timeline for the console: the newest `kept` entries (older than `before`, when given),
+ * oldest first, merged as the API merges them, the mark of the newest row of each source, and
+ * whether older entries remain; with `after`, only the rows beyond the mark. Null when the lead
+ * is missing or outside the organization (`orgId` null: any).
  */
 export async function leadTimeline(
   sql: Sql,
@@ -92,19 +119,29 @@ export async function leadTimeline(
   leadId: number,
   kept: number,
   after: TimelineMark | null = null,
+  before: TimelineCursor | null = null,
 ): Promise<Timeline | null> {
-  const [row] = await sql<{ found: boolean; entries: Entry[] | null; msg: number | null; call: number | null; event: number | null }[]>`
+  const [row] = await sql<{ found: boolean; entries: Entry[] | null; msg: number | null; call: number | null; event: number | null; older: TimelineCursor | null }[]>`
     with lead as (
       select l.id from leads l where l.id = ${leadId} and ${inTenant(sql, orgId)}
-    ), entries as (${mergedSources(sql, sql`(select id from lead)`, kept, after)}
+    ), entries as (${mergedSources(sql, sql`(select id from lead)`, kept + 1, after, before)}
+    ), newest as (
+      select * from entries order by at desc, src desc, sid desc limit ${kept + 1}
     ), kept as (
-      select * from entries order by at desc, src desc, sid desc limit ${kept}
+      select * from newest order by at desc, src desc, sid desc limit ${kept}
     )
     select exists (select 1 from lead) as found,
            ${entriesOf(sql)} as entries,
            (select max(id) from messages where lead_id = (select id from lead)) as msg,
            (select max(id) from calls where lead_id = (select id from lead)) as call,
-           (select max(id) from lead_events where lead_id = (select id from lead)) as event`;
+           (select max(id) from lead_events where lead_id = (select id from lead)) as event,
+           case when (select count(*) from newest) > ${kept} then
+             (select json_build_object('micros', (extract(epoch from at) * 1000000)::bigint, 'src', src, 'sid', sid)
+              from kept order by at, src, sid limit 1) end as older`;
   if (!row?.found) return null;
-  return { entries: row.entries ?? [], mark: { msg: row.msg ?? 0, call: row.call ?? 0, event: row.event ?? 0 } };
+  return {
+    entries: row.entries ?? [],
+    mark: { msg: row.msg ?? 0, call: row.call ?? 0, event: row.event ?? 0 },
+    older: row.older,
+  };
 }

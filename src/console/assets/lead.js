@@ -5,7 +5,7 @@
 (function () {
   "use strict";
   var list = document.getElementById("timeline");
-  if (!list) return;
+  if (!list || !list.getAttribute("data-src")) return; // an older page does not poll
   var mark = list.getAttribute("data-mark") || "";
   var src = list.getAttribute("data-src") || "";
   var EVERY_MS = 4000;
