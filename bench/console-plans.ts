@@ -14,7 +14,7 @@ import { startCluster } from "./pg";
 const N = Number(process.env.LEADS ?? 1_000_000);
 const cluster = await startCluster();
 const captured: { query: string; params: unknown[] }[] = [];
-const sql = postgres(cluster.url, { max: 2, onnotice: () => {}, types: { bigint: postgres.BigInt }, debug: (_c, query, params) => captured.push({ query, params: params as unknown[] }) }) as unknown as Sql;
+const sql = postgres(cluster.url, { max: 2, connection: { plan_cache_mode: "force_generic_plan" }, onnotice: () => {}, types: { bigint: postgres.BigInt }, debug: (_c, query, params) => captured.push({ query, params: params as unknown[] }) }) as unknown as Sql;
 try {
   await migrate(sql);
   const t0 = performance.now();
@@ -71,7 +71,7 @@ try {
     ["admin, name", () => searchLeads(sql, null, { ...base, q: "linda" }, null, 50)],
     ["inbox count (org)", () => inboxCount(sql, { orgId: 1, type: "user" as never, id: "u", agent: null, keyId: null })],
     ["inbox page (org)", () => unhandledInbound(sql, 1, null, 50)],
-    ["lead timeline (600 rows, 200 kept)", () => leadTimeline(sql, 1, lead.id, 200)],
+    ["lead timeline (600 rows, 50 kept)", () => leadTimeline(sql, 1, lead.id, 50)],
   ];
   for (const [name, run] of cases) {
     const times: number[] = [];
@@ -83,8 +83,18 @@ try {
     times.sort((a, b) => a - b);
     captured.length = 0;
     await run();
-    const stmt = captured[captured.length - 1];
-    const plan = await sql.unsafe(`explain (analyze, buffers, costs off) ${stmt.query}`, stmt.params as never[]);
+    // The search's own statement (not its transaction's begin, set or commit), explained as it ran:
+    // generically planned, as the service plans, unless it ran under force_custom_plan.
+    const own = captured.filter((c) => !/^\s*(begin|commit|set local)\b/i.test(c.query));
+    const stmt = own[own.length - 1];
+    const custom = captured.some((c) => /force_custom_plan/.test(c.query));
+    const explain = (q: Sql) => q.unsafe(`explain (analyze, buffers, costs off) ${stmt.query}`, stmt.params as never[]);
+    const plan = custom
+      ? await sql.begin(async (tx) => {
+          await tx`set local plan_cache_mode = force_custom_plan`;
+          return explain(tx as unknown as Sql);
+        })
+      : await explain(sql);
     console.log(`## ${name}: median ${times[3].toFixed(2)} ms (client round trip)`);
     console.log(plan.map((r) => `    ${r["QUERY PLAN"]}`).join("\n") + "\n");
   }
