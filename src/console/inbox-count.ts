@@ -1,5 +1,5 @@
 // The navigation's inbox count, asked on every console page: an index-only count of the
-// unhandled inbound messages (sql/0017 messages_unhandled), stopped after INBOX_CAP + 1 rows, so a
+// unhandled inbound messages (sql/0018 messages_unhandled), stopped after INBOX_CAP + 1 rows, so a
 // backlog of any size costs the same few index pages.
 import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";

@@ -1,7 +1,7 @@
 // Lead search for the console: one text box (a name, a phone in any format, or an email), filters
 // by campaign, list, status and creation date, keyset pages ordered newest first. Every query is
 // confined to the actor's organization in SQL (scope.ts). The indexes that keep a page cheap at a
-// million leads are sql/0017's; docs/console-leads.md has their plans.
+// million leads are sql/0018's and 0019's; docs/console-leads.md has their plans.
 import type { PendingQuery, Row } from "postgres";
 import type { Sql, Tx } from "../db/client";
 import { leadName } from "./match";
@@ -84,7 +84,7 @@ const likePrefix = (s: string) => s.replace(/[\\%_]/g, (c) => "\\" + c) + "%";
 /**
  * The filter as SQL over the alias `l`. A name of one word matches a first or last name that
  * starts with it; of several, the first name starts with the first word and the last name with
- * the last. Prefix matches on lower(…) use the text_pattern_ops indexes of sql/0017.
+ * the last. Prefix matches on lower(…) use the text_pattern_ops indexes of sql/0018 and 0019.
  */
 function filterSql(sql: Sql, orgId: number | null, f: LeadFilter, only?: Fragment): Fragment {
   const m = textMatch(f.q);

@@ -1,4 +1,4 @@
-// The console's inbox: inbound messages nobody has handled yet (sql/0017 `handled_at`), newest
+// The console's inbox: inbound messages nobody has handled yet (sql/0018 `handled_at`), newest
 // first, read through the partial index messages_unhandled. Confined by the message's
 // organization (the index's leading column) and by its lead's (the tenant rule of every read).
 import type { Sql, Tx } from "../db/client";
