@@ -83,6 +83,47 @@ describe("address buckets: write-behind, decided from memory", () => {
     expect(await counted("dni", "addr-d")).toBe(3600);
   });
 
+  test("the second's flush writes a bucket near its limit at once, one far from it when a twentieth is unwritten, its hour ends or 30 s pass", async () => {
+    const clock = new ManualClock(start);
+    const a = new Limits(db.sql, clock);
+    for (let i = 0; i < 10; i++) a.take("dni", "due-far");
+    for (let i = 0; i < 179; i++) a.take("dni", "due-chunk");
+    for (let i = 0; i < 1800; i++) a.take("dni", "due-near");
+    await a.flushDue();
+    expect([await counted("dni", "due-far"), await counted("dni", "due-chunk"), await counted("dni", "due-near")]).toEqual([0, 0, 1800]);
+    // Half the limit counted: each further hit is written within the second.
+    a.take("dni", "due-near");
+    await a.flushDue();
+    expect(await counted("dni", "due-near")).toBe(1801);
+    a.take("dni", "due-chunk"); // 180 unwritten: a twentieth
+    await a.flushDue();
+    expect([await counted("dni", "due-far"), await counted("dni", "due-chunk")]).toEqual([0, 180]);
+    clock.advance(29_000);
+    await a.flushDue();
+    expect(await counted("dni", "due-far")).toBe(0);
+    clock.advance(1_000);
+    await a.flushDue();
+    expect(await counted("dni", "due-far")).toBe(10);
+    // An hour's hits are written when it ends.
+    a.take("dni", "due-hour");
+    clock.set(Math.floor(clock.now() / HOUR) * HOUR + HOUR);
+    await a.flushDue();
+    expect(await counted("dni", "due-hour")).toBe(1);
+    // A shutdown writes everything.
+    a.take("dni", "due-stop");
+    await a.flushDue();
+    expect(await counted("dni", "due-stop")).toBe(0);
+    await a.flush();
+    expect(await counted("dni", "due-stop")).toBe(1);
+  });
+
+  test("past the bound of kept buckets, the second's flush writes them all", async () => {
+    const limits = new Limits(db.sql, new ManualClock(start), { maxAddressBuckets: 10 });
+    for (let i = 0; i < 6; i++) limits.take("dni", `bound-${i}`);
+    await limits.flushDue();
+    expect(await counted("dni", "bound-0")).toBe(1);
+  });
+
   test("the next hour starts from zero", () => {
     const clock = new ManualClock(start);
     const limits = new Limits(db.sql, clock);

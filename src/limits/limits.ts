@@ -93,15 +93,20 @@ export class Limits {
     return this.keys.hit(keyId, limit);
   }
 
+  /** Writes the address counts that are due (the worker's second; address-counter.ts says which). */
+  flushDue(): Promise<void> {
+    return this.addresses.flush(false);
+  }
+
   /** Writes what is counted in memory (shutdown, tests). */
   async flush(): Promise<void> {
     await Promise.all([this.keys.flush(), this.addresses.flush()]);
   }
 
-  /** The limiter's background work: address counts written every second, old windows pruned. */
+  /** The limiter's background work: due address counts written every second (all at stop), old windows pruned. */
   workers(): Worker[] {
     return [
-      every("limits.flush", 1000, () => this.addresses.flush(), () => this.flush()),
+      every("limits.flush", 1000, () => this.flushDue(), () => this.flush()),
       every("limits.prune", 600_000, () => this.prune()),
     ];
   }
