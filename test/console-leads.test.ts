@@ -130,6 +130,16 @@ describe("leads", () => {
     expect((await admin.get("/console/leads?q=5125550142")).body).toContain(`href="/console/leads/${boltLead}"`);
   });
 
+  test("a NUL in a filter is never a 500: the search box drops it, another filter is invalid input", async () => {
+    const search = await manager.get(`/console/leads?q=${encodeURIComponent("Dana\u0000")}`);
+    expect(search.status).toBe(200);
+    expect(search.body).toContain("Dana Diaz");
+    for (const path of [`/console/calls?agent=a%00b`, `/console/calls?source=%00`, `/console/leads?campaign=A%00`]) {
+      const r = await manager.get(path);
+      expect([path, r.status]).toEqual([path, 422]);
+    }
+  });
+
   test("keyset pages: the next link carries the cursor and the filter", async () => {
     await db.sql`insert into leads (list_id, phone, first_name, created_at) select 102, '51255601' || lpad(g::text, 2, '0'), 'Page', now() - g * interval '1 minute' from generate_series(1, 60) g`;
     const first = (await manager.get("/console/leads?q=page")).body as string;

@@ -181,6 +181,7 @@ function pageAnswers(method: "GET" | "POST"): Record<number, Answer> {
     200: { description: "The page", contentType: HTML },
     303: { description: method === "POST" ? "Done: on to the page that shows it" : "Not signed in: on to /console/login" },
     404: { description: "Missing, another organization's, or not for this role", contentType: HTML },
+    422: { description: "Input the console cannot use (text PostgreSQL cannot hold, such as a NUL)", contentType: HTML },
   };
   if (method === "POST") answers[403] = { description: "Refused: not the console's own form (CSRF)", contentType: HTML };
   return answers;

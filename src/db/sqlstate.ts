@@ -27,7 +27,12 @@ export type DbFailure =
   /** 55P03: a lock not granted within the statement's lock_timeout (a row held elsewhere too long). */
   | "lock_timeout"
   /** The database is away, refusing connections, or too slow (57014 statement timeout). */
-  | "unavailable";
+  | "unavailable"
+  /**
+   * 22021 / 22P05: text PostgreSQL cannot hold (a NUL). Input rules drop NULs before they reach
+   * SQL; this is the net under a field they missed: the client's input error, never a 500.
+   */
+  | "bad_text";
 
 const codeOf = (err: unknown): string | null => {
   const code = (err as { code?: unknown } | null)?.code;
@@ -41,6 +46,7 @@ export function classify(err: unknown): DbFailure | null {
   if (code === "23503") return "missing_reference";
   if (code === "40001" || code === "40P01") return "retry";
   if (code === "55P03") return "lock_timeout";
+  if (code === "22021" || code === "22P05") return "bad_text";
   if (connectionCodes.has(code)) return "unavailable";
   // 08: connection exception; 57014: statement timeout; 57P01-03: shutdown / cannot connect now;
   // 53300: too many connections.
@@ -70,5 +76,6 @@ export function mapDbError(err: unknown): AppError | null {
   if (err instanceof AppError) return err;
   const failure = classify(err);
   if (failure === "unavailable" || failure === "retry" || failure === "lock_timeout") return new AppError("unavailable");
+  if (failure === "bad_text") return new AppError("invalid_input");
   return null;
 }
