@@ -192,6 +192,10 @@ describe("a lead", () => {
     expect(page).toContain("Sent.");
     expect(page).toContain("Hello Dana!");
     expect([...(await db.sql`select actor_type, actor_id from messages where operation_id = ${op}`)]).toEqual([{ actor_type: "user", actor_id: "agent7" }]);
+    // One audit row, for the one message recorded: the second submit replayed the first's answer.
+    const rows = (await audits("message.send")).filter((a) => a.details.operation_id === op);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ actor_id: "agent7", target: `lead:${leadId}`, details: { channel: "sms" } });
   });
 
   test("a send in the lead's quiet hours says when it will go, in the lead's time zone", async () => {
@@ -202,6 +206,7 @@ describe("a lead", () => {
     expect(twilio.requests).toHaveLength(0);
     const page = (await manager.get(r.headers.get("location")!)).body as string;
     expect(page).toContain("Queued for quiet hours: will send at 8:00 AM on Fri, Jan 16 in the lead&#39;s time zone (America/Chicago).");
+    expect((await audits("message.send")).at(-1)?.details).toMatchObject({ operation_id: op, defer_until: Date.UTC(2026, 0, 16, 14) / 1000 });
   });
 
   test("every gate answer in words: opted out, no consent, insufficient credits, empty, a note", async () => {
@@ -221,8 +226,11 @@ describe("a lead", () => {
     expect(await send(manager, "x")).toContain("Not sent: no consent on this channel");
     await db.sql`update orgs set consent = 'implied' where id = 1`;
     await inbound("5125550142", "STOP", "SMstop1");
+    const audited = (await audits("message.send")).length;
     expect(await send(manager, "x")).toContain("Not sent: the lead opted out of this channel.");
     expect(twilio.requests).toHaveLength(0);
+    // A refusal records nothing, so it audits nothing.
+    expect(await audits("message.send")).toHaveLength(audited);
     // Back in, for the tests after this one.
     await inbound("5125550142", "START", "SMstart1");
   });

@@ -86,6 +86,48 @@ beforeEach(async () => {
   await configureAcme();
 });
 
+describe("the caller's row beside the message (the console's audit)", () => {
+  const recorded: [number, number | null][] = [];
+  const hook: service.Recorded = async (tx, id, until) => {
+    await tx`select 1`; // in the recording transaction
+    recorded.push([id, until]);
+  };
+  const failing: service.Recorded = async (tx) => {
+    await tx`select 1 / 0`;
+  };
+
+  test("written once for a note, a charged send and a queued one; never for a replay or a refusal", async () => {
+    recorded.length = 0;
+    const id = await lead();
+    const note = input({ lead_id: id, channel: "note", body: "n" });
+    const sms = input({ lead_id: id });
+    const late = input({ lead_id: id });
+    const a = parsed(await sendMessage(db.sql, acme, note, DAY, env, undefined, hook));
+    const b = parsed(await sendMessage(db.sql, acme, sms, DAY, env, undefined, hook));
+    const c = parsed(await sendMessage(db.sql, acme, late, NIGHT, env, undefined, hook));
+    await sendMessage(db.sql, acme, sms, DAY, env, undefined, hook); // a replay
+    await db.sql`update org_billing set credits = 0 where org_id = 1`;
+    expect(parsed(await sendMessage(db.sql, acme, input({ lead_id: id }), DAY, env, undefined, hook)).reason).toBe("insufficient_credits");
+    expect(recorded).toEqual([[a.message_id, null], [b.message_id, null], [c.message_id, c.defer_until * 1000]]);
+  });
+
+  test("a row that cannot be written takes the message with it: nothing recorded, charged, queued or sent", async () => {
+    const id = await lead();
+    const before = await credits();
+    for (const i of [input({ lead_id: id, channel: "note", body: "n" }), input({ lead_id: id }), input({ lead_id: id, channel: "email", subject: "s" })]) {
+      await expect(service.sendMessage(db.sql, acme, i, DAY, env, undefined, failing)).rejects.toMatchObject({ code: "22012" });
+      expect(await db.sql`select 1 from messages where operation_id = ${i.operationId}`).toHaveLength(0);
+    }
+    const queued = input({ lead_id: id });
+    await expect(service.sendMessage(db.sql, acme, queued, NIGHT, env, undefined, failing)).rejects.toMatchObject({ code: "22012" });
+    expect(await db.sql`select 1 from messages where operation_id = ${queued.operationId}`).toHaveLength(0);
+    expect(await db.sql`select 1 from jobs where kind = ${service.DEFERRED_SEND} and ref not in (select id from messages)`).toHaveLength(0);
+    expect(await credits()).toBe(before);
+    expect(twilio.requests).toHaveLength(0);
+    expect(smtp.mails).toHaveLength(0);
+  });
+});
+
 describe("notes", () => {
   test("stored, no provider, never billed, never deferred, never gated by consent", async () => {
     await db.sql`delete from org_billing where org_id = 1`;

@@ -17,7 +17,7 @@ import { leadProfile, type LeadProfile } from "../leads/profile";
 import { markLeadHandled } from "../messages/inbox";
 import { parseSendInput, type MessageResult, type SendInput } from "../messages/model";
 import { recipientZone } from "../messages/quiet-hours";
-import { sendEnv, sendMessage } from "../messages/service";
+import { sendEnv, sendMessage, type Recorded } from "../messages/service";
 import { audit } from "./audit";
 import { consoleHtml, csrfField, notice, seeOther } from "./html";
 import { entriesHtml, leadBody, leadDisplayName } from "./lead-view";
@@ -52,9 +52,10 @@ export const newOperationId = () => `console-${randomUUID()}`;
 export const recipientZoneOf = (lead: LeadProfile): string => recipientZone(lead.state, lead.org_id === null ? "" : lead.timezone);
 
 /**
- * A send from the console: the one send function, as the viewer. A reply answers the lead's
- * unhandled inbound messages, which leave the inbox (in their own transaction, with its audit row).
- * The send itself is recorded by the send path (its message row names the user) and audited here.
+ * A send from the console: the one send function, as the viewer, its audit row written in the
+ * transaction that records the message (a replay of the same form or a refusal records nothing and
+ * audits nothing). A reply answers the lead's unhandled inbound messages, which leave the inbox (in
+ * their own transaction, with its audit row).
  */
 export async function consoleSend(
   deps: Deps,
@@ -70,27 +71,27 @@ export async function consoleSend(
     if (err instanceof AppError) return { error: err.code === "bad_operation_id" ? "The form was incomplete: reload the page and try again." : "Choose SMS, email or note." };
     throw err;
   }
+  const audited: Recorded = (tx, messageId, deferUntil) =>
+    audit(tx, viewer.actor, "message.send", `lead:${leadId}`, {
+      channel: input.channel,
+      operation_id: input.operationId,
+      message_id: messageId,
+      ...(deferUntil !== null ? { defer_until: Math.floor(deferUntil / 1000) } : {}),
+    }, lead.org_id);
   let result: MessageResult;
   try {
-    result = await sendMessage(deps.sql, viewer.actor, input, deps.clock.now(), sendEnv(deps.config));
+    result = await sendMessage(deps.sql, viewer.actor, input, deps.clock.now(), sendEnv(deps.config), undefined, audited);
   } catch (err) {
     if (err instanceof AppError && err.code === "operation_id_conflict") return { error: "This form was already used for another message: reload the page." };
     throw err;
   }
-  const now = new Date(deps.clock.now());
-  await deps.sql.begin(async (tx) => {
-    await audit(tx, viewer.actor, "message.send", `lead:${leadId}`, {
-      channel: input.channel,
-      operation_id: input.operationId,
-      message_id: result.message_id,
-      ...(result.reason ? { reason: result.reason } : {}),
-      ...(result.defer_until ? { defer_until: result.defer_until } : {}),
-    }, lead.org_id);
-    if (result.ok && input.channel !== "note") {
+  if (result.ok && input.channel !== "note") {
+    const now = new Date(deps.clock.now());
+    await deps.sql.begin(async (tx) => {
       const handled = await markLeadHandled(tx, viewer.actor.orgId, leadId, now);
       if (handled.length > 0) await audit(tx, viewer.actor, "inbox.handled", `lead:${leadId}`, { message_ids: handled, by: "reply" }, lead.org_id);
-    }
-  });
+    });
+  }
   return { result, channel: input.channel };
 }
 

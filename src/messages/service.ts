@@ -117,11 +117,26 @@ export async function sendFromApi(sql: Sql, probes: Probes, hit: KeyHit, actor: 
 }
 
 /**
- * A new send, from the API, an automation or the console. `now` is epoch ms from the caller's
- * clock. `probe`: the first read, when the caller made it (sendFromApi). The answer is a value;
- * the API renders it with answerOf (model.ts), automations read it as it is.
+ * The caller's own row beside a new message's, written in the transaction that records the message
+ * (the console's audit row): a send recorded is never without it, and a replay or a refusal, which
+ * record nothing, writes none. `deferUntil`: epoch ms when quiet hours queued it, else null.
  */
-export async function sendMessage(sql: Sql, actor: Actor, input: SendInput, now: number, env: SendEnv, probe?: Probe): Promise<MessageResult> {
+export type Recorded = (tx: Tx, messageId: number, deferUntil: number | null) => Promise<void>;
+
+/**
+ * A new send, from the API, an automation or the console. `now` is epoch ms from the caller's
+ * clock. `probe`: the first read, when the caller made it (sendFromApi). `recorded`: see Recorded.
+ * The answer is a value; the API renders it with answerOf (model.ts), automations read it as it is.
+ */
+export async function sendMessage(
+  sql: Sql,
+  actor: Actor,
+  input: SendInput,
+  now: number,
+  env: SendEnv,
+  probe?: Probe,
+  recorded?: Recorded,
+): Promise<MessageResult> {
   if (input.leadId === null) throw new AppError("not_found");
   const hash = requestHash(input);
   let first: Probe;
@@ -137,21 +152,31 @@ export async function sendMessage(sql: Sql, actor: Actor, input: SendInput, now:
   // Three rounds at most: a round ends early only when a concurrent request took the
   // operation_id between this one's read and its insert, and the next read then finds it.
   for (let round = 0; round < 3; round++) {
-    const answer = input.channel === "note" ? await note(sql, actor, input, hash, now, env) : await send(sql, actor, input, hash, now, env);
+    const answer =
+      input.channel === "note" ? await note(sql, actor, input, hash, now, env, recorded) : await send(sql, actor, input, hash, now, env, recorded);
     if (answer !== null) return answer;
   }
   throw new Error(`operation_id ${input.operationId} changed hands three times`);
 }
 
-async function note(sql: Sql, actor: Actor, input: SendInput, hash: string, now: number, env: SendEnv): Promise<MessageResult | null> {
-  const r = await step(insertNote(sql, actor, input.leadId!, input.body, input.subject ?? "", input.operationId, hash, new Date(now)));
+async function note(sql: Sql, actor: Actor, input: SendInput, hash: string, now: number, env: SendEnv, recorded?: Recorded): Promise<MessageResult | null> {
+  const insert = (q: Sql) => insertNote(q, actor, input.leadId!, input.body, input.subject ?? "", input.operationId, hash, new Date(now));
+  const r = await step(
+    recorded === undefined
+      ? insert(sql)
+      : sql.begin(async (tx) => {
+          const row = await insert(tx as unknown as Sql);
+          if (row.id !== null) await recorded(tx, row.id, null);
+          return row;
+        }),
+  );
   if (r.lead_id === null) throw new AppError("not_found");
   if (r.id !== null) return parseResult(r.result!);
   return r.prior ? replay(sql, r.prior, hash, now, env) : null;
 }
 
 /** A new SMS or email: read its recipient, then sendNow records it as a new message. Null: read again. */
-async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now: number, env: SendEnv): Promise<MessageResult | null> {
+async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now: number, env: SendEnv, recorded?: Recorded): Promise<MessageResult | null> {
   const channel = input.channel as "sms" | "email";
   const ctx = await step(sendContext(sql, actor, input.leadId, channel, input.operationId));
   if (!ctx.lead) throw new AppError("not_found");
@@ -182,9 +207,14 @@ async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
         if (!d) return null;
         // The worker's job, in the same transaction: a queued message always has one.
         await enqueue(tx, { kind: DEFERRED_SEND, ref: d.id, runAt: until });
+        await recorded?.(tx, d.id, until);
         return parseResult(d.result);
       },
-      charge: (tx, org, cost, to, text, sendingUntil) => insertCharged(tx, row(org, to, text), cost, sendingUntil),
+      async charge(tx, org, cost, to, text, sendingUntil) {
+        const id = await insertCharged(tx, row(org, to, text), cost, sendingUntil);
+        if (id !== null) await recorded?.(tx, id, null);
+        return id;
+      },
     },
     now,
     env,
