@@ -3,7 +3,8 @@
 // exit does: each case fails without its fix. The whole restart under a mixed load of three
 // instances is test/several-instances.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { connect, type Sql } from "../src/db/client";
+import { connect, poolState, type Sql } from "../src/db/client";
+import { beginWithin } from "../src/db/deadline";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { startProxy, type Proxy } from "./harness/proxy";
 
@@ -64,6 +65,25 @@ describe.each([true, false])("statements unnamed (through a pooler): %p", (poole
   });
 });
 
+test("through a pooler nothing is pipelined: a BEGIN waits for an idle connection instead of going behind a statement", async () => {
+  const sql = pooledClient();
+  try {
+    await sql`select 1`;
+    // A statement without parameters, which postgres.js would pipeline others behind.
+    const busy = sql`select pg_sleep(0.2)`.execute();
+    const tx = sql.begin(async (tx) => (await tx`select 1 as one`)[0]);
+    await Bun.sleep(50);
+    // Behind it, BEGIN's bytes could be flushed with the statement's, and a full socket then left
+    // the transaction unreserved (UNSAFE_TRANSACTION, and an open transaction back in the pool).
+    expect(poolState(sql)).toMatchObject({ inUse: 1, waiting: 1 });
+    await busy;
+    expect(await outcome(tx)).toEqual({ one: 1 });
+    expect(poolState(sql)).toMatchObject({ inUse: 0, waiting: 0 });
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+});
+
 test("a transaction whose connection is lost sends nothing more: no statement runs outside it or in another", async () => {
   const sql = pooledClient();
   try {
@@ -112,6 +132,26 @@ test("a transaction's statement queued behind its busy one is rejected when the 
     expect(await outcome(tx)).toMatch(LOST);
     expect(await outcome(queued!)).toMatch(LOST);
     expect(await outcome(sql`select 3 as three`.then((r) => r[0]))).toEqual({ three: 3 });
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
+});
+
+test("a transaction still waiting for a connection when its request has answered 503 never commits", async () => {
+  const sql = pooledClient();
+  try {
+    await db.sql`truncate probe`;
+    // The pool's one connection taken (as by the backlog after a pooler's restart).
+    const busy = sql`select pg_sleep(0.6)`.execute();
+    await Bun.sleep(50);
+    const late = beginWithin(sql, 200, async (tx) => {
+      await tx`insert into probe values (1)`;
+    });
+    expect(await outcome(late)).toBe("error unavailable");
+    await busy;
+    await Bun.sleep(300);
+    // It began once the connection was free, after the answer: nothing of it stays.
+    expect([...(await db.sql`select v from probe`)]).toEqual([]);
   } finally {
     await sql.end({ timeout: 1 });
   }

@@ -1,6 +1,7 @@
 // One postgres.js client per process, created at start and passed down.
 import postgres, { type PendingQuery } from "postgres";
 import { guardTransactions } from "./begin";
+import { unpipelined } from "./pipeline";
 import { tcpSockets } from "./socket";
 
 export type Sql = postgres.Sql<{ bigint: number }>;
@@ -81,7 +82,8 @@ export function connect(url: string, opts: DbOptions): Sql {
     },
   });
   guardTransactions(sql);
-  return sql as unknown as Sql;
+  // Through a pooler, one statement at a time per connection (src/db/pipeline.ts).
+  return opts.pooled ? unpipelined(sql as unknown as Sql) : (sql as unknown as Sql);
 }
 
 /**
