@@ -1,7 +1,8 @@
-// What a pooler restarting under load did to postgres.js 3.4.9 on Bun (src/db/socket.ts,
-// src/db/begin.ts), played on one client with a proxy that resets its connections, as PgBouncer's
-// exit does: each case fails without its fix. The whole restart under a mixed load of three
-// instances is test/several-instances.test.ts.
+// What a pooler restarting under load did to postgres.js 3.4.9 on Bun and to a send's
+// transaction (src/db/socket.ts, begin.ts, pipeline.ts, deadline.ts beginWithin), played on one
+// client through a proxy that resets its connections, as PgBouncer's exit does: each case fails
+// without its fix. The whole restart under a mixed load of three instances is
+// test/several-instances.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect, poolState, type Sql } from "../src/db/client";
 import { beginWithin } from "../src/db/deadline";
