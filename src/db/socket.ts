@@ -11,15 +11,14 @@
 // the pool's busy list. It was queued behind the dead one and never rejected; once the pool
 // reconnected that connection it waited for the answer to bytes that were never sent. The
 // statement never settled (a DNI lookup unanswered, SIGTERM held up behind it) and the connection
-// was lost to the pool; a transaction's automatic rollback sent the same way desynchronised a
-// reconnected connection's protocol instead (another statement's answer taken for its own: a
-// lookup answered empty, a Bind with another statement's parameter types). Seen when PgBouncer
-// restarted under load, whose dying connections end with a reset (ECONNRESET).
+// was lost to the pool. Seen when PgBouncer restarted under load: its dying connections end with a
+// reset (ECONNRESET), which Bun reports as `error` before `close`.
 //
 // `close` is therefore emitted right after `error`, in the same turn (the socket is already
 // destroyed by then), and the socket's own later `close` is dropped: the connection has left the
 // busy list before anything can send on it, and a statement sent after that finds it closed and
-// is rejected or waits for a new connection (test/pooler-restart.test.ts).
+// waits for a new connection (test/pooler-restart.test.ts). With TLS (`sslmode` in the URL)
+// postgres.js wraps this socket in a TLS socket of its own, whose events are told as Bun tells them.
 import { connect as tcpConnect, type Socket } from "node:net";
 
 /** What postgres.js passes its `socket` option: the parsed URL's hosts and ports, or a Unix socket path. */
@@ -37,7 +36,11 @@ export function tcpSockets(): (target: Target) => Socket {
   let next = 0;
   return (target) => {
     const i = next++ % Math.max(1, target.host.length);
-    const socket = target.path ? tcpConnect(target.path) : tcpConnect(target.port[i] ?? 5432, target.host[i]);
+    const host = target.host[i] ?? "localhost";
+    const port = target.port[i] ?? 5432;
+    const socket = target.path ? tcpConnect(target.path) : tcpConnect(port, host);
+    // As postgres.js's own dialling sets them: its TLS upgrade names the server from `host`.
+    Object.assign(socket, { host, port });
     return closingWithError(socket);
   };
 }
