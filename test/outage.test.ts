@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { call, startApp, type TestApp } from "./harness/app";
 import { ALL_SCOPES, makeKey, makeLead, seedWorld } from "./harness/factory";
+import { poolNumbers, provisionPools } from "./harness/dni";
 import { startProxy, type Proxy } from "./harness/proxy";
 
 let db: TestDatabase;
@@ -20,6 +21,7 @@ beforeAll(async () => {
   db = await testDatabase();
   await seedWorld(db.sql);
   leadId = await makeLead(db.sql, { phone: "5125550900" });
+  await provisionPools(db.sql, [{ key: "outage-site", numbers: poolNumbers(2) }]);
   proxy = await startProxy(db.url);
   app = await startApp(proxy.url);
   key = (await makeKey(db.sql, { scopes: ALL_SCOPES })).key;
@@ -73,6 +75,13 @@ describe("database outage", () => {
     const [r, ms] = await timed(() => getLead());
     expect(r.status).toBe(503);
     expect(ms).toBeLessThan(1600);
+    // A DNI request whose pool is not in memory yet looks it up: bounded like the rest.
+    const [lease, lms] = await timed(() =>
+      call(app.base, "/hooks/dni.php?action=lease", { method: "POST", json: { pool: "outage-site", visitor: "v-hung" }, headers: { "x-forwarded-for": "10.9.0.1" } }),
+    );
+    expect([lease.status, lease.body]).toEqual([503, { ok: false, error: "unavailable", ...(lease.body?.message ? { message: lease.body.message } : {}) }]);
+    // Like the request above (unbounded, it took the 2 s connect timeout, or forever on an open connection).
+    expect(lms).toBeLessThan(1600);
     const [ready, rms] = await timed(() => call(app.base, "/readyz"));
     expect(ready.status).toBe(503);
     expect(rms).toBeLessThan(1600);

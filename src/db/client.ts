@@ -1,5 +1,8 @@
 // One postgres.js client per process, created at start and passed down.
 import postgres, { type PendingQuery } from "postgres";
+import { guardTransactions } from "./begin";
+import { unpipelined } from "./pipeline";
+import { tcpSockets } from "./socket";
 
 export type Sql = postgres.Sql<{ bigint: number }>;
 /** The client inside `sql.begin`. */
@@ -36,8 +39,10 @@ export interface DbOptions {
  * connect time makes requests fail fast (503) while it is away instead of hanging.
  */
 export function connect(url: string, opts: DbOptions): Sql {
-  return postgres(url, {
-    ...(opts.socket ? { socket: opts.socket } : {}),
+  const sql = postgres(url, {
+    // Dialled by us only to order a dying socket's events (src/db/socket.ts). The option is
+    // postgres.js's, missing from its types.
+    ...{ socket: opts.socket ?? tcpSockets() },
     max: opts.max,
     connect_timeout: 2,
     idle_timeout: 60,
@@ -75,7 +80,10 @@ export function connect(url: string, opts: DbOptions): Sql {
             plan_cache_mode: "force_generic_plan",
           }),
     },
-  }) as unknown as Sql;
+  });
+  guardTransactions(sql);
+  // Through a pooler, one statement at a time per connection (src/db/pipeline.ts).
+  return opts.pooled ? unpipelined(sql as unknown as Sql) : (sql as unknown as Sql);
 }
 
 /**

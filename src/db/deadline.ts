@@ -1,7 +1,7 @@
 // Requests answer within about a second (operations.md §7): a database that is away or stuck
 // becomes a quick 503 instead of a hang.
 import { AppError } from "../errors";
-import type { Tx } from "./client";
+import type { Sql, Tx } from "./client";
 
 export const DEADLINE_MS = 1000;
 
@@ -36,4 +36,27 @@ export function withDeadline<T>(work: Promise<T>, ms = DEADLINE_MS): Promise<T> 
     timer = setTimeout(() => reject(new AppError("unavailable", "the database did not answer in time")), ms);
   });
   return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * `sql.begin(fn)` within `ms` (else 503 `unavailable`, as withDeadline), and never committed once
+ * that answer is given. withDeadline alone only stops waiting: a transaction still queued for a
+ * connection (a pool taken up by a pooler's restart) began after the request had answered 503 and
+ * committed what nobody would finish, e.g. a text charged and recorded `sending` whose provider was
+ * never called, which its retries then waited on until the lease ran out. Here a transaction that
+ * starts, or reaches its commit, after the deadline is rolled back instead.
+ */
+export function beginWithin<T>(sql: Sql, ms: number, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  let late = false;
+  const tooLate = () => new AppError("unavailable", "the database did not answer in time");
+  const work = sql.begin(async (tx) => {
+    if (late) throw tooLate();
+    const out = await fn(tx);
+    if (late) throw tooLate();
+    return out;
+  }) as Promise<T>;
+  return withDeadline(work, ms).catch((err: unknown) => {
+    late = true;
+    throw err;
+  });
 }

@@ -39,6 +39,12 @@ const codeOf = (err: unknown): string | null => {
   return typeof code === "string" ? code : null;
 };
 
+/** The connection itself was lost (or never made): nothing more can be sent on it. */
+export function lostConnection(err: unknown): boolean {
+  const code = codeOf(err);
+  return code !== null && connectionCodes.has(code);
+}
+
 export function classify(err: unknown): DbFailure | null {
   const code = codeOf(err);
   if (code === null) return null;

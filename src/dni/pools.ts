@@ -5,6 +5,7 @@
 // decided in the database at allocation and renewal time.
 import { LRUCache } from "lru-cache";
 import type { Sql } from "../db/client";
+import { withDeadline } from "../db/deadline";
 import { findPool, type PoolRow } from "./queries";
 import { formatNumber } from "./rules";
 
@@ -68,7 +69,9 @@ export class PoolCache {
     if (hit && performance.now() - hit.loadedAt < this.refreshMs) return hit.pool;
     let loading = this.loading.get(key);
     if (!loading) {
-      loading = this.load(key).finally(() => this.loading.delete(key));
+      // Bounded like every request's statements: a lookup the database does not answer is a 503,
+      // and the next request for the pool looks it up afresh rather than wait on this one.
+      loading = withDeadline(this.load(key)).finally(() => this.loading.delete(key));
       this.loading.set(key, loading);
     }
     return loading;

@@ -10,7 +10,7 @@
 // a conflict.
 import { withoutTrailingSlashes, type Config } from "../config";
 import type { Sql, Tx } from "../db/client";
-import { DEADLINE_MS, withDeadline } from "../db/deadline";
+import { beginWithin, DEADLINE_MS, withDeadline } from "../db/deadline";
 import { classify, mapDbError } from "../db/sqlstate";
 import { AppError } from "../errors";
 import { enqueue } from "../jobs/queue";
@@ -292,8 +292,11 @@ async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promis
   const lockMs = env.billingLockMs ?? BILLING_LOCK_MS;
   let recorded: { kind: "queued"; until: number; result: MessageResult } | { kind: "charged"; id: number };
   try {
-    recorded = await step(
-      sql.begin(async (tx) => {
+    // Not committed after the request has answered 503 (a charge nobody would send).
+    recorded = await beginWithin(
+      sql,
+      lockMs + DEADLINE_MS,
+      async (tx) => {
         const billing = billingGate(m.channel, await lockBilling(tx, org.id, lockMs));
         if (!billing.ok) throw new Refused(billing.reason);
         const until = quietGate(org, m.lead, now);
@@ -305,8 +308,7 @@ async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promis
         const id = await m.charge(tx, org, billing.cost, to, text, new Date(now + leaseOf(env)));
         if (id === null) throw TAKEN;
         return { kind: "charged" as const, id };
-      }),
-      lockMs + DEADLINE_MS,
+      },
     );
   } catch (err) {
     if (err instanceof Refused) return { kind: "refused", reason: err.reason, busy: false, waited: true };

@@ -7,6 +7,11 @@ export interface Proxy {
   url: string;
   /** Drops every connection and refuses new ones. */
   cut(): void;
+  /**
+   * Drops every connection with a TCP reset (the client's next read fails with ECONNRESET, as when
+   * a pooler exits with input unread) and goes on accepting new ones.
+   */
+  reset(): void;
   /** Accepts connections but forwards nothing, and stalls the open ones: a hung database. */
   hang(): void;
   restore(): void;
@@ -59,6 +64,13 @@ export async function startProxy(target: string, opts: { unlagged?: string } = {
       mode = "down";
       for (const [c, u] of pairs) {
         c.destroy();
+        u.destroy();
+      }
+      pairs.clear();
+    },
+    reset() {
+      for (const [c, u] of pairs) {
+        c.resetAndDestroy();
         u.destroy();
       }
       pairs.clear();
