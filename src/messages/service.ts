@@ -161,15 +161,14 @@ export async function sendMessage(
 
 async function note(sql: Sql, actor: Actor, input: SendInput, hash: string, now: number, env: SendEnv, recorded?: Recorded): Promise<MessageResult | null> {
   const insert = (q: Sql) => insertNote(q, actor, input.leadId!, input.body, input.subject ?? "", input.operationId, hash, new Date(now));
-  const r = await step(
+  const r =
     recorded === undefined
-      ? insert(sql)
-      : sql.begin(async (tx) => {
+      ? await step(insert(sql))
+      : await beginWithin(sql, DEADLINE_MS, async (tx) => {
           const row = await insert(tx as unknown as Sql);
           if (row.id !== null) await recorded(tx, row.id, null);
           return row;
-        }),
-  );
+        });
   if (r.lead_id === null) throw new AppError("not_found");
   if (r.id !== null) return parseResult(r.result!);
   return r.prior ? replay(sql, r.prior, hash, now, env) : null;
