@@ -1,6 +1,7 @@
 // The one limiter (src/limits): each strategy's exactness, its hour rollover under an injected
 // clock, and what refusals cost. Key limits are also covered through HTTP in rate-limit.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { FLUSH_CHUNK } from "../src/limits/address-counter";
 import { Limits } from "../src/limits/limits";
 import { call, startApp, type TestApp } from "./harness/app";
 import { ManualClock } from "./harness/clock";
@@ -201,5 +202,40 @@ describe("small exact limits: one upsert a hit", () => {
     const before = await counted("booking_write", "198.51.100.1");
     for (let i = 0; i < 20; i++) expect(await limits.take("booking_write", "198.51.100.1")).toBe(false);
     expect(await counted("booking_write", "198.51.100.1")).toBe(before);
+  });
+});
+
+describe("large flushes, in chunks", () => {
+  test("more buckets than a statement takes: all written; a failing chunk keeps its own and the later ones", async () => {
+    const limits = new Limits(db.sql, new ManualClock(start));
+    const n = 2 * FLUSH_CHUNK + 123;
+    for (let i = 0; i < n; i++) limits.take("dni", `chunk-${i}`);
+    await db.sql`alter table rate_counters rename to rate_counters_away`;
+    try {
+      await expect(limits.flush()).rejects.toThrow();
+    } finally {
+      await db.sql`alter table rate_counters_away rename to rate_counters`;
+    }
+    await limits.flush();
+    const [{ buckets, hits }] = await db.sql<{ buckets: number; hits: number }[]>`
+      select count(*)::int as buckets, sum(n)::int as hits from rate_counters where scope = 'dni' and bucket like 'chunk-%'`;
+    expect([buckets, hits]).toEqual([n, n]);
+  });
+});
+
+describe("a backlog due by age", () => {
+  test("written a budget a second, oldest first, not all in one second", async () => {
+    const clock = new ManualClock(start);
+    const limits = new Limits(db.sql, clock);
+    const n = FLUSH_CHUNK + 1500;
+    for (let i = 0; i < n; i++) limits.take("dni", `aged-${i}`);
+    const written = async () =>
+      (await db.sql<{ n: number }[]>`select count(*)::int as n from rate_counters where scope = 'dni' and bucket like 'aged-%'`)[0].n;
+    clock.advance(30_000);
+    await limits.flushDue();
+    expect(await written()).toBe(FLUSH_CHUNK);
+    expect((await db.sql`select 1 from rate_counters where bucket = 'aged-0'`).length).toBe(1); // the oldest first
+    await limits.flushDue();
+    expect(await written()).toBe(n);
   });
 });

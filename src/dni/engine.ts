@@ -534,8 +534,18 @@ export class DniEngine {
     ]);
     if (holds.status === "fulfilled") {
       renewalFailures.succeeded();
-      const extended = new Map(holds.value.map((h) => [h.hold_id, h.expires_at.getTime()]));
-      for (const { entry } of sent) {
+      const extended = new Map(holds.value.extended.map((h) => [h.hold_id, h.expires_at.getTime()]));
+      const busy = new Set(holds.value.busy);
+      for (const { entry, until: asked } of sent) {
+        if (busy.has(entry.holdId)) {
+          // Its row was locked by an allocation: written again in a second, as after a failure.
+          if (entry.renewUntil === 0) {
+            entry.renewUntil = asked;
+            entry.dueAt = now + 1000;
+            this.waiting.push(entry);
+          }
+          continue;
+        }
         const current = this.cache.peek(entry.key);
         const until = extended.get(entry.holdId);
         if (until !== undefined) entry.confirmedUntil = Math.max(entry.confirmedUntil, until);

@@ -356,16 +356,45 @@ export interface Renewal {
   until_ms: number;
 }
 
+/** What a batch of renewals did: the holds extended (with their expiry now) and those passed over, locked elsewhere. */
+export interface Renewed {
+  extended: { hold_id: number; expires_at: Date }[];
+  /** Rows another transaction held (an allocation of the pool): to be written again shortly. */
+  busy: number[];
+}
+
 /**
- * A write-behind batch of renewals (dni_holds only): each extends its hold only while the hold is still the one
- * renewed (same hold_id: nobody took the number since) and its number is still active in the
- * hold's pool. Returns the holds extended, with the expiry now in the database; a hold missing from the
- * answer was lost (taken over after expiring, or its number removed from the pool).
+ * A write-behind batch of renewals (dni_holds only): each extends its hold only while the hold is
+ * still the one renewed (same hold_id: nobody took the number since) and its number is still active
+ * in the hold's pool. A hold neither extended nor busy was lost (taken over after expiring, or its
+ * number removed from the pool).
+ *
+ * In statements of RENEW_CHUNK holds, one after another, each skipping the rows another
+ * transaction has locked (reported busy, for the next write) rather than waiting for them: a
+ * statement holds its rows' locks until it ends, and an allocation of the same pool that met one
+ * waited for all of it. 65,000 renewals written at once (a load that moved: every visitor's
+ * renewals due in the same second) held them for 150 ms, and waiting in turn on allocations made
+ * each chunk slower still: the new-visitor leases' p99 (bench/dni.ts). Rows are locked in number
+ * order, chunk after chunk, so two instances never lock in opposite orders.
  */
-export async function renewHolds(sql: Sql, renewals: Renewal[]): Promise<{ hold_id: number; expires_at: Date }[]> {
-  if (renewals.length === 0) return [];
+export async function renewHolds(sql: Sql, renewals: Renewal[]): Promise<Renewed> {
+  const done: Renewed = { extended: [], busy: [] };
+  if (renewals.length === 0) return done;
   const sorted = [...renewals].sort((a, b) => (a.number < b.number ? -1 : a.number > b.number ? 1 : 0));
-  return sql<{ hold_id: number; expires_at: Date }[]>`
+  for (let i = 0; i < sorted.length; i += RENEW_CHUNK) {
+    for (const row of await renewChunk(sql, sorted.slice(i, i + RENEW_CHUNK))) {
+      if (row.busy) done.busy.push(row.hold_id);
+      else done.extended.push({ hold_id: row.hold_id, expires_at: row.expires_at! });
+    }
+  }
+  return done;
+}
+
+/** Holds renewed per statement (renewHolds). */
+export const RENEW_CHUNK = 2000;
+
+function renewChunk(sql: Sql, sorted: Renewal[]) {
+  return sql<{ hold_id: number; expires_at: Date | null; busy: boolean }[]>`
     with u as (
       select * from unnest(${sorted.map((r) => r.hold_id)}::bigint[], ${sorted.map((r) => r.number)}::text[],
                            ${sorted.map((r) => r.pool_key)}::text[], ${sorted.map((r) => r.until_ms)}::float8[])
@@ -374,14 +403,18 @@ export async function renewHolds(sql: Sql, renewals: Renewal[]): Promise<{ hold_
       -- Rows locked in number order (the sort sits below the lock), whatever the join's plan.
       select h.number, u.hold_id, u.pool_key, u.until_ms
       from u join dni_holds h on h.number = u.number
-      order by h.number for update of h
+      order by h.number for update of h skip locked
     ), r as (
       update dni_holds h set expires_at = greatest(h.expires_at, to_timestamp(l.until_ms / 1000))
       from locked l
       where h.number = l.number and h.hold_id = l.hold_id and h.pool_key = l.pool_key and h.active
       returning h.hold_id, h.expires_at
     )
-    select hold_id, expires_at from r`;
+    select hold_id, expires_at, false as busy from r
+    union all
+    -- Passed over, or no such number (lost: the next write finds it missing and says so).
+    select u.hold_id, null, true from u where not exists (select 1 from locked l where l.number = u.number)
+      and exists (select 1 from dni_holds h where h.number = u.number)`;
 }
 
 export interface VisitTouch {
