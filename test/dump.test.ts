@@ -9,7 +9,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import postgres from "postgres";
 import { copyField } from "../src/dump/dump";
-import { copyValue } from "../src/dump/restore";
+import { copyValue, restoreDump } from "../src/dump/restore";
 import { databaseUrl } from "./harness/db";
 import { built, Exe, type Serving } from "./harness/exe";
 
@@ -258,6 +258,23 @@ describe.skipIf(!ready)("leadline dump", () => {
     expect(partial.err).toBe(`leadline: ${join(exe.dir, "cut.sql")} ends inside the rows of public.leads: the dump is incomplete\n`);
     expect((await run(["keys", "list", "--json"], env({ DATA_DIR: join(exe.dir, "partial") }))).out).toBe("[]\n");
   }, 600_000);
+
+  test("a restore whose transaction begins only after the file was read still reads all of it", async () => {
+    // On a loaded machine BEGIN took longer than reading the dump; readline made before it had
+    // emitted every line, and its end, unheard, and the restore waited for ever.
+    const sql = postgres(await emptyDatabase(), { max: 1, onnotice: () => {} });
+    try {
+      const late = new Proxy(sql, {
+        get: (target, key, receiver) =>
+          key === "begin" ? async (...args: unknown[]) => (await Bun.sleep(500), (target.begin as (...a: unknown[]) => unknown)(...args)) : Reflect.get(target, key, receiver),
+      });
+      const loaded = await Promise.race([restoreDump(late as never, join(exe.dir, "dump.sql")), Bun.sleep(30_000).then(() => "hung")]);
+      expect(typeof loaded).toBe("number");
+      expect(loaded as number).toBeGreaterThan(0);
+    } finally {
+      await sql.end({ timeout: 5 });
+    }
+  }, 60_000);
 
   test("COPY text escaping", () => {
     expect(copyField(null)).toBe("\\N");

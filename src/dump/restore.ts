@@ -18,9 +18,13 @@ const COPY_START = /^copy (\S+) \((.*)\) from stdin;$/;
 export async function restoreDump(sql: Sql, path: string): Promise<number> {
   const [{ tables }] = await sql<{ tables: number }[]>`select count(*)::int as tables from pg_tables where schemaname = 'public'`;
   if (tables > 0) throw new Error(`restore needs an empty database, and this one has ${tables} tables (restore into a new DATA_DIR or an empty PostgreSQL database)`);
-  const lines = createInterface({ input: path === "-" ? process.stdin : createReadStream(path, "utf8"), crlfDelay: Infinity });
   let first = true;
   return sql.begin(async (tx) => {
+    // Opened here, once the transaction has begun, and iterated at once: readline emits its lines
+    // from the moment it is made, and its iterator holds only those emitted after it exists. Made
+    // before BEGIN (which on a loaded machine took longer than reading the file), the lines and
+    // the end of the file went by unheard and the restore waited for ever (test/dump.test.ts).
+    const lines = createInterface({ input: path === "-" ? process.stdin : createReadStream(path, "utf8"), crlfDelay: Infinity });
     let statements: string[] = [];
     let copy: Copy | null = null;
     let loaded = 0;
