@@ -6,7 +6,7 @@ import { agentChoices, allCalls, CALLS_PAGE, listCalls, parseCursor, type CallFi
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { poolsNow, type PoolNow } from "../dni/usage";
-import { csvResponse } from "./csv";
+import { csvResponse, csvRoute } from "./csv";
 import { consoleHtml, html, when, type Html } from "./html";
 import { dayParam, instantsOf, orgChoices, orgOf, orgSelect, queryOf, textParam, zoneOf, type OrgChoice } from "./period";
 import { consolePage, type Viewer } from "./route";
@@ -132,11 +132,6 @@ const csvCells = (r: CallRow): unknown[] => [
   r.dni_pool, r.utm_source, r.utm_medium, r.utm_campaign, r.landing, r.gclid,
 ];
 
-/** A page route whose 200 is the CSV file, as /openapi.json says. */
-const csvRoute = (...args: Parameters<typeof consolePage>): Route => {
-  const route = consolePage(...args);
-  return { ...route, answers: { ...route.answers, 200: { description: "The filtered calls as CSV, streamed", contentType: "text/csv" } } };
-};
 
 export function callRoutes(deps: Deps): Route[] {
   const { sql } = deps;
@@ -169,21 +164,24 @@ export function callRoutes(deps: Deps): Route[] {
       },
     ),
     csvRoute(
-      deps,
-      {
-        id: "consoleCallsCsv",
-        summary: "The call log as CSV",
-        description: "Every call of the filters, streamed; cells a spreadsheet would read as formulas are prefixed with a quote.",
-        method: "GET",
-        path: "/console/calls.csv",
-        roles: ["admin", "manager", "agent"],
-        query: CallQuery,
-      },
-      async (viewer, _request, selected) => {
-        const params = callParams(viewer, selected.query);
-        const zone = await zoneOf(sql, params.org);
-        return csvResponse("calls.csv", CSV_HEADER, allCalls(sql, viewer.actor, filterOf(params, zone)), csvCells);
-      },
+      consolePage(
+        deps,
+        {
+          id: "consoleCallsCsv",
+          summary: "The call log as CSV",
+          description: "Every call of the filters, streamed; cells a spreadsheet would read as formulas are prefixed with a quote.",
+          method: "GET",
+          path: "/console/calls.csv",
+          roles: ["admin", "manager", "agent"],
+          query: CallQuery,
+        },
+        async (viewer, _request, selected) => {
+          const params = callParams(viewer, selected.query);
+          const zone = await zoneOf(sql, params.org);
+          return csvResponse("calls.csv", CSV_HEADER, allCalls(sql, viewer.actor, filterOf(params, zone)), csvCells);
+        },
+      ),
+      "The filtered calls as CSV, streamed",
     ),
   ];
 }

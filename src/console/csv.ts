@@ -3,6 +3,8 @@
 // would read as a formula (starting with = + - @, or a tab or carriage return that some strip
 // first) gets a leading apostrophe (OWASP's CSV injection advice), so a lead named
 // `=HYPERLINK(…)` stays text. Numbers are written as numbers.
+import type { Route } from "../http/route";
+
 const FORMULA_START = /^[=+\-@\t\r]/;
 
 export function csvCell(v: unknown): string {
@@ -53,6 +55,13 @@ export function csvResponse<T>(filename: string, header: readonly string[], rows
       "content-type": "text/csv; charset=utf-8",
       "content-disposition": `attachment; filename="${filename}"`,
       "cache-control": "no-store",
+      "x-content-type-options": "nosniff",
     },
   });
 }
+
+/** A console page route whose 200 is a CSV file (csvResponse), documented so in /openapi.json. */
+export const csvRoute = (route: Route, description: string): Route => ({
+  ...route,
+  answers: { ...route.answers, 200: { description, contentType: "text/csv" } },
+});

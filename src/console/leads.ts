@@ -6,7 +6,7 @@ import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { cursorText, dateOrNull, filterChoices, LEAD_CSV_COLUMNS, leadsForExport, parseCursor, searchLeads, textMatch, type LeadFilter, type LeadListRow } from "../leads/search";
 import { FALLBACK_ZONE } from "../messages/quiet-hours";
-import { csvStream } from "./csv";
+import { csvResponse, csvRoute } from "./csv";
 import { consoleHtml, html, notice, when, type Html } from "./html";
 import { consolePage, type Viewer } from "./route";
 
@@ -119,22 +119,15 @@ export function leadsRoutes(deps: Deps): Route[] {
         body: leadsBody({ filter, rows: found.rows, next: found.next && cursorText(found.next), paged: cursor !== null, choices }),
       });
     }),
-    csvRoute(consolePage(deps, { id: "consoleLeadsCsv", summary: "The filtered leads as CSV, streamed", method: "GET", path: "/console/leads.csv", query: FilterQuery }, async (viewer, request) => {
-      const q = Object.fromEntries(new URL(request.url).searchParams) as Query;
-      const filter = filterOf(q, await viewerZone(deps, viewer));
-      const body = csvStream(LEAD_CSV_COLUMNS, leadsForExport(deps.sql, viewer.actor.orgId, filter), (r) => LEAD_CSV_COLUMNS.map((c) => r[c]));
-      const day = new Date(deps.clock.now()).toISOString().slice(0, 10);
-      return new Response(body, {
-        headers: {
-          "content-type": "text/csv; charset=utf-8",
-          "content-disposition": `attachment; filename="leads-${day}.csv"`,
-          "cache-control": "no-store",
-          "x-content-type-options": "nosniff",
-        },
-      });
-    })),
+    csvRoute(
+      consolePage(deps, { id: "consoleLeadsCsv", summary: "The filtered leads as CSV, streamed", method: "GET", path: "/console/leads.csv", query: FilterQuery }, async (viewer, request) => {
+        const q = Object.fromEntries(new URL(request.url).searchParams) as Query;
+        const filter = filterOf(q, await viewerZone(deps, viewer));
+        const day = new Date(deps.clock.now()).toISOString().slice(0, 10);
+        return csvResponse(`leads-${day}.csv`, LEAD_CSV_COLUMNS, leadsForExport(deps.sql, viewer.actor.orgId, filter), (r) => LEAD_CSV_COLUMNS.map((c) => r[c]));
+      }),
+      "The leads as CSV (RFC 4180), formula-like cells prefixed with '",
+    ),
   ];
 }
 
-/** A page route whose 200 is a CSV file, documented so. */
-const csvRoute = (r: Route): Route => ({ ...r, answers: { ...r.answers, 200: { description: "The leads as CSV (RFC 4180), formula-like cells prefixed with '", contentType: "text/csv" } } });

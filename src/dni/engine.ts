@@ -532,18 +532,21 @@ export class DniEngine {
       insertEvents(this.sql, events),
       insertFallbacks(this.sql, [...refused.values()]),
     ]);
+    // A renewal not written (the batch failed, or its row was locked by an allocation) waits a
+    // second more, unless a newer one replaced it; entries age out of the memory window meanwhile.
+    const putBack = (entry: Entry, until: number) => {
+      if (entry.renewUntil !== 0) return;
+      entry.renewUntil = until;
+      entry.dueAt = now + 1000;
+      this.waiting.push(entry);
+    };
     if (holds.status === "fulfilled") {
       renewalFailures.succeeded();
       const extended = new Map(holds.value.extended.map((h) => [h.hold_id, h.expires_at.getTime()]));
       const busy = new Set(holds.value.busy);
       for (const { entry, until: asked } of sent) {
         if (busy.has(entry.holdId)) {
-          // Its row was locked by an allocation: written again in a second, as after a failure.
-          if (entry.renewUntil === 0) {
-            entry.renewUntil = asked;
-            entry.dueAt = now + 1000;
-            this.waiting.push(entry);
-          }
+          putBack(entry, asked);
           continue;
         }
         const current = this.cache.peek(entry.key);
@@ -554,14 +557,8 @@ export class DniEngine {
         else current.confirmedUntil = Math.max(current.confirmedUntil, until);
       }
     } else {
-      // Put back what no newer renewal replaced; entries age out of the memory window meanwhile.
       renewalFailures.failed(holds.reason);
-      for (const { entry, until } of sent) {
-        if (entry.renewUntil !== 0) continue;
-        entry.renewUntil = until;
-        entry.dueAt = now + 1000;
-        this.waiting.push(entry);
-      }
+      for (const { entry, until } of sent) putBack(entry, until);
     }
     if (visits.status === "rejected") {
       // Put back the visits no newer one replaced, as renewals are: a database away for a few
@@ -574,11 +571,7 @@ export class DniEngine {
         entry.visitAt = at;
         entry.visitUserAgent = userAgent;
         entry.visitIpHash = ipHash;
-        if (entry.renewUntil === 0) {
-          entry.renewUntil = entry.confirmedUntil;
-          entry.dueAt = now + 1000;
-          this.waiting.push(entry);
-        }
+        putBack(entry, entry.confirmedUntil);
       }
     } else visitFailures.succeeded();
     if (written.status === "rejected") {

@@ -126,6 +126,10 @@ function filterSql(sql: Sql, orgId: number | null, f: LeadFilter, only?: Fragmen
 /** The exact Unix-µs of created_at, as a number (µs of today's dates stay below 2^53). */
 const microsOf = (sql: Sql) => sql`(extract(epoch from l.created_at) * 1000000)::bigint`;
 
+/** A LeadListRow's columns, over `l` (leads) and `o` (its organization). */
+const listColumns = (sql: Sql) => sql`l.id, ${leadName(sql)} as name, l.phone, l.email, l.status, l.campaign_id, l.list_id, l.created_at,
+  coalesce(o.timezone, 'UTC') as timezone, ${microsOf(sql)} as micros`;
+
 /** The keyset condition: rows after `cursor` in (created_at desc, id desc) order. */
 const after = (sql: Sql, cursor: LeadCursor | null) =>
   cursor === null ? sql`` : sql`and (l.created_at, l.id) < (timestamptz 'epoch' + ${cursor.micros}::bigint * interval '1 microsecond', ${cursor.id}::bigint)`;
@@ -207,11 +211,17 @@ export async function byNameWalk(sql: Sql, orgId: number | null, word: string, c
       select l.id, l.created_at from leads l
       where lower(${col}) = nm.n and ${inTenant(sql, orgId)} ${after(sql, cursor)}
       order by l.created_at desc, l.id desc limit ${n}) x`;
+  return pageOfMatches(sql, newest(sql`l.first_name`, names.first), newest(sql`l.last_name`, names.last), n);
+}
+
+/**
+ * The page of a one-word name: the newest `n` of the first-name and last-name matches (each a
+ * relation of (id, created_at); a lead in both counted once), then only those leads' rows read.
+ */
+function pageOfMatches(sql: Sql, byFirst: Fragment, byLast: Fragment, n: number) {
   return sql<LeadListRow[]>`
-    select l.id, ${leadName(sql)} as name, l.phone, l.email, l.status, l.campaign_id, l.list_id, l.created_at,
-           coalesce(o.timezone, 'UTC') as timezone, ${microsOf(sql)} as micros
-    from (${newest(sql`l.first_name`, names.first)} union ${newest(sql`l.last_name`, names.last)}
-          order by created_at desc, id desc limit ${n}) h
+    select ${listColumns(sql)}
+    from (${byFirst} union ${byLast} order by created_at desc, id desc limit ${n}) h
     join leads l on l.id = h.id left join orgs o on o.id = l.org_id
     order by l.created_at desc, l.id desc`;
 }
@@ -227,13 +237,7 @@ function byNameRange(sql: Sql, orgId: number | null, f: LeadFilter, word: string
   const branch = (match: Fragment) => sql`
     (select l.id, l.created_at from leads l where ${filterSql(sql, orgId, f, match)} ${after(sql, cursor)}
      order by l.created_at desc, l.id desc limit ${n})`;
-  return sql<LeadListRow[]>`
-    select l.id, ${leadName(sql)} as name, l.phone, l.email, l.status, l.campaign_id, l.list_id, l.created_at,
-           coalesce(o.timezone, 'UTC') as timezone, ${microsOf(sql)} as micros
-    from (${branch(sql`lower(l.first_name) like ${p}`)} union ${branch(sql`lower(l.last_name) like ${p}`)}
-          order by created_at desc, id desc limit ${n}) h
-    join leads l on l.id = h.id left join orgs o on o.id = l.org_id
-    order by l.created_at desc, l.id desc`;
+  return pageOfMatches(sql, branch(sql`lower(l.first_name) like ${p}`), branch(sql`lower(l.last_name) like ${p}`), n);
 }
 
 /**
@@ -251,8 +255,7 @@ export async function searchLeads(
   const walked = m.kind === "name" && m.words.length === 1 && !narrowed(f) ? await byNameWalk(sql, orgId, m.words[0]!, cursor, limit + 1) : null;
   const rows = walked ?? await withValuesPlanned(sql, (tx) =>
     m.kind === "name" && m.words.length === 1 ? byNameRange(tx as unknown as Sql, orgId, f, m.words[0]!, cursor, limit + 1) : tx<LeadListRow[]>`
-    select l.id, ${leadName(sql)} as name, l.phone, l.email, l.status, l.campaign_id, l.list_id, l.created_at,
-           coalesce(o.timezone, 'UTC') as timezone, ${microsOf(sql)} as micros
+    select ${listColumns(sql)}
     from leads l left join orgs o on o.id = l.org_id
     where ${filterSql(sql, orgId, f)}
       ${after(sql, cursor)}
