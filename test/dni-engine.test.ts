@@ -376,6 +376,32 @@ describe("memory and write-behind", () => {
     expect(statements()).toBe(written);
   });
 
+  test("shutdown's flush writes a renewal whose row another transaction held when it was first tried", async () => {
+    // Another instance renewing the same visitor (or an allocation) holds the row for a moment:
+    // the write passes over it as busy, and at shutdown there is no next second to write it in.
+    const { engine } = engineOn(db.url, clock);
+    const pool = await poolOf(engine);
+    await engine.lease(pool, "held", visit());
+    await engine.flush();
+    clock.advance(60_000);
+    expect(engine.heartbeat(pool, "held")).toEqual({ ok: true, ttl: 1800 });
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const tx = db.sql.begin(async (t) => {
+      await t`select 1 from dni_holds where number = '5125550101' for update`;
+      locked();
+      await released;
+    });
+    await isLocked;
+    setTimeout(release, 200);
+    await engine.flush();
+    await tx;
+    const [{ expires_at }] = await db.sql`select expires_at from dni_holds where number = '5125550101'`;
+    expect(expires_at.getTime()).toBe(clock.now() + TTL);
+  });
+
   test("within the safety margin of the written expiry, the engine asks the database", async () => {
     const { engine, statements } = engineOn(db.url, clock);
     const pool = await poolOf(engine);

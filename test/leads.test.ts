@@ -4,6 +4,9 @@ import { call, startApp, type TestApp } from "./harness/app";
 import { makeKey, makeLead, seedWorld } from "./harness/factory";
 import { expectEventsMatchModels } from "./harness/events";
 import { LOCK_WAIT_MS } from "../src/db/deadline";
+import { connect } from "../src/db/client";
+import { createOrDedupLeadIn, resolveList } from "../src/leads/queries";
+import { parseLeadInput } from "../src/leads/model";
 
 let db: TestDatabase;
 let app: TestApp;
@@ -240,6 +243,34 @@ describe("lead intake", () => {
     } finally {
       conn.release();
     }
+  });
+
+  test("past its turn an intake waits for other locks only as long as serve's lock wait: a locked leads table is a quick 503", async () => {
+    // The deadline's lock wait is for the (list, phone) lock alone: the rest of the transaction
+    // waiting a second on a locked table held a connection four times as long as other statements.
+    const sql = connect(db.url, { max: 1, statementTimeoutMs: 0, lockTimeoutMs: LOCK_WAIT_MS });
+    try {
+      const list = (await resolveList(sql, null, 101, null))!;
+      const wait = await sql.begin(async (tx) => {
+        await createOrDedupLeadIn(tx, list, parseLeadInput({ phone: "5125550162", list_id: 101 })!, new Date());
+        const [{ lock_timeout }] = await tx`select current_setting('lock_timeout') as lock_timeout`;
+        return lock_timeout;
+      });
+      expect(wait).toBe(`${LOCK_WAIT_MS}ms`);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+    const conn = await db.sql.reserve();
+    try {
+      await conn`begin`;
+      await conn`lock table leads in access exclusive mode`;
+      const r = await intake(acme, { phone: "5125550163", list_id: 101 });
+      expect([r.status, r.body.error]).toEqual([503, "unavailable"]);
+    } finally {
+      await conn`rollback`;
+      conn.release();
+    }
+    expect((await intake(acme, { phone: "5125550163", list_id: 101 })).status).toBe(200);
   });
 
   test("bad bodies get contract errors, never 500", async () => {

@@ -28,7 +28,17 @@ export const LOCK_WAIT_MS = 250;
  * keeps none.
  */
 export const waitingForTurn = (tx: Tx) =>
-  tx`set_config('lock_timeout', case when current_setting('lock_timeout') = '0' then '0' else ${`${DEADLINE_MS}ms`} end, true)`;
+  tx`set_config('leadline.lock_wait', current_setting('lock_timeout'), true),
+     set_config('lock_timeout', case when current_setting('lock_timeout') = '0' then '0' else ${`${DEADLINE_MS}ms`} end, true)`;
+
+/**
+ * Written after the lock that `waitingForTurn` was for, in the same select list: the rest of the
+ * transaction waits for locks as long as it did before. Intake waited up to the deadline for the
+ * leads table itself too: with it locked (a migration, an operator's `lock table`), each intake
+ * then held a connection for a second instead of a quarter, and four of them took a 2-core host's
+ * pool from routes that never touch the table (test/faults.test.ts, "a hot table locked").
+ */
+export const turnTaken = (tx: Tx) => tx`set_config('lock_timeout', current_setting('leadline.lock_wait'), true)`;
 
 export function withDeadline<T>(work: Promise<T>, ms = DEADLINE_MS): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -75,6 +75,9 @@ export const DEFAULT_CACHE_SIZE = 100_000;
  * from its head, so numbers added to a pool (whose entries sort first) are handed out within this.
  */
 const FREE_POSITION_MS = 5_000;
+/** Shutdown's flush writes renewals found busy again this many times, this far apart (1 s in all at most). */
+const FLUSH_BUSY_TRIES = 20;
+const FLUSH_BUSY_PAUSE_MS = 50;
 
 export interface EngineOptions {
   /** Visitors kept in the LRU (DNI_CACHE_SIZE). */
@@ -474,23 +477,32 @@ export class DniEngine {
   }
 
   /** The worker's tick: the events, and the renewals (with their visits) whose write delay is up. */
-  flushDue(): Promise<void> {
-    return this.write(false);
+  async flushDue(): Promise<void> {
+    await this.write(false);
   }
 
-  /** Writes everything waiting, renewals not yet due included (shutdown, tests). */
-  flush(): Promise<void> {
-    return this.write(true);
+  /**
+   * Writes everything waiting, renewals not yet due included (shutdown, tests). A renewal passed
+   * over because another transaction had its row locked (another instance renewing the same
+   * visitor, an allocation) is written again shortly, a few times: at shutdown there is no next
+   * second to write it in, and the visitor's number would expire early.
+   */
+  async flush(): Promise<void> {
+    let busy = await this.write(true);
+    for (let tries = 0; busy > 0 && tries < FLUSH_BUSY_TRIES; tries++) {
+      await Bun.sleep(FLUSH_BUSY_PAUSE_MS);
+      busy = await this.write(true);
+    }
   }
 
-  /** One batch at a time: a call while one is out runs after it. */
-  private write(all: boolean): Promise<void> {
+  /** One batch at a time: a call while one is out runs after it. Resolves to the renewals found busy. */
+  private write(all: boolean): Promise<number> {
     const next = this.writing.then(() => this.writeBatch(all));
-    this.writing = next.catch(() => {});
+    this.writing = next.then(() => {}, () => {});
     return next;
   }
 
-  private async writeBatch(all: boolean): Promise<void> {
+  private async writeBatch(all: boolean): Promise<number> {
     const now = this.clock.now();
     const due: Entry[] = [];
     const later: Entry[] = [];
@@ -525,7 +537,7 @@ export class DniEngine {
     this.events = [];
     const refused = this.refused;
     this.refused = new Map();
-    if (due.length === 0 && events.length === 0 && refused.size === 0) return;
+    if (due.length === 0 && events.length === 0 && refused.size === 0) return 0;
     const [holds, visits, written, fallbacks] = await Promise.allSettled([
       renewHolds(this.sql, [...renewals.values()]),
       touchVisitors(this.sql, [...touches.values()]),
@@ -586,6 +598,7 @@ export class DniEngine {
         else if (this.refused.size < this.maxPending) this.refused.set(k, row);
       }
     } else if (refused.size > 0) fallbackFailures.succeeded();
+    return holds.status === "fulfilled" ? holds.value.busy.length : 0;
   }
 
   /** Entries in the LRU (for the benchmark and tests of the bound). */

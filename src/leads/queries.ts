@@ -1,6 +1,6 @@
 import type { Sql, Tx } from "../db/client";
 import { inInputOrder } from "../db/batcher";
-import { waitingForTurn } from "../db/deadline";
+import { turnTaken, waitingForTurn } from "../db/deadline";
 import { outboxInsert } from "../events/envelope";
 import { drawHit } from "../limits/fused";
 import type { Lead, LeadInput } from "./model";
@@ -67,7 +67,7 @@ export async function createOrDedupLeadIn(
   now: Date,
   via = "lead_intake",
 ): Promise<{ lead_id: number; deduped: boolean }> {
-  await tx`select ${waitingForTurn(tx)}, pg_advisory_xact_lock(hashtextextended(${`lead:${list.id}:${input.phone}`}, 0))`;
+  await tx`select ${waitingForTurn(tx)}, pg_advisory_xact_lock(hashtextextended(${`lead:${list.id}:${input.phone}`}, 0)), ${turnTaken(tx)}`;
   const channels = [
     { channel: "sms", address: input.phone, consent: input.consent.sms },
     ...(input.email ? [{ channel: "email", address: input.email, consent: input.consent.email }] : []),
