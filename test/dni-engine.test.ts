@@ -9,7 +9,7 @@ import { testDatabase, type TestDatabase } from "./harness/db";
 import { ManualClock } from "./harness/clock";
 import { connect } from "../src/db/client";
 import { LOCK_WAIT_MS } from "../src/db/deadline";
-import { countingClient, overlappingHolds, poolNumbers, provisionPools, testClock } from "./harness/dni";
+import { countingClient, holdRows, overlappingHolds, poolNumbers, provisionPools, testClock } from "./harness/dni";
 
 const dbs: TestDatabase[] = [];
 const closers: (() => Promise<void>)[] = [];
@@ -385,19 +385,10 @@ describe("memory and write-behind", () => {
     await engine.flush();
     clock.advance(60_000);
     expect(engine.heartbeat(pool, "held")).toEqual({ ok: true, ttl: 1800 });
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    let locked!: () => void;
-    const isLocked = new Promise<void>((r) => (locked = r));
-    const tx = db.sql.begin(async (t) => {
-      await t`select 1 from dni_holds where number = '5125550101' for update`;
-      locked();
-      await released;
-    });
-    await isLocked;
-    setTimeout(release, 200);
+    const held = await holdRows(db.sql, ["5125550101"]);
+    setTimeout(held.release, 200);
     await engine.flush();
-    await tx;
+    await held.done;
     const [{ expires_at }] = await db.sql`select expires_at from dni_holds where number = '5125550101'`;
     expect(expires_at.getTime()).toBe(clock.now() + TTL);
   });

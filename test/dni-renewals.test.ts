@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { RENEW_CHUNK, renewHolds, type Renewal } from "../src/dni/queries";
 import { testDatabase, type TestDatabase } from "./harness/db";
+import { holdRows } from "./harness/dni";
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -35,22 +36,13 @@ test("a row another transaction holds is passed over as busy, not waited for and
     { pool_key: "q", hold_id: 72, number: "5559990002", until_ms: until },
     { pool_key: "q", hold_id: 73, number: "5559990003", until_ms: until }, // no such number: lost
   ];
-  let release!: () => void;
-  const held = new Promise<void>((r) => (release = r));
-  let locked!: () => void;
-  const isLocked = new Promise<void>((r) => (locked = r));
-  const tx = db.sql.begin(async (t) => {
-    await t`select 1 from dni_holds where number = '5559990002' for update`;
-    locked();
-    await held;
-  });
-  await isLocked;
+  const held = await holdRows(db.sql, ["5559990002"]);
   const started = performance.now();
   const first = await renewHolds(db.sql, renewals);
   expect(performance.now() - started).toBeLessThan(2000); // not waiting for the lock (held until released)
   expect([first.extended.map((h) => h.hold_id), first.busy]).toEqual([[71], [72]]);
-  release();
-  await tx;
+  held.release();
+  await held.done;
   const again = await renewHolds(db.sql, renewals.slice(1));
   expect([again.extended.map((h) => h.hold_id), again.busy]).toEqual([[72], []]);
 });

@@ -67,3 +67,21 @@ export async function overlappingHolds(sql: Sql): Promise<unknown[]> {
       on a.number = b.number and a.id < b.id
      and a.started_at < b.ends_at and b.started_at < a.ends_at`];
 }
+
+/**
+ * Holds the row lock on `numbers`' holds in a transaction of its own (as another instance's
+ * renewal or an allocation does) until `release` is called; `done` settles when it has ended.
+ */
+export async function holdRows(sql: Sql, numbers: string[]): Promise<{ release: () => void; done: Promise<unknown> }> {
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let locked!: () => void;
+  const isLocked = new Promise<void>((r) => (locked = r));
+  const done = sql.begin(async (t) => {
+    await t`select 1 from dni_holds where number = any(${numbers}::text[]) for update`;
+    locked();
+    await released;
+  });
+  await Promise.race([isLocked, done]);
+  return { release, done };
+}
