@@ -270,12 +270,12 @@ describe("the database slow: a hot table locked", () => {
     expect(during.filter((s) => s.op === "intake" && s.status === 503).length).toBeGreaterThan(0);
     for (const s of during) expect([s.op, s.status, s.ms < DEADLINE_SLACK_MS]).toEqual([s.op, s.status, true]);
     // The pool was not all taken by statements waiting on the lock: routes that do not need the table kept answering.
-    // (Before the fix, half the KPI requests answered 503. A 2-core machine shared with another test
-    // file gives some anyway: a KPI that waits for a connection behind statements waiting on the
-    // lock, while both cores are busy elsewhere, passes its deadline; up to 15% seen in full runs.)
+    // (Before the lock wait, half the KPI requests answered 503; while intake waited a second for
+    // the table, up to 15% in a full run, where a 2-core machine is shared with another test file.
+    // Since it waits a quarter second like any statement: 0-2 of 30 KPIs.)
     const others = during.filter((s) => s.op === "kpi" || s.op === "lease" || s.op === "heartbeat");
     expect(others.length).toBeGreaterThan(0);
-    expect(failing(others)).toBeLessThanOrEqual(Math.max(0.25, 2 * failing(load.between(0, locked))));
+    expect(failing(others)).toBeLessThanOrEqual(Math.max(0.1, 2 * failing(load.between(0, locked))));
     expect(normal(after, load.between(0, locked))).toBe(true);
     await nothingLost(load.acknowledged);
   }, 60_000);
