@@ -270,14 +270,12 @@ describe("the database slow: a hot table locked", () => {
     expect(during.filter((s) => s.op === "intake" && s.status === 503).length).toBeGreaterThan(0);
     for (const s of during) expect([s.op, s.status, s.ms < DEADLINE_SLACK_MS]).toEqual([s.op, s.status, true]);
     // The pool was not all taken by statements waiting on the lock: routes that do not need the table kept answering.
-    // Before the lock wait, half the KPI requests answered 503, and while intake waited a second
-    // for the table, up to 15% in a full run. Since it waits a quarter second like any statement,
-    // 0-4 of 30 KPIs: on a 2-core machine shared with another test file the instance itself
-    // sometimes stalls for most of a second (an in-memory heartbeat took 916 ms), and each stall
-    // fails every request then in flight at once, up to 8% of these in one window. Hence 20%.
+    // Before the lock wait, half the KPI requests answered 503; before background work had a pool
+    // of its own, up to half again in a full run (sixteen automation runs at once, each waiting on
+    // the table, took all four connections). Since, 0 of 44 in a full run (and test/background-pool.test.ts).
     const others = during.filter((s) => s.op === "kpi" || s.op === "lease" || s.op === "heartbeat");
     expect(others.length).toBeGreaterThan(0);
-    expect(failing(others)).toBeLessThanOrEqual(Math.max(0.2, 2 * failing(load.between(0, locked))));
+    expect(failing(others)).toBeLessThanOrEqual(Math.max(0.1, 2 * failing(load.between(0, locked))));
     expect(normal(after, load.between(0, locked))).toBe(true);
     await nothingLost(load.acknowledged);
   }, 60_000);

@@ -360,7 +360,7 @@ describe("with LEADLINE_SECRET_KEY", () => {
     // The old key no longer starts the service; the new one does, and everything works.
     const sql = connect(db.url, { max: 2, statementTimeoutMs: 5000, applicationName: "leadline-test-app" });
     await expect(
-      start(loadConfig({ DATABASE_URL: db.url, PORT: "0", HOST: "127.0.0.1", LEADLINE_SECRET_KEY: K1_ENV }), { sql, direct: sql, embedded: false, close: async () => {} }),
+      start(loadConfig({ DATABASE_URL: db.url, PORT: "0", HOST: "127.0.0.1", LEADLINE_SECRET_KEY: K1_ENV }), { sql, direct: sql, background: sql, embedded: false, close: async () => {} }),
     ).rejects.toThrow(`sealed with key ${keyId(K2)}, not with LEADLINE_SECRET_KEY (key ${keyId(K1)})`);
     await sql.end({ timeout: 5 });
     app = await startApp(db.url, { ...APP_ENV, LEADLINE_SECRET_KEY: K2_ENV }, { clock });

@@ -77,19 +77,21 @@ export async function start(given: Config, db: Database, options: StartOptions =
   const accessLog = config.accessLog && (config.logLevel === "info" || config.logLevel === "debug") ? new AccessLog() : null;
   const app = buildApp(deps, new RequestObserver(accessLog, config.trustProxy, ipSalt));
   const server = listen(app, config);
-  const runner = new JobRunner(db.sql, clock, jobHandlers(deps));
+  // Background work on a pool of its own: a backlog of jobs never takes the requests' connections.
+  const behind: Deps = { ...deps, sql: db.background };
+  const runner = new JobRunner(db.background, clock, jobHandlers(behind));
   // Stopped in reverse: the outbox fan-out and the automation triggers before the runner that runs what they queue.
   const background: Worker[] = [
     // First started, last stopped: it writes the lines of every request answered before the stop.
     ...(accessLog ? [accessLog.worker()] : []),
     keys.lastUseWorker(),
     ...limits.workers(),
-    sessionPruner(db.sql, clock),
-    ...messageWorkers(deps),
+    sessionPruner(db.background, clock),
+    ...messageWorkers(behind),
     ...dniWorkers(deps),
     runner,
-    ...eventWorkers(deps, () => runner.wake()),
-    ...automationWorkers(deps, () => runner.wake()),
+    ...eventWorkers(behind, () => runner.wake()),
+    ...automationWorkers(behind, () => runner.wake()),
   ];
   const workers = new Workers(background);
   workers.start();

@@ -13,6 +13,14 @@ export interface Database {
    * migrations. The same client as `sql` unless DATABASE_DIRECT_URL is set.
    */
   direct: Sql;
+  /**
+   * The pool of `serve`'s background work (job runs, the outbox fan-out, automation triggers),
+   * apart from the requests' `sql`: sixteen automation runs at once, each waiting a quarter second
+   * on a locked leads table, took all four connections of a 2-core host's pool, and requests that
+   * never touch the table queued behind them past their deadline (test/faults.test.ts, "a hot
+   * table locked"). The same client as `sql` for the CLI and the embedded database.
+   */
+  background: Sql;
   embedded: boolean;
   close(): Promise<void>;
 }
@@ -35,9 +43,22 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
       const url = directUrl ?? config.databaseUrl;
       const sql = connect(url, { max, statementTimeoutMs, lockTimeoutMs, applicationName });
       await probe(sql, url);
-      return { sql, direct: sql, embedded: false, close: () => sql.end({ timeout: 5 }) };
+      if (purpose === "cli") return { sql, direct: sql, background: sql, embedded: false, close: () => sql.end({ timeout: 5 }) };
+      const background = connect(url, { max: backgroundMax(max), statementTimeoutMs, lockTimeoutMs, applicationName: `${applicationName}-background` });
+      return {
+        sql,
+        direct: sql,
+        background,
+        embedded: false,
+        close: async () => {
+          await Promise.all([sql.end({ timeout: 5 }), background.end({ timeout: 5 })]);
+        },
+      };
     }
     const sql = connect(config.databaseUrl, { max, statementTimeoutMs, lockTimeoutMs, applicationName, pooled: true });
+    const background = connect(config.databaseUrl, {
+      max: backgroundMax(max), statementTimeoutMs, lockTimeoutMs, applicationName: `${applicationName}-background`, pooled: true,
+    });
     // One connection for the migrations at start, then postgres.js's own for LISTEN.
     const direct = connect(directUrl, { max: 1, statementTimeoutMs, applicationName: `${applicationName}-direct` });
     try {
@@ -45,15 +66,17 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
       await probe(sql, config.databaseUrl);
     } catch (err) {
       void direct.end({ timeout: 0 }).catch(() => {});
+      void background.end({ timeout: 0 }).catch(() => {});
       throw err;
     }
     await warnUnboundedStatements(sql);
     return {
       sql,
       direct,
+      background,
       embedded: false,
       close: async () => {
-        await Promise.all([sql.end({ timeout: 5 }), direct.end({ timeout: 5 })]);
+        await Promise.all([sql.end({ timeout: 5 }), direct.end({ timeout: 5 }), background.end({ timeout: 5 })]);
       },
     };
   }
@@ -65,6 +88,7 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
   return {
     sql,
     direct: sql,
+    background: sql,
     embedded: true,
     close: async () => {
       await sql.end({ timeout: 5 });
@@ -72,6 +96,9 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
     },
   };
 }
+
+/** Connections of the background pool beside a request pool of `max`: half as many, at least two. */
+export const backgroundMax = (max: number): number => Math.max(2, Math.ceil(max / 2));
 
 /**
  * Through a pooler the statement timeout cannot be sent at connection (PgBouncer refuses the

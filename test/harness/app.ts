@@ -2,6 +2,7 @@
 import { loadConfig } from "../../src/config";
 import { connect, type Sql } from "../../src/db/client";
 import { LOCK_WAIT_MS } from "../../src/db/deadline";
+import { backgroundMax } from "../../src/db/open";
 import { start, type Running } from "../../src/app/server";
 import type { Clock } from "../../src/clock";
 import { setLogLevel } from "../../src/log";
@@ -19,7 +20,11 @@ export async function startApp(url: string, env: Record<string, string> = {}, op
   const config = loadConfig({ DATABASE_URL: url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", ...env });
   // The bounds `serve` sets (src/db/open.ts).
   const sql: Sql = connect(url, { max: 4, statementTimeoutMs: 5000, lockTimeoutMs: LOCK_WAIT_MS, applicationName: "leadline-test-app" });
-  const running = await start(config, { sql, direct: sql, embedded: false, close: () => sql.end({ timeout: 5 }) }, options);
+  const background: Sql = connect(url, { max: backgroundMax(4), statementTimeoutMs: 5000, lockTimeoutMs: LOCK_WAIT_MS, applicationName: "leadline-test-app-background" });
+  const close = async () => {
+    await Promise.all([sql.end({ timeout: 5 }), background.end({ timeout: 5 })]);
+  };
+  const running = await start(config, { sql, direct: sql, background, embedded: false, close }, options);
   return { base: `http://127.0.0.1:${running.port}`, running, stop: () => running.stop() };
 }
 
