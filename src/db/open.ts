@@ -29,8 +29,7 @@ export type Purpose = "serve" | "cli";
 
 export async function openDatabase(config: Config, purpose: Purpose): Promise<Database> {
   // Statements of the API are bounded server-side too; migrations and provisioning are not.
-  const statementTimeoutMs = purpose === "serve" ? 5000 : 0;
-  const lockTimeoutMs = purpose === "serve" ? LOCK_WAIT_MS : 0;
+  const statementTimeoutMs = purpose === "serve" ? SERVE_BOUNDS.statementTimeoutMs : 0;
   if (config.databaseUrl) {
     // Near the database's core count (assumed to share this host): more connections only queue
     // inside PostgreSQL, and the rate-limit batcher keeps one of them busy at most.
@@ -39,26 +38,18 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
     const directUrl = config.databaseDirectUrl;
     // A command runs a few statements, some needing a session (a dump's cursor, a restore): it
     // goes straight to PostgreSQL and leaves the pooler to the instances.
-    if (!directUrl || purpose === "cli") {
+    if (purpose === "cli") {
       const url = directUrl ?? config.databaseUrl;
-      const sql = connect(url, { max, statementTimeoutMs, lockTimeoutMs, applicationName });
+      const sql = connect(url, { max, statementTimeoutMs, applicationName });
       await probe(sql, url);
-      if (purpose === "cli") return { sql, direct: sql, background: sql, embedded: false, close: () => sql.end({ timeout: 5 }) };
-      const background = connect(url, { max: backgroundMax(max), statementTimeoutMs, lockTimeoutMs, applicationName: `${applicationName}-background` });
-      return {
-        sql,
-        direct: sql,
-        background,
-        embedded: false,
-        close: async () => {
-          await Promise.all([sql.end({ timeout: 5 }), background.end({ timeout: 5 })]);
-        },
-      };
+      return { sql, direct: sql, background: sql, embedded: false, close: () => endAll(sql) };
     }
-    const sql = connect(config.databaseUrl, { max, statementTimeoutMs, lockTimeoutMs, applicationName, pooled: true });
-    const background = connect(config.databaseUrl, {
-      max: backgroundMax(max), statementTimeoutMs, lockTimeoutMs, applicationName: `${applicationName}-background`, pooled: true,
-    });
+    if (!directUrl) {
+      const { sql, background } = servePools(config.databaseUrl, max, applicationName);
+      await probe(sql, config.databaseUrl);
+      return { sql, direct: sql, background, embedded: false, close: () => endAll(sql, background) };
+    }
+    const { sql, background } = servePools(config.databaseUrl, max, applicationName, true);
     // One connection for the migrations at start, then postgres.js's own for LISTEN.
     const direct = connect(directUrl, { max: 1, statementTimeoutMs, applicationName: `${applicationName}-direct` });
     try {
@@ -66,19 +57,10 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
       await probe(sql, config.databaseUrl);
     } catch (err) {
       void direct.end({ timeout: 0 }).catch(() => {});
-      void background.end({ timeout: 0 }).catch(() => {});
       throw err;
     }
     await warnUnboundedStatements(sql);
-    return {
-      sql,
-      direct,
-      background,
-      embedded: false,
-      close: async () => {
-        await Promise.all([sql.end({ timeout: 5 }), direct.end({ timeout: 5 }), background.end({ timeout: 5 })]);
-      },
-    };
+    return { sql, direct, background, embedded: false, close: () => endAll(sql, direct, background) };
   }
   const { startEmbedded } = await import("./embedded");
   const server = await startEmbedded(config.dataDir);
@@ -91,14 +73,29 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
     background: sql,
     embedded: true,
     close: async () => {
-      await sql.end({ timeout: 5 });
+      await endAll(sql);
       await server.close();
     },
   };
 }
 
-/** Connections of the background pool beside a request pool of `max`: half as many, at least two. */
-export const backgroundMax = (max: number): number => Math.max(2, Math.ceil(max / 2));
+/** The bounds of `serve`'s statements (the CLI's, migrations and provisioning have none). */
+const SERVE_BOUNDS = { statementTimeoutMs: 5000, lockTimeoutMs: LOCK_WAIT_MS };
+
+/**
+ * `serve`'s two pools on `url` (clients connect when first used): the requests' of `max`
+ * connections, and its background work's, half as many and at least two (Database.background).
+ */
+export function servePools(url: string, max: number, applicationName: string, pooled = false): { sql: Sql; background: Sql } {
+  return {
+    sql: connect(url, { ...SERVE_BOUNDS, max, applicationName, pooled }),
+    background: connect(url, { ...SERVE_BOUNDS, max: Math.max(2, Math.ceil(max / 2)), applicationName: `${applicationName}-background`, pooled }),
+  };
+}
+
+const endAll = async (...clients: Sql[]): Promise<void> => {
+  await Promise.all(clients.map((c) => c.end({ timeout: 5 })));
+};
 
 /**
  * Through a pooler the statement timeout cannot be sent at connection (PgBouncer refuses the

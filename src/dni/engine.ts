@@ -544,7 +544,7 @@ export class DniEngine {
       insertEvents(this.sql, events),
       insertFallbacks(this.sql, [...refused.values()]),
     ]);
-    // A renewal not written (the batch failed, or its row was locked by an allocation) waits a
+    // A renewal not written (the batch failed, or another transaction had its row locked) waits a
     // second more, unless a newer one replaced it; entries age out of the memory window meanwhile.
     const putBack = (entry: Entry, until: number) => {
       if (entry.renewUntil !== 0) return;

@@ -1,8 +1,6 @@
 // The real service, in-process, on a test database, listening on a free port: tests talk HTTP.
 import { loadConfig } from "../../src/config";
-import { connect, type Sql } from "../../src/db/client";
-import { LOCK_WAIT_MS } from "../../src/db/deadline";
-import { backgroundMax } from "../../src/db/open";
+import { servePools } from "../../src/db/open";
 import { start, type Running } from "../../src/app/server";
 import type { Clock } from "../../src/clock";
 import { setLogLevel } from "../../src/log";
@@ -18,9 +16,8 @@ setLogLevel("error");
 /** Starts an instance on `url` with its own pool and caches, like a separate process would have. */
 export async function startApp(url: string, env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestApp> {
   const config = loadConfig({ DATABASE_URL: url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", ...env });
-  // The bounds `serve` sets (src/db/open.ts).
-  const sql: Sql = connect(url, { max: 4, statementTimeoutMs: 5000, lockTimeoutMs: LOCK_WAIT_MS, applicationName: "leadline-test-app" });
-  const background: Sql = connect(url, { max: backgroundMax(4), statementTimeoutMs: 5000, lockTimeoutMs: LOCK_WAIT_MS, applicationName: "leadline-test-app-background" });
+  // The pools `serve` opens (src/db/open.ts).
+  const { sql, background } = servePools(url, 4, "leadline-test-app");
   const close = async () => {
     await Promise.all([sql.end({ timeout: 5 }), background.end({ timeout: 5 })]);
   };
