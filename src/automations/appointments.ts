@@ -10,7 +10,10 @@
 // sends nothing twice. A reminder whose time is already past when the appointment is booked or
 // moved (booked 2 hours ahead with a 24-hour reminder) is not made: the booking's confirmation is
 // what that person gets.
+import type postgres from "postgres";
 import type { Tx } from "../db/client";
+
+type Fragment = postgres.PendingQuery<any>;
 
 /** The job kind of an automation run (ref: the run's id). */
 export const AUTOMATION_RUN = "automation.run";
@@ -28,22 +31,26 @@ export interface AppointmentRuns {
   now: Date;
 }
 
-/** At booking: the appointment_booked runs and the reminders, each with its job. */
-export async function scheduleBookedRuns(tx: Tx, a: AppointmentRuns): Promise<void> {
-  await makeRuns(tx, a, true);
-}
+/**
+ * CTEs `made` and `made_jobs` that make, at booking, the appointment_booked runs and the
+ * reminders, each with its job: part of the statement that inserts the appointment (booking's
+ * insertAppointment), whose id `apptId` names (`(select id from appt)`), so a booking costs no
+ * round trip more while bookings of one slot wait their turn on its lock.
+ */
+export const bookedRuns = (tx: Tx, a: Omit<AppointmentRuns, "apptId">, apptId: Fragment) => runsCtes(tx, a, apptId, true);
 
 /**
- * At a move: the pending reminders of the old start go (with their jobs), new ones are made for
- * the new start, and a confirmation not sent yet says the new time.
+ * At a move, in one statement: the pending reminders of the old start go (with their jobs), new
+ * ones are made for the new start, and a confirmation not sent yet says the new time.
  */
 export async function rescheduleRuns(tx: Tx, a: AppointmentRuns): Promise<void> {
   await tx`
-    with ${dropPendingReminders(tx, a.apptId)}
-    update automation_runs set merge = coalesce(merge, '{}'::jsonb) || ${tx.json(a.merge)}
-    where subject_kind = 'appointment' and subject_id = ${a.apptId} and status = 'pending'
-      and id not in (select id from gone)`;
-  await makeRuns(tx, a, false);
+    with ${dropPendingReminders(tx, a.apptId)}, relabel as (
+      update automation_runs set merge = coalesce(merge, '{}'::jsonb) || ${tx.json(a.merge)}
+      where subject_kind = 'appointment' and subject_id = ${a.apptId} and status = 'pending'
+        and id not in (select id from gone)
+    ), ${runsCtes(tx, a, tx`${a.apptId}::bigint`, false)}
+    select count(*) from made`;
 }
 
 /** At a cancellation: the pending reminders and their jobs go. (A confirmation not sent yet skips itself when it runs.) */
@@ -62,33 +69,36 @@ const dropPendingReminders = (tx: Tx, apptId: number) => tx`
     delete from jobs where kind = ${AUTOMATION_RUN} and ref in (select id from gone)
   )`;
 
-async function makeRuns(tx: Tx, a: AppointmentRuns, booked: boolean): Promise<void> {
-  if (a.leadId === null) return;
+/**
+ * CTEs `made` (the runs: one per active automation of the calendar's organization, the
+ * confirmation only at booking, a reminder only while its time is ahead) and `made_jobs`.
+ */
+function runsCtes(tx: Tx, a: Omit<AppointmentRuns, "apptId">, apptId: Fragment, booked: boolean) {
   const start = new Date(a.epoch * 1000);
-  await tx`
-    with made as (
+  return tx`
+    made as (
       insert into automation_runs (automation_id, lead_id, channel, subject, body, due_at, created_at,
                                    subject_kind, subject_id, occurrence, merge, send_before)
-      select x.id, ${a.leadId}, x.channel, x.subject, x.body, x.due_at, ${a.now}, 'appointment', ${a.apptId},
+      select x.id, ${a.leadId}::bigint, x.channel, x.subject, x.body, x.due_at, ${a.now}, 'appointment', ${apptId},
              x.occurrence, ${tx.json(a.merge)}, x.send_before
       from (
-        select au.id, au.channel, au.subject, au.body,
+        select au.id, au.channel, au.subject, au.body, au.trigger,
                case when au.trigger = 'appointment_booked' then ${a.now}::timestamptz + make_interval(secs => au.delay_seconds)
                     else ${start}::timestamptz - make_interval(mins => au.offset_minutes) end as due_at,
                case when au.trigger = 'appointment_reminder' then ${a.epoch}::bigint else 0 end as occurrence,
-               case when au.trigger = 'appointment_reminder' then ${start}::timestamptz end as send_before,
-               au.trigger
+               case when au.trigger = 'appointment_reminder' then ${start}::timestamptz end as send_before
         from automations au
         where au.active and au.org_id is not distinct from ${a.orgId}::bigint
           and (au.trigger = 'appointment_reminder' and au.offset_minutes is not null
                or au.trigger = 'appointment_booked' and ${booked}::boolean)
       ) x
-      where x.trigger = 'appointment_booked' or x.due_at > ${a.now}
+      where ${a.leadId}::bigint is not null and (x.trigger = 'appointment_booked' or x.due_at > ${a.now})
       order by x.id
       on conflict (automation_id, subject_kind, subject_id, occurrence) do nothing
       returning id, due_at
-    )
-    insert into jobs (kind, ref, run_at)
-    select ${AUTOMATION_RUN}, id, due_at from made
-    on conflict (kind, ref) where ref is not null do nothing`;
+    ), made_jobs as (
+      insert into jobs (kind, ref, run_at)
+      select ${AUTOMATION_RUN}, id, due_at from made
+      on conflict (kind, ref) where ref is not null do nothing
+    )`;
 }

@@ -9,7 +9,7 @@
 // the next read with nothing to invalidate), each with its JSON; and the last answer per calendar
 // is kept with the seats it was built from, so that reads between two bookings send it as it is.
 import { LRUCache } from "lru-cache";
-import { rescheduleRuns, scheduleBookedRuns } from "../automations/appointments";
+import { rescheduleRuns } from "../automations/appointments";
 import type { Clock } from "../clock";
 import { hotReads } from "../db/batcher";
 import type { Sql } from "../db/client";
@@ -267,16 +267,9 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
             note: `${person.name} (${contact}) booked ${calendar.name || "an appointment"} through the booking link.`,
           },
           { type: "appointment.booked", data },
+          // Its automations' runs (confirmation, reminders) with their jobs, in the same statement.
+          { appointment_time: slot.label, reschedule_url: rescheduleUrl },
         );
-        // Its automations' runs (confirmation, reminders) with their jobs, with the booking.
-        await scheduleBookedRuns(tx, {
-          apptId: row.id,
-          orgId: calendar.org_id,
-          leadId,
-          epoch,
-          merge: { appointment_time: slot.label, reschedule_url: rescheduleUrl },
-          now: at,
-        });
         return row.id;
       });
       return {
