@@ -41,9 +41,16 @@ create index automation_runs_pending_subject on automation_runs (subject_kind, s
 -- hours, it is refused `expired` if its time comes only at or after that.
 alter table messages add column send_before timestamptz;
 
--- The cap's count, made under the organization's billing row lock: this org's automation sends
--- since the start of its day.
-create index messages_automation_day on messages (org_id, created_at) where actor_type = 'automation' and channel <> 'note';
+-- The cap's count: an organization's automation sends recorded in each of its days, moved in the
+-- send's transaction under the org's billing row lock (every send of the org takes it first), so
+-- exact across instances and read in one row however many were sent (a count of `messages` each
+-- time grew with the day's sends).
+create table automation_daily_sends (
+  org_id bigint not null,
+  day    date not null,
+  sends  integer not null,
+  primary key (org_id, day)
+);
 
 -- The cap's warning is logged once per organization and day, across instances: the instance
 -- whose insert lands logs it.

@@ -203,8 +203,8 @@ describe("the organization's daily automation cap", () => {
 
   test("exact across two instances racing: past the cap, sends are refused automation_cap and one warning is logged that day; the next day sends again", async () => {
     await db.sql`update orgs set automation_daily_cap = 3 where id = 1`;
-    // Another org's automation sends and this org's API sends do not count.
-    await db.sql`delete from messages where org_id = 1 and actor_type = 'automation'`;
+    // This test's day starts from nothing (earlier tests sent automation messages today).
+    await db.sql`delete from automation_daily_sends`;
     const auto = await automation({ trigger: "new_lead", body: "capped {first_name}" });
     const lines: string[] = [];
     const write = process.stdout.write;
@@ -241,6 +241,10 @@ describe("the organization's daily automation cap", () => {
     await settled(auto, 12);
     expect((await runsOf(auto))[11]).toMatchObject({ status: "sent" });
     expect(twilio.requests).toHaveLength(4);
+    expect([...(await db.sql`select day::text, sends from automation_daily_sends where org_id = 1 order by day`)]).toEqual([
+      { day: "2026-11-23", sends: 3 },
+      { day: "2026-11-24", sends: 1 },
+    ]);
   });
 });
 

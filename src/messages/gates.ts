@@ -162,7 +162,7 @@ export function billingGate(channel: SendChannel, billing: BillingState): { ok: 
 
 /**
  * An automation send against its organization's daily cap: `used` is the automation sends already
- * recorded in the organization's day, counted under its billing row lock (so exact across instances).
+ * recorded in the organization's day, read under its billing row lock (so exact across instances).
  */
 export function capGate(org: Pick<OrgSettings, "automationCap">, used: number): { ok: true } | { ok: false; reason: GateReason } {
   const cap = org.automationCap ?? AUTOMATION_DAILY_CAP;
@@ -171,7 +171,7 @@ export function capGate(org: Pick<OrgSettings, "automationCap">, used: number): 
 
 /**
  * The organization's day at `now` (its time zone; UTC for a zone the runtime does not know): the
- * instant it began, epoch ms, and its date (YYYY-MM-DD). The cap counts from that instant.
+ * instant it began, epoch ms, and its date (YYYY-MM-DD), which the cap's count is kept by.
  */
 export function orgDay(now: number, timezone: string): { start: number; day: string } {
   const tz = isZone(timezone) ? timezone : "UTC";

@@ -478,16 +478,21 @@ export const refundFrom = (sql: Db, now: Date) => sql`
   )`;
 
 /**
- * The organization's automation sends (SMS and email, whatever became of them) recorded since
- * `dayStart`, the start of its day: the cap's count. Run in the send's transaction after the
- * org's billing row is locked, which every send of the org takes first, so no concurrent send of
- * the org can record one between this count and this send's own record (messages_automation_day).
+ * The organization's automation sends (SMS and email, whatever became of them) recorded in its day
+ * `day` (YYYY-MM-DD in its zone): the cap's count. Read in the send's transaction after the org's
+ * billing row is locked, which every send of the org takes first, so no concurrent send of the org
+ * can record one between this read and this send's own count (countAutomationSend).
  */
-export async function automationSendsSince(tx: Tx, orgId: number, dayStart: Date): Promise<number> {
-  const [row] = await tx<{ n: number }[]>`
-    select count(*)::int as n from messages
-    where org_id = ${orgId} and actor_type = 'automation' and channel <> 'note' and created_at >= ${dayStart}`;
-  return row.n;
+export async function automationSendsOn(tx: Tx, orgId: number, day: string): Promise<number> {
+  const [row] = await tx<{ sends: number }[]>`select sends from automation_daily_sends where org_id = ${orgId} and day = ${day}::date`;
+  return row?.sends ?? 0;
+}
+
+/** One more automation send on the org's day, in the transaction that records it (rolled back with it). */
+export async function countAutomationSend(tx: Tx, orgId: number, day: string): Promise<void> {
+  await tx`
+    insert into automation_daily_sends (org_id, day, sends) values (${orgId}, ${day}::date, 1)
+    on conflict (org_id, day) do update set sends = automation_daily_sends.sends + 1`;
 }
 
 /** True for the first caller of an (org, day), across instances: the one that logs the cap's warning. */

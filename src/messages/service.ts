@@ -39,8 +39,9 @@ import {
 import { emailOf, mergeValues, renderEmail, renderSms } from "./merge";
 import { parseResult, requestHash, resultText, type Actor, type MessageResult, type SendInput } from "./model";
 import {
-  automationSendsSince,
+  automationSendsOn,
   chargeDeferred,
+  countAutomationSend,
   countedProbes,
   failDeferred,
   firstCapWarning,
@@ -334,8 +335,12 @@ async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promis
         if (m.capped) {
           // Counted under the billing row's lock, which every send of the org holds while it
           // records: exact across instances, however many automation sends race for the last one.
-          const cap = capGate(org, await automationSendsSince(tx, org.id, new Date(orgDay(now, org.timezone).start)));
+          // The count moves in this transaction, so a send refused by a later gate, or taken
+          // meanwhile, rolls it back.
+          const { day } = orgDay(now, org.timezone);
+          const cap = capGate(org, await automationSendsOn(tx, org.id, day));
           if (!cap.ok) throw new Refused(cap.reason);
+          await countAutomationSend(tx, org.id, day);
         }
         const until = quietGate(org, m.lead, now);
         const due = sendBeforeGate(now, until, m.sendBefore);
