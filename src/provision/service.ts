@@ -74,6 +74,7 @@ export async function applyProvisioning(
     }
     if (file.orgs) {
       count("orgs", file.orgs.length, await upsertOrgs(tx, file.orgs, now, key));
+      await applyAutomationCaps(tx, file.orgs, now);
       const [written, removed] = await applyBilling(tx, file.orgs, now);
       count("org_billing", file.orgs.filter((o) => o.billing).length, written, removed);
     }
@@ -188,6 +189,19 @@ async function upsertOrgs(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, n
       (excluded.name, excluded.company, excluded.timezone, excluded.quiet_start, excluded.quiet_end,
        excluded.consent, excluded.sms, excluded.email)
     returning (xmax = 0) as inserted`);
+}
+
+/**
+ * `orgs[].automation_daily_cap` where the file gives it (null: back to the default); an org whose
+ * file leaves it out keeps the cap it has. Its own statement, apart from the orgs' upsert.
+ */
+async function applyAutomationCaps(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, now: Date): Promise<void> {
+  const given = orgs.filter((o) => o.automation_daily_cap !== undefined);
+  if (given.length === 0) return;
+  await tx`
+    update orgs o set automation_daily_cap = nullif(c.cap, -1)::integer, updated_at = ${now}
+    from unnest(${given.map((o) => o.id)}::bigint[], ${given.map((o) => o.automation_daily_cap ?? -1)}::int[]) as c(id, cap)
+    where o.id = c.id and o.automation_daily_cap is distinct from nullif(c.cap, -1)::integer`;
 }
 
 /**
@@ -453,6 +467,8 @@ function upsertAutomations(tx: Tx, autos: NonNullable<ProvisioningFile["automati
     subject: a.subject ?? null,
     body: a.body,
     delay_seconds: a.delay_seconds ?? 0,
+    offset_minutes: a.offset_minutes ?? null,
+    sources: a.sources ? tx.array(a.sources, 25) : null,
     active: a.active ?? true,
     updated_at: now,
   }));
@@ -461,11 +477,12 @@ function upsertAutomations(tx: Tx, autos: NonNullable<ProvisioningFile["automati
     on conflict (id) do update set
       org_id = excluded.org_id, trigger = excluded.trigger, channel = excluded.channel,
       subject = excluded.subject, body = excluded.body, delay_seconds = excluded.delay_seconds,
+      offset_minutes = excluded.offset_minutes, sources = excluded.sources,
       active = excluded.active, updated_at = excluded.updated_at
     where (automations.org_id, automations.trigger, automations.channel, automations.subject, automations.body,
-           automations.delay_seconds, automations.active)
+           automations.delay_seconds, automations.offset_minutes, automations.sources, automations.active)
       is distinct from
       (excluded.org_id, excluded.trigger, excluded.channel, excluded.subject, excluded.body, excluded.delay_seconds,
-       excluded.active)
+       excluded.offset_minutes, excluded.sources, excluded.active)
     returning (xmax = 0) as inserted`);
 }
