@@ -17,40 +17,59 @@ export function csvCell(v: unknown): string {
 
 export const csvLine = (cells: readonly unknown[]) => cells.map(csvCell).join(",") + "\r\n";
 
+/** How a streamed export ended: every row sent, the client gone first, or a query failed. */
+export type CsvOutcome = "complete" | "cancelled" | "failed";
+
+/** Told once, when a stream ends, how many rows it handed to the connection and how it ended. */
+export type CsvEnd = (rows: number, outcome: CsvOutcome) => Promise<void>;
+
 /**
  * A byte stream of the header and every row of `batches`. Pulled: the next batch is fetched only
  * when the client has taken the last, and a client that goes away cancels the stream, which ends
- * the iterator.
+ * the iterator. `onEnd` hears how it ended, after the last byte (or the failure) has gone.
  */
-export function csvStream<T>(header: readonly string[], batches: AsyncIterable<T[]>, cells: (row: T) => readonly unknown[]): ReadableStream<Uint8Array> {
+export function csvStream<T>(header: readonly string[], batches: AsyncIterable<T[]>, cells: (row: T) => readonly unknown[], onEnd?: CsvEnd): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let it: AsyncIterator<T[]> | null = null;
+  let rows = 0;
+  let ended = false;
+  const end = async (outcome: CsvOutcome) => {
+    if (ended) return;
+    ended = true;
+    await onEnd?.(rows, outcome);
+  };
   return new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(encoder.encode(csvLine(header)));
     },
     async pull(controller) {
       it ??= batches[Symbol.asyncIterator]();
+      let next: IteratorResult<T[]>;
       try {
-        const next = await it.next();
-        if (next.done) {
-          controller.close();
-          return;
-        }
-        controller.enqueue(encoder.encode(next.value.map((r) => csvLine(cells(r))).join("")));
+        next = await it.next();
       } catch (err) {
         controller.error(err);
+        await end("failed");
+        return;
       }
+      if (next.done) {
+        controller.close();
+        await end("complete");
+        return;
+      }
+      controller.enqueue(encoder.encode(next.value.map((r) => csvLine(cells(r))).join("")));
+      rows += next.value.length;
     },
     async cancel() {
       await it?.return?.();
+      await end("cancelled");
     },
   });
 }
 
-/** A streamed CSV download named `filename`. */
-export function csvResponse<T>(filename: string, header: readonly string[], rows: AsyncIterable<T[]>, cells: (row: T) => readonly unknown[]): Response {
-  return new Response(csvStream(header, rows, cells), {
+/** A streamed CSV download named `filename`; `onEnd` as csvStream's. */
+export function csvResponse<T>(filename: string, header: readonly string[], rows: AsyncIterable<T[]>, cells: (row: T) => readonly unknown[], onEnd?: CsvEnd): Response {
+  return new Response(csvStream(header, rows, cells, onEnd), {
     headers: {
       "content-type": "text/csv; charset=utf-8",
       "content-disposition": `attachment; filename="${filename}"`,
