@@ -162,6 +162,21 @@ describe("leads", () => {
     expect(lines[1]).toContain(`"'=HYPERLINK(""http://x"")",Csv,5125557777`);
     expect(((await bolt.get("/console/leads.csv?q=csv")).body as string).trimEnd().split("\r\n")).toHaveLength(1);
   });
+
+  test("the CSV export: a ; or , followed by = + - @ anywhere in a value is a formula too (locales that split on ;)", async () => {
+    await db.sql`insert into leads (list_id, phone, first_name, last_name, email, address1) values
+      (101, '5125557778', 'Semi', 'Colon;=HYPERLINK("http://x")', 'a,@b.example', 'x;  -1+2'),
+      (101, '5125557779', 'Semi', 'Plain; Jones', 'ok@example.com', '1 Main St, Suite 2')`;
+    const r = await manager.get("/console/leads.csv?q=semi");
+    const [, plain, formula] = (r.body as string).trimEnd().split("\r\n");
+    expect(formula).toContain(`,Semi,"'Colon;=HYPERLINK(""http://x"")",5125557778,"'a,@b.example",`);
+    expect(formula).toContain(`,"'x;  -1+2",`);
+    // Split on ; as such a locale does (outside quotes): no cell starts a formula.
+    const cellsOf = (line: string, sep: string) => line.match(new RegExp(`("([^"]|"")*"|[^${sep}"]*)(${sep}|$)`, "g"))!.map((c) => c.replace(new RegExp(`${sep}$`), "").replace(/^"|"$/g, ""));
+    for (const sep of [";", ","]) for (const cell of cellsOf(formula, sep)) expect(cell).not.toMatch(/^\s*[=+\-@]/);
+    expect(plain).toContain(`,Semi,"Plain; Jones",5125557779,ok@example.com,`);
+    expect(plain).toContain(`,"1 Main St, Suite 2",`);
+  });
 });
 
 describe("a lead", () => {

@@ -1,18 +1,27 @@
 // CSV exports, streamed: rows go out batch by batch as the reader takes them, so an export of a
 // million rows holds one batch in memory. Cells are quoted per RFC 4180, and a cell a spreadsheet
-// would read as a formula (starting with = + - @, or a tab or carriage return that some strip
-// first) gets a leading apostrophe (OWASP's CSV injection advice), so a lead named
+// would read as a formula gets a leading apostrophe (OWASP's CSV injection advice), so a lead named
 // `=HYPERLINK(…)` stays text. Numbers are written as numbers.
 import type { Route } from "../http/route";
 
+/** Starting with = + - @, or a tab or carriage return that some spreadsheets strip first. */
 const FORMULA_START = /^[=+\-@\t\r]/;
+/**
+ * A `;` or `,` followed (after any blanks) by = + - @: where the list separator is `;` (most of
+ * Europe), a reader that splits an unquoted `Smith;=cmd|…` starts a new cell at the `=`, which the
+ * prefix at the front would not protect; and some readers split on either. Such a value is taken
+ * for a formula as a whole: prefixed, and quoted (as is any value with a `;`), so that it stays one
+ * cell of text in either locale.
+ */
+const FORMULA_AFTER_SEPARATOR = /[;,]\s*[=+\-@]/;
+const NEEDS_QUOTES = /[",;\r\n]/;
 
 export function csvCell(v: unknown): string {
   if (v === null || v === undefined) return "";
   if (typeof v === "number") return Number.isFinite(v) ? String(v) : "";
   let s = v instanceof Date ? v.toISOString() : String(v);
-  if (FORMULA_START.test(s)) s = "'" + s;
-  return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
+  if (FORMULA_START.test(s) || FORMULA_AFTER_SEPARATOR.test(s)) s = "'" + s;
+  return NEEDS_QUOTES.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 }
 
 export const csvLine = (cells: readonly unknown[]) => cells.map(csvCell).join(",") + "\r\n";
