@@ -53,6 +53,8 @@ export const Org = closed({
   timezone: t.Optional(t.String({ minLength: 1 })),
   quiet_hours: t.Optional(closed({ start: hhmm, end: hhmm })),
   consent: t.Optional(oneOf(["implied", "explicit"] as const)),
+  // Agents may export leads and calls as CSV in the console (managers always may); absent: unchanged, false for a new org.
+  agents_export: t.Optional(t.Boolean()),
   billing: t.Optional(Billing),
   sms: t.Optional(SmsProvider),
   email: t.Optional(EmailProvider),

@@ -163,8 +163,8 @@ function storedForm(key: Buffer | null, existing: string | null | undefined, pla
 async function upsertOrgs(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, now: Date, key: Buffer | null): Promise<Written> {
   const ids = orgs.map((o) => o.id);
   const existing = new Map(
-    (await tx<{ id: number; token: string | null; smtp: string | null }[]>`
-      select id, sms->>'auth_token' as token, email->>'smtp_url' as smtp from orgs where id = any(${ids}::bigint[])`).map((r) => [r.id, r]),
+    (await tx<{ id: number; token: string | null; smtp: string | null; agents_export: boolean }[]>`
+      select id, sms->>'auth_token' as token, email->>'smtp_url' as smtp, agents_export from orgs where id = any(${ids}::bigint[])`).map((r) => [r.id, r]),
   );
   const rows = orgs.map((o) => ({
     id: o.id,
@@ -174,6 +174,8 @@ async function upsertOrgs(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, n
     quiet_start: o.quiet_hours?.start ?? null,
     quiet_end: o.quiet_hours?.end ?? null,
     consent: o.consent ?? "implied",
+    // Unlike the fields above, left out it keeps its stored value (operations.md §3).
+    agents_export: o.agents_export ?? existing.get(o.id)?.agents_export ?? false,
     sms: o.sms ? tx.json({ ...o.sms, auth_token: storedForm(key, existing.get(o.id)?.token, o.sms.auth_token) }) : null,
     email: o.email ? tx.json({ ...o.email, smtp_url: storedForm(key, existing.get(o.id)?.smtp, o.email.smtp_url) }) : null,
     updated_at: now,
@@ -183,11 +185,11 @@ async function upsertOrgs(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, n
     on conflict (id) do update set
       name = excluded.name, company = excluded.company, timezone = excluded.timezone,
       quiet_start = excluded.quiet_start, quiet_end = excluded.quiet_end, consent = excluded.consent,
-      sms = excluded.sms, email = excluded.email, updated_at = excluded.updated_at
-    where (orgs.name, orgs.company, orgs.timezone, orgs.quiet_start, orgs.quiet_end, orgs.consent, orgs.sms, orgs.email)
+      agents_export = excluded.agents_export, sms = excluded.sms, email = excluded.email, updated_at = excluded.updated_at
+    where (orgs.name, orgs.company, orgs.timezone, orgs.quiet_start, orgs.quiet_end, orgs.consent, orgs.agents_export, orgs.sms, orgs.email)
       is distinct from
       (excluded.name, excluded.company, excluded.timezone, excluded.quiet_start, excluded.quiet_end,
-       excluded.consent, excluded.sms, excluded.email)
+       excluded.consent, excluded.agents_export, excluded.sms, excluded.email)
     returning (xmax = 0) as inserted`);
 }
 
