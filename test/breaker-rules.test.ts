@@ -6,11 +6,13 @@ import { Breaker, BREAKER_MESSAGE } from "../src/db/breaker";
 import { connect, type Sql } from "../src/db/client";
 import { withDeadline } from "../src/db/deadline";
 import { servePools } from "../src/db/open";
+import { PoolCache } from "../src/dni/pools";
 import { refusedOrDropped } from "../src/db/sqlstate";
 import { AppError } from "../src/errors";
 import { setLogLevel } from "../src/log";
 import { freePort } from "./harness/cluster";
 import { testDatabase, type TestDatabase } from "./harness/db";
+import { poolNumbers, provisionPools } from "./harness/dni";
 
 setLogLevel("error");
 
@@ -186,6 +188,28 @@ describe("on a real PostgreSQL", () => {
       await away.end({ timeout: 1 });
     }
   });
+});
+
+test("open, a DNI pool read before is still known (its warm visitors answered from memory); one never read is 503", async () => {
+  const db = await testDatabase();
+  const never = () => Promise.reject(failure("ECONNREFUSED"));
+  const breaker = new Breaker(never, 60_000);
+  const sql = connect(db.url, { max: 1, statementTimeoutMs: 0, breaker });
+  try {
+    await provisionPools(db.sql, [{ key: "known-pool", numbers: poolNumbers(2) }, { key: "other-pool", numbers: poolNumbers(2, 10) }]);
+    // Every read due again at once (POOL_REFRESH_MS is 5 s in serve).
+    const pools = new PoolCache(sql, 0);
+    const known = await pools.get("known-pool");
+    expect(known?.key).toBe("known-pool");
+    breaker.saw(failure("ECONNREFUSED"), breaker.epoch());
+    expect(breaker.isOpen()).toBe(true);
+    expect(await pools.get("known-pool")).toBe(known);
+    expect(await Promise.resolve(pools.get("other-pool")).then(() => "answered", (err: AppError) => err.message)).toBe(BREAKER_MESSAGE);
+  } finally {
+    breaker.stop();
+    await sql.end({ timeout: 1 });
+    await db.drop();
+  }
 });
 
 test("a client without a breaker (the CLI, migrations, the embedded database) is as before", async () => {
