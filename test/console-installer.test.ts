@@ -178,28 +178,27 @@ describe("the installer link", () => {
 });
 
 describe.skipIf(!built)("serve prints the link", () => {
-  test("once, after it listens, while nobody can sign in; not once someone can", async () => {
+  test("once, on standard error after it listens, while nobody can sign in; not once someone can", async () => {
     const db = await testDatabase();
     const exe = new Exe();
     try {
       const env = { DATABASE_URL: db.url, LOG_LEVEL: "info" };
       const first = await exe.serve(env);
-      // The banner follows the "listening" line; its link works.
-      for (let i = 0; i < 100 && !first.lines.some((l) => l.includes("/console/install/")); i++) await Bun.sleep(100);
-      const at = first.lines.findIndex((l) => l.includes("/console/install/"));
-      expect(at).toBeGreaterThan(first.lines.findIndex((l) => l.includes('"msg":"listening"')));
-      expect(first.lines.filter((l) => l.includes("/console/install/"))).toHaveLength(1);
-      expect(first.lines.slice(at - 3, at).join("\n")).toContain("Nobody can sign in to the console yet.");
-      const token = /\/console\/install\/([A-Za-z0-9_-]{43})$/.exec(first.lines[at]!.trim())![1]!;
-      // Never in a JSON log line.
-      expect(first.lines.filter((l) => l.startsWith("{") && l.includes(token))).toEqual([]);
+      // The banner, on standard error, once serve listens; standard output keeps to JSON log lines.
+      for (let i = 0; i < 100 && !first.errLines.some((l) => l.includes("/console/install/")); i++) await Bun.sleep(100);
+      const at = first.errLines.findIndex((l) => l.includes("/console/install/"));
+      expect(first.errLines.filter((l) => l.includes("/console/install/"))).toHaveLength(1);
+      expect(first.errLines.slice(at - 3, at).join("\n")).toContain("Nobody can sign in to the console yet.");
+      const token = /\/console\/install\/([A-Za-z0-9_-]{43})$/.exec(first.errLines[at]!.trim())![1]!;
+      expect(first.lines.some((l) => l.includes('"msg":"listening"'))).toBe(true);
+      expect(first.lines.filter((l) => l.includes(token) || !l.startsWith("{"))).toEqual([]);
       expect((await fetch(`${first.base}/console/install/${token}`, manual)).status).toBe(303);
       await first.stop();
       await exe.run(["users", "create", "--email", "ops@example.test", "--role", "admin"], env);
       // Printed, if at all, right after the "listening" line serve() waited for; stop reads to the end.
       const second = await exe.serve(env);
       await second.stop();
-      expect(second.lines.filter((l) => l.includes("/console/install/"))).toEqual([]);
+      expect([...second.lines, ...second.errLines].filter((l) => l.includes("/console/install/"))).toEqual([]);
     } finally {
       exe.cleanup();
       await db.drop();

@@ -26,8 +26,8 @@
 // - skipped with the reason printed: `systemctl daemon-reload` and `systemctl reload nginx` (no
 //   systemd in a container) and certbot (it needs a public name that Let's Encrypt can reach);
 // - the walkthrough's ending (docs/deploy.md, the first admin) follows the README's block:
-//   `journalctl -u leadline -o cat` reads the standard output kept of the serve started in place of
-//   systemd (the same grep after it), and the browser's steps (open the installer link, fill the
+//   `journalctl -u leadline -o cat` reads the standard output and error kept of the serve started in
+//   place of systemd (the same grep after it), and the browser's steps (open the installer link, fill the
 //   form, land on the console signed in) are the same requests made with curl through nginx over
 //   TLS, keeping cookies as a browser does and sending the Origin a browser sends.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -81,7 +81,7 @@ let proxy: RunningNginx | null = null;
 const vars: Record<string, string> = {};
 const skipped: string[] = [];
 let account: { uid: number; gid: number } | null = null;
-/** What the service printed on standard output: the journal's part a container has. */
+/** What the service printed on standard output and error: the journal's part a container has. */
 let journal = "";
 let journaling: Promise<void> | null = null;
 
@@ -203,18 +203,21 @@ async function startUnit(): Promise<void> {
     stderr: "pipe",
   });
   server = child;
-  // Read as it comes (a pipe nobody reads would block the service once full), kept as journald would.
+  // Both streams read as they come (a pipe nobody reads would block the service once full) and
+  // kept in one file, as journald keeps a unit's standard output and error.
   writeFileSync(journal, "");
-  journaling = (async () => {
-    for await (const chunk of child.stdout) appendFileSync(journal, chunk);
-  })();
+  const keep = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) appendFileSync(journal, chunk);
+  };
+  journaling = Promise.all([keep(child.stdout), keep(child.stderr)]).then(() => {});
   for (let i = 0; ; i++) {
     try {
       if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return;
     } catch {}
     if (child.exitCode !== null || i > 450) {
       child.kill();
-      throw new Error(`leadline serve did not start: ${await new Response(child.stderr).text()}`);
+      await journaling;
+      throw new Error(`leadline serve did not start: ${readFileSync(journal, "utf8")}`);
     }
     await Bun.sleep(100);
   }

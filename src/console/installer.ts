@@ -1,5 +1,5 @@
 // The first admin (PocketBase's installer link): `serve` on an installation where nobody can sign
-// in to the console yet prints, once, after it listens, a one-time link that creates the first
+// in to the console yet prints (standard error), once, after it listens, a one-time link that creates the first
 // admin; `leadline users create --email … --role admin` does the same from the command line.
 //
 // The token is 32 random bytes; only its SHA-256 is stored (a setting, beside the generated IP
@@ -48,7 +48,7 @@ export async function issueInstallerLink(sql: Sql, now: number): Promise<string 
   });
 }
 
-/** The text `serve` prints for a person at a terminal (not a log line), once. */
+/** The text `serve` prints for a person at a terminal, once, on standard error (never a log line). */
 export function installerBanner(url: string): string {
   return [
     "",
