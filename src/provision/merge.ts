@@ -5,7 +5,8 @@
 // run prints and the audit log keeps.
 import { Value, ValueErrorType } from "@sinclair/typebox/value";
 import { inFormOf, openSecret, seal } from "../secrets/seal";
-import { REQUIRED, sameValue, type Field, type Fields } from "./fields";
+import type { Tx } from "../db/client";
+import { REQUIRED, sameValue, type Fields } from "./fields";
 
 /** One field that a run changes; a secret's values are never kept here. */
 export interface Change {
@@ -104,7 +105,7 @@ const isEmpty = (v: unknown) =>
   v === null || v === undefined || v === "" || (Array.isArray(v) && v.length === 0) || (typeof v === "object" && v !== null && Object.keys(v).length === 0);
 
 /** The columns that store an object's target (fields kept in other tables are left out). */
-export function columnsOf(fields: Fields, target: Row, tx: Parameters<NonNullable<Field["store"]>>[1]): Row {
+export function columnsOf(fields: Fields, target: Row, tx: Tx): Row {
   const row: Row = {};
   for (const [name, f] of Object.entries(fields)) {
     if (f.column === null || !(name in target)) continue;
