@@ -240,9 +240,10 @@ describe("merge: absent keeps, given replaces, null clears", () => {
     const manager = { orgId: 1, type: "user" as const, id: "mgr", agent: null, keyId: null, address: "h" };
     expect(await problemsOf(apply(sql, { calendars: [{ id: 2, org_id: 1, capacity: 9 }] }, manager))).toEqual(["calendars[0]: calendar 2 does not exist"]);
     expect(await problemsOf(apply(sql, { calendars: [{ id: 3, org_id: 2, timezone: "UTC" }] }, manager))).toEqual(["calendars[0]: org_id: org 2 does not exist"]);
-    expect(await problemsOf(apply(sql, { orgs: [{ id: 2, consent: "explicit" }], settings: { BASE_URL: null } }, manager))).toEqual([
-      "settings: the platform's",
+    expect(await problemsOf(apply(sql, { orgs: [{ id: 2, consent: "explicit" }], settings: { BASE_URL: null }, lists: [{ id: 101, campaign_id: "ACME", name: "x" }] }, manager))).toEqual([
+      "settings: belong to the platform",
       "orgs[0]: org 2 does not exist",
+      "lists[0]: lists belong to the platform",
     ]);
     await apply(sql, { calendars: [{ id: 1, org_id: 1, capacity: 4 }] }, manager);
     expect([...(await sql`select id, capacity from calendars order by id`)]).toEqual([{ id: 1, capacity: 4 }, { id: 2, capacity: 1 }]);

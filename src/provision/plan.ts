@@ -91,7 +91,7 @@ export async function planTable(ctx: PlanContext, name: TableName, items: Row[])
 function confinementProblem(actor: Actor, name: TableName, key: string | number, item: Row, stored: Row | null): string | null {
   if (actor.orgId === null) return null;
   if (name === "orgs") return key === actor.orgId ? null : `org ${label(key)} does not exist`;
-  if (!("org_id" in TABLES[name].fields)) return `${name} are the platform's`;
+  if (!("org_id" in TABLES[name].fields)) return `${name} belong to the platform`;
   if (stored !== null && stored.org_id !== actor.orgId) return `${TABLES[name].noun} ${label(key)} does not exist`;
   if (item.org_id !== actor.orgId) return `org_id: org ${label(item.org_id)} does not exist`;
   return null;
@@ -109,7 +109,7 @@ function consoleRoleProblems(user: Row, path: string): string[] {
 
 /** The settings section: one object, each setting a row of `settings`. */
 export async function planSettings(ctx: PlanContext, settings: Row): Promise<Plan> {
-  if (ctx.actor.orgId !== null) return { objects: [], problems: ["settings: the platform's"] };
+  if (ctx.actor.orgId !== null) return { objects: [], problems: ["settings: belong to the platform"] };
   const names = Object.keys(settings).filter((k) => settings[k] !== undefined);
   const rows = names.length ? await ctx.tx<{ key: string; value: unknown }[]>`select key, value from settings where key in ${ctx.tx(names)}` : [];
   const stored: Row = Object.fromEntries(Object.keys(SETTING_FIELDS).map((k) => [k, null]));
