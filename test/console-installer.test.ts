@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Io } from "../src/args";
 import { usersCommand } from "../src/console/command";
-import { INSTALLER_TTL_MS, issueInstallerLink } from "../src/console/installer";
+import { createFirstAdmin, INSTALLER_TTL_MS, issueInstallerLink } from "../src/console/installer";
 import { startApp, type TestApp } from "./harness/app";
 import { axeProblems, launchBrowser, pageProblems } from "./harness/browser";
 import { ManualClock } from "./harness/clock";
@@ -139,6 +139,33 @@ describe("the installer link", () => {
       ),
     );
     expect(statuses.sort()).toEqual([303, 404, 404]);
+    expect((await sql`select 1 from users where role = 'admin'`).length).toBe(1);
+  });
+
+  test("two transactions open at once make one admin", async () => {
+    const { sql, clock } = await installation();
+    const token = (await issueInstallerLink(sql, clock.now()))!;
+    // The users table held locked meanwhile, so that both transactions have begun before either
+    // can create its user: the race made certain (two: the test's client has four connections,
+    // one holding the lock and one watching). The test's client waits for locks unbounded,
+    // unlike serve's (250 ms), so the wait itself fails nothing.
+    let release = () => {};
+    const held = new Promise<void>((ok) => (release = ok));
+    const locking = sql.begin(async (tx) => {
+      await tx`lock table users in exclusive mode`;
+      await held;
+    });
+    const made = ["one@example.test", "two@example.test"].map((email) => createFirstAdmin({ sql, clock }, token, { ...ADMIN, email }, "h"));
+    for (let i = 0; i < 1200; i++) {
+      const [{ n }] = await sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`;
+      if (n >= 2) break;
+      await Bun.sleep(50);
+    }
+    release();
+    await locking;
+    const outcomes = (await Promise.all(made)).map((m) => (m.ok ? "created" : "gone" in m ? "gone" : m.problem));
+    expect(outcomes.sort()).toEqual(["created", "gone"]);
     expect((await sql`select 1 from users where role = 'admin'`).length).toBe(1);
   });
 

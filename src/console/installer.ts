@@ -22,6 +22,7 @@ const SETTING = "console_installer";
 export const INSTALLER_TTL_MS = 24 * 3_600_000;
 const COOKIE = "leadline_install";
 const HTML = "text/html; charset=utf-8";
+const UNAVAILABLE = { description: "The database cannot be reached just now (the page says to try again)", contentType: HTML };
 
 export const installerUrl = (baseUrl: string, token: string) => `${baseUrl}/console/install/${token}`;
 
@@ -70,10 +71,10 @@ async function live(sql: Sql | Tx, token: string, now: number, lock = false): Pr
   return row !== undefined && row.token_hash === tokenHash(token).toString("hex") && Date.parse(row.expires_at) > now;
 }
 
-type Made = { ok: true; userId: string } | { ok: false; problem: string } | { ok: false; gone: true };
+export type Made = { ok: true; userId: string } | { ok: false; problem: string } | { ok: false; gone: true };
 
 /** The first admin, with its password, in one transaction that uses the token up. */
-async function createFirstAdmin(deps: Deps, token: string, form: Record<string, string>, address: string): Promise<Made> {
+export async function createFirstAdmin(deps: Pick<Deps, "sql" | "clock">, token: string, form: Record<string, string>, address: string): Promise<Made> {
   const password = form.password ?? "";
   const problem = passwordProblem(password) ?? (password !== form.confirm ? "the two passwords differ" : null);
   if (problem) return { ok: false, problem };
@@ -137,7 +138,11 @@ export function installerRoutes(deps: Deps): Route[] {
       method: "GET",
       path: "/console/install/{token}",
       access: { kind: "public" },
-      answers: { 303: { description: "On to /console/install" }, 404: { description: "The link is unknown, used, expired, or someone can already sign in", contentType: HTML } },
+      answers: {
+        303: { description: "On to /console/install" },
+        404: { description: "The link is unknown, used, expired, or someone can already sign in", contentType: HTML },
+        503: UNAVAILABLE,
+      },
       errors: [],
       handle: async (_request, _server, selected) => {
         const token = selected.params.token ?? "";
@@ -154,7 +159,11 @@ export function installerRoutes(deps: Deps): Route[] {
       method: "GET",
       path: "/console/install",
       access: { kind: "public" },
-      answers: { 200: { description: "The form", contentType: HTML }, 404: { description: "No live installer link was opened in this browser", contentType: HTML } },
+      answers: {
+        200: { description: "The form", contentType: HTML },
+        404: { description: "No live installer link was opened in this browser", contentType: HTML },
+        503: UNAVAILABLE,
+      },
       errors: [],
       handle: async (request) => {
         const token = tokenOf(request);
@@ -177,6 +186,7 @@ export function installerRoutes(deps: Deps): Route[] {
         403: { description: "The form came from another site", contentType: HTML },
         404: { description: "No live installer link (used, expired, or someone can already sign in)", contentType: HTML },
         422: { description: "The email or password is refused (the form again, saying why)", contentType: HTML },
+        503: UNAVAILABLE,
       },
       errors: [],
       handle: async (request, server) => {
