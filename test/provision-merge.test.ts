@@ -229,6 +229,12 @@ describe("merge: absent keeps, given replaces, null clears", () => {
     expect(await one(sql`select email, role from users`)).toEqual({ email: "dana@acme.example", role: "manager" });
     expect(await problemsOf(apply(sql, { users: [{ id: "agent7", org_id: 1, role: "admin" }] }))).toEqual(["users[0].role: an admin acts for every organization (org_id null)"]);
     expect(await problemsOf(apply(sql, { users: [{ id: "agent7", org_id: null }] }))).toEqual(["users[0].role: a manager belongs to one organization (org_id)"]);
+    // An email another user has is refused, naming both (not a database error).
+    expect(await problemsOf(apply(sql, { users: [{ id: "agent8", org_id: 1, email: "DANA@acme.example", role: "agent" }] }))).toEqual([
+      'users[0].email: "dana@acme.example" is already user "agent7"',
+    ]);
+    // Written again on its own user, the email is no conflict.
+    await apply(sql, { users: [{ id: "agent7", org_id: 1, email: "dana@acme.example" }] });
   });
 
   test("an organization's user reaches its own organization's objects only; another's answers as missing", async () => {

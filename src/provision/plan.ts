@@ -97,6 +97,16 @@ function confinementProblem(actor: Actor, name: TableName, key: string | number,
   return null;
 }
 
+/** A console user's email is one person's: one another user (not in the file) has is refused, naming both. */
+export async function takenEmails(ctx: PlanContext, users: Planned[]): Promise<string[]> {
+  const wanted = users.filter((u) => u.row.email !== null && u.changes.some((c) => c.field === "email"));
+  if (wanted.length === 0) return [];
+  const taken = await ctx.tx<{ id: string; email: string }[]>`
+    select id, email from users where email in ${ctx.tx(wanted.map((u) => u.row.email as string))} and id not in ${ctx.tx(users.map((u) => u.key as string))}`;
+  const holder = new Map(taken.map((r) => [r.email, r.id]));
+  return wanted.filter((u) => holder.has(u.row.email as string)).map((u) => `${u.path}.email: ${JSON.stringify(u.row.email)} is already user ${JSON.stringify(holder.get(u.row.email as string))}`);
+}
+
 /** The console roles of a user as it will be stored: an admin acts for every organization, others for one. */
 function consoleRoleProblems(user: Row, path: string): string[] {
   const role = user.role as string | null;

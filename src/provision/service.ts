@@ -13,7 +13,7 @@ import { checkStoredSecrets } from "../secrets/stored";
 import type { Fields } from "./fields";
 import { columnsOf, type Row } from "./merge";
 import { TABLES, type ProvisioningFile, type TableName } from "./model";
-import { planKeys, planSettings, planTable, type PlanContext, type Planned, type PlannedKey } from "./plan";
+import { planKeys, planSettings, planTable, takenEmails, type PlanContext, type Planned, type PlannedKey } from "./plan";
 import { BATCH, upsertRows, type Written } from "./upsert";
 import { ProvisioningError, referenceProblems, referencedIds, type KnownRows } from "./validate";
 
@@ -92,6 +92,7 @@ export async function applyProvisioning(sql: Sql, file: ProvisioningFile, opts: 
       if (!items) continue;
       const plan = name === "api_keys" ? await planKeys(ctx, items) : await planTable(ctx, name, items);
       if (name === "api_keys") plannedKeys.push(...(plan.objects as PlannedKey[]));
+      if (name === "users") problems.push(...(await takenEmails(ctx, plan.objects)));
       planned.push(...plan.objects);
       problems.push(...plan.problems);
     }
