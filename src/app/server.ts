@@ -9,6 +9,7 @@ import { migrate } from "../db/migrate";
 import { openDatabase, type Database } from "../db/open";
 import { startControl, type Control } from "../control/server";
 import { automationHandler, automationWorkers } from "../automations/jobs";
+import { installerBanner, installerUrl, issueInstallerLink } from "../console/installer";
 import { sessionPruner } from "../console/sessions";
 import { demoBanner, provisionDemo, type DemoOutcome } from "../demo/provision";
 import { dniWorkers } from "../dni/instance";
@@ -180,9 +181,20 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
       throw new Error(`cannot open the control socket: ${(err as Error).message}`);
     }
   }
+  // Nobody can sign in to the console yet: the one-time link that creates the first admin, printed
+  // once, after the "listening" line, for the person starting the service. On standard error, so
+  // standard output stays JSON log lines only (and the token is never in one; the access log names
+  // no paths). Issued before that line, so nothing is awaited between it and the signal handlers.
+  let installer: string | null = null;
+  try {
+    installer = await issueInstallerLink(db.sql, systemClock.now());
+  } catch (err) {
+    log.warn("could not issue the installer link; create the first admin with leadline users create", errorFields(err));
+  }
   log.info("listening", { version: VERSION, host: config.host, port: running.port, embedded: db.embedded, ...(control ? { control: control.path } : {}) });
   if (!config.ipSalt) log.warn("NPK_IP_SALT is not set; client-address hashes use a generated per-installation salt");
   if (demo !== null) process.stdout.write(demoBanner(demo, running.deps.config.baseUrl));
+  if (installer !== null) process.stderr.write(installerBanner(installerUrl(running.deps.config.baseUrl, installer)));
   await new Promise<void>((resolve) => {
     const onSignal = (signal: string) => {
       log.info("stopping", { signal });

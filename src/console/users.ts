@@ -5,7 +5,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { systemActor } from "../auth/actor";
 import { notifyKeysChanged, revokeKeysOfAgent } from "../auth/admin";
-import type { Sql } from "../db/client";
+import type { Sql, Tx } from "../db/client";
 import { UsageError } from "../errors";
 import { audit } from "./audit";
 
@@ -57,40 +57,43 @@ export interface NewUser {
 
 /** Creates a console user (or gives an existing CTI user of the same id an email and a role). */
 export async function createUser(sql: Sql, input: NewUser): Promise<ConsoleUser> {
+  return sql.begin((tx) => createUserIn(tx, input));
+}
+
+/** createUser inside the caller's transaction (the installer creates the first admin with its password). */
+export async function createUserIn(tx: Tx, input: NewUser): Promise<ConsoleUser> {
   const email = normalEmail(input.email);
   if (!EMAIL.test(email)) throw new UsageError(`users: ${JSON.stringify(input.email)} is not an email address`);
   if (input.role !== "admin" && input.orgId === null) throw new UsageError(`users: a ${input.role} belongs to one organization (--org)`);
   if (input.role === "admin" && input.orgId !== null) throw new UsageError("users: an admin acts for every organization (no --org)");
-  return sql.begin(async (tx) => {
-    if (input.orgId !== null) {
-      const [org] = await tx`select 1 from orgs where id = ${input.orgId}`;
-      if (!org) throw new UsageError(`users: no organization ${input.orgId}`);
-    }
-    const [taken] = await tx`select id from users where email = ${email}`;
-    if (taken) throw new UsageError(`users: ${email} is already user ${JSON.stringify(taken.id)}`);
-    let id = input.id;
-    if (id === undefined) {
-      const base = email.split("@")[0]!.replace(/[^a-z0-9._-]/g, "") || "user";
-      const [free] = await tx<{ id: string }[]>`
-        select c.id from (select ${base}::text as id union all select ${base} || '-' || n from generate_series(2, 999) n) c
-        where not exists (select 1 from users u where u.id = c.id) limit 1`;
-      id = free!.id;
-    }
-    const [existing] = await tx<{ org_id: string | null; role: string | null }[]>`select org_id, role from users where id = ${id} for update`;
-    if (existing) {
-      if (existing.role !== null) throw new UsageError(`users: user ${JSON.stringify(id)} can already sign in`);
-      const org = existing.org_id === null ? null : Number(existing.org_id);
-      if (org !== input.orgId) throw new UsageError(`users: user ${JSON.stringify(id)} belongs to ${org === null ? "the platform" : `org ${org}`}`);
-      const [row] = await tx<Row[]>`
-        update users set email = ${email}, role = ${input.role}, name = coalesce(nullif(${input.name ?? ""}, ''), name)
-        where id = ${id} returning id, email, name, role, org_id`;
-      return userOf(row!);
-    }
+  if (input.orgId !== null) {
+    const [org] = await tx`select 1 from orgs where id = ${input.orgId}`;
+    if (!org) throw new UsageError(`users: no organization ${input.orgId}`);
+  }
+  const [taken] = await tx`select id from users where email = ${email}`;
+  if (taken) throw new UsageError(`users: ${email} is already user ${JSON.stringify(taken.id)}`);
+  let id = input.id;
+  if (id === undefined) {
+    const base = email.split("@")[0]!.replace(/[^a-z0-9._-]/g, "") || "user";
+    const [free] = await tx<{ id: string }[]>`
+      select c.id from (select ${base}::text as id union all select ${base} || '-' || n from generate_series(2, 999) n) c
+      where not exists (select 1 from users u where u.id = c.id) limit 1`;
+    id = free!.id;
+  }
+  const [existing] = await tx<{ org_id: string | null; role: string | null }[]>`select org_id, role from users where id = ${id} for update`;
+  if (existing) {
+    if (existing.role !== null) throw new UsageError(`users: user ${JSON.stringify(id)} can already sign in`);
+    const org = existing.org_id === null ? null : Number(existing.org_id);
+    if (org !== input.orgId) throw new UsageError(`users: user ${JSON.stringify(id)} belongs to ${org === null ? "the platform" : `org ${org}`}`);
     const [row] = await tx<Row[]>`
-      insert into users (id, org_id, name, email, role) values (${id}, ${input.orgId}, ${input.name ?? ""}, ${email}, ${input.role})
-      returning id, email, name, role, org_id`;
+      update users set email = ${email}, role = ${input.role}, name = coalesce(nullif(${input.name ?? ""}, ''), name)
+      where id = ${id} returning id, email, name, role, org_id`;
     return userOf(row!);
-  });
+  }
+  const [row] = await tx<Row[]>`
+    insert into users (id, org_id, name, email, role) values (${id}, ${input.orgId}, ${input.name ?? ""}, ${email}, ${input.role})
+    returning id, email, name, role, org_id`;
+  return userOf(row!);
 }
 
 export interface SignInRecord extends ConsoleUser {
