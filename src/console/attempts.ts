@@ -7,18 +7,23 @@ import type { ExactLimit, Limits } from "../limits/limits";
 
 export type Attempt =
   | { admitted: true; giveBack(): Promise<void> }
-  /** `fresh`: this instance learnt the bucket is full only now (the refusal worth an audit row); later ones are refused from memory. */
-  | { admitted: false; refusedBy: ExactLimit; fresh: boolean };
+  /** `audit`: the first refusal of the bucket this hour, the one worth an audit row (limit refusal_audit). */
+  | { admitted: false; refusedBy: ExactLimit; audit: boolean };
 
 /** Counts one attempt in every bucket of `hits`; refused when any of them is full. */
 export async function attempt(limits: Limits, hits: readonly (readonly [ExactLimit, string])[]): Promise<Attempt> {
-  for (const [name, bucket] of hits) if (limits.overFromMemory(name, bucket)) return { admitted: false, refusedBy: name, fresh: false };
+  const refusal = async (i: number): Promise<Attempt> => {
+    const [name, bucket] = hits[i]!;
+    return { admitted: false, refusedBy: name, audit: await limits.take("refusal_audit", `${name}:${bucket}`) };
+  };
+  const known = hits.findIndex(([name, bucket]) => limits.overFromMemory(name, bucket));
+  if (known >= 0) return refusal(known);
   const taken = await Promise.all(hits.map(([name, bucket]) => limits.take(name, bucket)));
   const refused = taken.indexOf(false);
   if (refused >= 0) {
     // The buckets that admitted it give it back: it was never checked.
     await Promise.all(hits.filter((_, i) => taken[i]).map(([name, bucket]) => limits.giveBack(name, bucket)));
-    return { admitted: false, refusedBy: hits[refused]![0], fresh: true };
+    return refusal(refused);
   }
   return { admitted: true, giveBack: async () => void (await Promise.all(hits.map(([name, bucket]) => limits.giveBack(name, bucket)))) };
 }

@@ -68,7 +68,7 @@ export function signInRoutes(deps: Deps): Route[] {
   const codeOk = async (user: SignInRecord, code: string, address: string): Promise<boolean> => {
     const tried = await attempt(deps.limits, [["two_step_code", user.id]]);
     if (!tried.admitted) {
-      if (tried.fresh) await audit(deps.sql, anonymous(user.orgId, address), "session.sign_in_throttled", `user:${user.id}`, { limit: tried.refusedBy });
+      if (tried.audit) await audit(deps.sql, anonymous(user.orgId, address), "session.sign_in_throttled", `user:${user.id}`, { limit: tried.refusedBy });
       return false;
     }
     const step = matchingStep(openSecret(deps.config.secretKey, user.totpSecret!, "a TOTP secret"), code, clock.now(), user.totpStep);
@@ -90,8 +90,8 @@ export function signInRoutes(deps: Deps): Route[] {
       ["login_address", address],
     ]);
     if (!tried.admitted) {
-      // Audited once per bucket and hour on each instance; the refusals after it are answered from memory.
-      if (tried.fresh) {
+      // Audited once per refused bucket and hour (refusal_audit); the refusals are answered from memory.
+      if (tried.audit) {
         const user = email === "" ? null : await userByEmail(deps.sql, email);
         await audit(deps.sql, anonymous(user?.orgId ?? null, address), "session.sign_in_throttled", user ? `user:${user.id}` : "", { limit: tried.refusedBy });
       }

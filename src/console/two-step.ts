@@ -81,7 +81,7 @@ export function twoStepRoutes(deps: Deps): Route[] {
   const prove = async (viewer: Viewer, password: string, codes: { secret: string; code: string }[], lastStep: number): Promise<Checked> => {
     const tried = await attempt(deps.limits, [["two_step_code", viewer.user.id]]);
     if (!tried.admitted) {
-      if (tried.fresh) await audit(deps.sql, viewer.actor, "user.two_step_refused", `user:${viewer.user.id}`, { reason: "throttled" });
+      if (tried.audit) await audit(deps.sql, viewer.actor, "user.two_step_refused", `user:${viewer.user.id}`, { reason: "throttled" });
       return { ok: false, status: 429, problem: "Too many wrong tries this hour. Nothing changed; try again later.", headers: { "retry-after": String(untilNextHour(now())) } };
     }
     const [row] = await deps.sql<{ password_hash: string | null }[]>`select password_hash from users where id = ${viewer.user.id}`;

@@ -4,6 +4,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import type { Sql } from "../../src/db/client";
+import type { Argon2Cost } from "../../src/auth/passwords";
 import { createUser, hashPassword, type Role } from "../../src/console/users";
 import type { Reply } from "./app";
 import { SHOTS_DIR } from "./browser";
@@ -16,13 +17,19 @@ export interface MadeUser {
   password: string;
 }
 
-/** A console user with a password; `id` may name an existing CTI user (agent7), who gets the role. */
-export async function makeUser(sql: Sql, o: { role: Role; orgId: number | null; email?: string; password?: string; id?: string; name?: string }): Promise<MadeUser> {
+/**
+ * A console user with a password; `id` may name an existing CTI user (agent7), who gets the role.
+ * `cost`: Argon2id's, default the real one (a test that checks passwords by the dozen lowers it).
+ */
+export async function makeUser(
+  sql: Sql,
+  o: { role: Role; orgId: number | null; email?: string; password?: string; id?: string; name?: string; cost?: Argon2Cost },
+): Promise<MadeUser> {
   const n = ++made;
   const email = (o.email ?? `${o.role}${n}-${process.pid}@example.test`).toLowerCase();
   const password = o.password ?? `correct horse battery ${n}`;
   const user = await createUser(sql, { email, role: o.role, orgId: o.orgId, id: o.id, name: o.name });
-  await sql`update users set password_hash = ${await hashPassword(password)} where id = ${user.id}`;
+  await sql`update users set password_hash = ${await hashPassword(password, o.cost)} where id = ${user.id}`;
   return { id: user.id, email, password };
 }
 
