@@ -97,11 +97,11 @@ export async function browserSignIn(page: Page, base: string, email: string, pas
   await Promise.all([page.waitForURL((url) => !url.pathname.startsWith("/console/login")), page.getByRole("button", { name: "Sign in" }).click()]);
 }
 
-/** Screenshots of the page as it is, full length, at 1280 and 375 px: SHOTS_DIR/console-NAME-WIDTH.png. */
-export async function shoot(page: Page, name: string): Promise<void> {
+/** Screenshots of the page as it is, full length, at 1280 and 375 px (or `widths`): SHOTS_DIR/console-NAME-WIDTH.png. */
+export async function shoot(page: Page, name: string, widths: readonly number[] = [1280, 375]): Promise<void> {
   mkdirSync(SHOTS_DIR, { recursive: true });
   const size = page.viewportSize() ?? { width: 1280, height: 800 };
-  for (const width of [1280, 375]) {
+  for (const width of widths) {
     await page.setViewportSize({ width, height: 800 });
     await page.screenshot({ path: join(SHOTS_DIR, `console-${name}-${width}.png`), fullPage: true });
   }
