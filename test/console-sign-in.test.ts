@@ -2,7 +2,7 @@
 // app: failures limited per account and client address and per address, never per account alone
 // (twenty wrong passwords from A, then the right one from B signs in); successes not counted;
 // password checks bounded, a sign-in finding them full answered 503 with Retry-After at once (the
-// test holds the semaphore); failed and throttled sign-ins audited with the hashed address and
+// test holds the semaphore), an address that has failed never waiting in their line; failed and throttled sign-ins audited with the hashed address and
 // nothing typed; and the Host check of sign-in, sign-out, the invite routes and every POST console
 // route (a page re-pointed at 127.0.0.1 by DNS rebinding sends its own name). Client addresses are
 // set as nginx sets them (X-Forwarded-For from a loopback peer, TRUST_PROXY's default).
@@ -27,16 +27,19 @@ const B = "198.51.100.2";
 
 let db: TestDatabase;
 let app: TestApp;
+// A second instance whose checks all run at once: the races of many attempts from one address
+// (which, past its first failure, never waits in the line of two checks).
+let wide: TestApp;
 const clock = new ManualClock(T0);
 
 beforeAll(async () => {
   db = await testDatabase();
   await seedWorld(db.sql);
-  // Two checks at once and a line long enough for the races below; the semaphore test fills it.
   app = await startApp(db.url, {}, { clock, passwords: { slots: 2, waiting: 64, cost: CHEAP } });
+  wide = await startApp(db.url, {}, { clock, passwords: { slots: 64, waiting: 0, cost: CHEAP } });
 });
 afterAll(async () => {
-  await app?.stop();
+  await Promise.all([app?.stop(), wide?.stop()]);
   await db?.drop();
 }, 30_000);
 
@@ -54,8 +57,8 @@ interface Answer {
 }
 
 /** The sign-in form posted from `address` (X-Forwarded-For, as nginx sends it). */
-async function login(email: string, password: string, address: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const r = await fetch(`${app.base}/console/login`, {
+async function login(email: string, password: string, address: string, headers: Record<string, string> = {}, base = app.base): Promise<Answer> {
+  const r = await fetch(`${base}/console/login`, {
     method: "POST",
     redirect: "manual",
     headers: { "content-type": "application/x-www-form-urlencoded", "x-forwarded-for": address, ...headers },
@@ -92,7 +95,7 @@ describe("lockout: failures are limited per account and address, never per accou
   test("thirty wrong sign-ins of one pair at once: twenty are checked (401), ten refused (429) — attempts in flight count", async () => {
     nextHour();
     const u = await user();
-    const all = statuses(await Promise.all(Array.from({ length: 30 }, () => login(u.email, "wrong password here", A))));
+    const all = statuses(await Promise.all(Array.from({ length: 30 }, () => login(u.email, "wrong password here", A, {}, wide.base))));
     expect([count(all, 401), count(all, 429)]).toEqual([20, 10]);
     expect((await login(u.email, u.password, B)).status).toBe(303);
   });
@@ -101,7 +104,7 @@ describe("lockout: failures are limited per account and address, never per accou
     nextHour();
     const u = await user();
     for (let i = 0; i < 100; i += 25) {
-      const chunk = await Promise.all(Array.from({ length: 25 }, (_, j) => login(`guess${i + j}@example.test`, "x", A)));
+      const chunk = await Promise.all(Array.from({ length: 25 }, (_, j) => login(`guess${i + j}@example.test`, "x", A, {}, wide.base)));
       expect(statuses(chunk)).toEqual(Array(25).fill(401));
     }
     expect((await login(u.email, u.password, A)).status).toBe(429);
@@ -153,6 +156,34 @@ describe("stall: password checks run a few at a time", () => {
     for (const release of slots) release();
     expect((await queued).status).toBe(303);
     while (checks.state.running > 0) await Bun.sleep(5);
+  });
+
+  test("an address that has failed this hour gets a check only when one is free, never a place in the line; one that has not waits", async () => {
+    nextHour();
+    const u = await user();
+    const checks = app.running.deps.passwords.checks;
+    expect((await login(u.email, "wrong password here", A)).status).toBe(401);
+    const slots = await Promise.all([checks.acquire()!, checks.acquire()!]);
+    // Every slot taken, the line empty: A (a failure this hour) is answered 503 at once, or (the
+    // rule broken) takes a place in the line: whichever happens first.
+    let answered = false;
+    const answer = login(u.email, u.password, A).finally(() => (answered = true));
+    const first = await Promise.race([answer, (async () => {
+      while (checks.state.waiting === 0 && !answered) await Bun.sleep(5);
+      return "waited in line" as const;
+    })()]);
+    if (first === "waited in line") for (const release of slots) release();
+    const fromA = await answer;
+    expect([first === "waited in line" ? first : "answered", fromA.status, fromA.retryAfter]).toEqual(["answered", 503, "2"]);
+    expect(checks.state).toEqual({ running: 2, waiting: 0 });
+    // …B waits in the line and gets the first slot that frees.
+    const fromB = login(u.email, u.password, B);
+    while (checks.state.waiting === 0) await Bun.sleep(5);
+    for (const release of slots) release();
+    expect((await fromB).status).toBe(303);
+    // With a slot free, A is checked like anyone.
+    while (checks.state.running > 0) await Bun.sleep(5);
+    expect((await login(u.email, u.password, A)).status).toBe(303);
   });
 
   test("at the real cost (Argon2id, 64 MiB, t=2): a password set through an invite on an app with the default options signs in", async () => {

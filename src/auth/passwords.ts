@@ -42,13 +42,16 @@ export class Passwords {
     this.cost = options.cost ?? ARGON2_COST;
   }
 
-  /** Whether `password` is the one `hash` holds (`hash` null: an unknown account, always false after the same work). */
-  async verify(password: string, hash: string | null): Promise<boolean | "busy"> {
+  /**
+   * Whether `password` is the one `hash` holds (`hash` null: an unknown account, always false
+   * after the same work). `wait` false: only if a slot is free now, never in the line.
+   */
+  async verify(password: string, hash: string | null, wait = true): Promise<boolean | "busy"> {
     const done = this.checks.run(async () => {
       if (hash !== null) return Bun.password.verify(password, hash);
       await Bun.password.verify(password, await (this.dummy ??= hashWith(crypto.randomUUID(), this.cost)));
       return false;
-    });
+    }, wait);
     return done === null ? "busy" : done;
   }
 

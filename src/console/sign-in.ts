@@ -3,7 +3,9 @@
 // - failures are limited per account and client address, and per client address, never per
 //   account alone, so wrong passwords from one address do not lock the user out of another;
 // - password checks run a few at a time (src/auth/passwords.ts); past a short line a sign-in is
-//   answered 503 with Retry-After at once, instead of every sign-in waiting behind a flood;
+//   answered 503 with Retry-After at once, instead of every sign-in waiting behind a flood; an
+//   address that has failed this hour gets a check only when one is free, never a place in the
+//   line, so a flood from a few addresses cannot hold the line against a user who has not failed;
 // - an unknown account is answered exactly like a wrong password (the same page, after the same
 //   work), and a two-step code over its limit like a wrong code (a 429 there would say the
 //   password was right);
@@ -98,7 +100,8 @@ export function signInRoutes(deps: Deps): Route[] {
       return page(next, email, "Too many failed sign-ins from here. Wait a while and try again.", 429, { "retry-after": String(untilNextHour(clock.now())) });
     }
     const user = email === "" ? null : await userByEmail(deps.sql, email);
-    const ok = await deps.passwords.verify(password, user?.passwordHash ?? null);
+    // tried.earlier[1]: this address's failures this hour (and its attempts in flight).
+    const ok = await deps.passwords.verify(password, user?.passwordHash ?? null, tried.earlier[1] === 0);
     if (ok === "busy") {
       await tried.giveBack();
       return page(next, email, "Many sign-ins are being checked just now. Try again in a moment.", 503, { "retry-after": String(BUSY_RETRY_S) });

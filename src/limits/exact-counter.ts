@@ -19,7 +19,15 @@ export class ExactCounter {
   }
 
   async take(scope: string, bucket: string, limit: number): Promise<boolean> {
-    if (this.overFromMemory(scope, bucket, limit)) return false;
+    return (await this.tally(scope, bucket, limit)) <= limit;
+  }
+
+  /**
+   * Counts one hit and answers the bucket's count in the hour with it: past `limit`, the hit is
+   * refused. A bucket known to be over answers `limit + 1` without a write.
+   */
+  async tally(scope: string, bucket: string, limit: number): Promise<number> {
+    if (this.overFromMemory(scope, bucket, limit)) return limit + 1;
     const hour = hourOf(this.clock.now());
     const [row] = await this.sql<{ n: number }[]>`
       insert into rate_counters (scope, bucket, hour, n) values (${scope}, ${bucket}, ${hour}, 1)
@@ -29,7 +37,7 @@ export class ExactCounter {
       if (this.over.size >= 100_000) this.over.clear();
       this.over.set(scope + "\u0000" + bucket, hour);
     }
-    return row.n <= limit;
+    return row.n;
   }
 
   /** Takes one hit back, and with it this instance's knowledge that the bucket is over. */

@@ -87,6 +87,15 @@ export class Limits {
   }
 
   /**
+   * Counts one hit of an exact limit and answers the bucket's count this hour with it (what a
+   * caller that also wants to know about earlier hits uses instead of take); past the limit the
+   * hit is refused.
+   */
+  tally(name: ExactLimit, bucket: string): Promise<number> {
+    return this.exact.tally(name, bucket, LIMITS[name].perHour);
+  }
+
+  /**
    * Takes back a hit `take` counted (an exact limit that counts failures: the attempt succeeded).
    * A hit taken late in one hour and given back in the next lowers the new hour's count instead.
    */

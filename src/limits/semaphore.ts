@@ -2,7 +2,10 @@
 // arrival order, and one more is refused at once (the caller answers 503 with Retry-After). Made
 // for password checks (Argon2id, 64 MiB and a core for a few hundred milliseconds each): with no
 // bound, 60 sign-ins at once kept 60 hashes on two cores and a real one waited 22 s behind them
-// (bench/sign-in.ts); with an unbounded line, the same wait moved into the queue.
+// (bench/sign-in.ts); with an unbounded line, the same wait moved into the queue. A caller may
+// also ask for a slot only if one is free now (`wait` false): the sign-in of an address that has
+// already failed this hour, so that a flood retrying at once cannot keep the line full and a freed
+// slot goes to whoever waits in it first.
 
 /** Gives a slot back; calling it again does nothing. */
 export type Release = () => void;
@@ -24,21 +27,23 @@ export class Semaphore {
   }
 
   /**
-   * A slot: at once when one is free, after the work ahead of it when the line has room; null
-   * when every slot is taken and the line is full (nothing waits then).
+   * A slot: at once when one is free, after the work ahead of it when the line has room (and
+   * `wait`); null when every slot is taken and the line is full or not for this caller (nothing
+   * waits then).
    */
-  acquire(): Promise<Release> | null {
+  acquire(wait = true): Promise<Release> | null {
+    // Free slots go to the line first (releaser): one is free only when nobody waits.
     if (this.running < this.slots) {
       this.running++;
       return Promise.resolve(this.releaser());
     }
-    if (this.line.length >= this.waiting) return null;
+    if (!wait || this.line.length >= this.waiting) return null;
     return new Promise<Release>((resolve) => this.line.push(resolve));
   }
 
-  /** Runs `work` in a slot; null (and `work` not run) when the line is full. */
-  run<T>(work: () => Promise<T>): Promise<T> | null {
-    const slot = this.acquire();
+  /** Runs `work` in a slot; null (and `work` not run) when there is none for it (see acquire). */
+  run<T>(work: () => Promise<T>, wait = true): Promise<T> | null {
+    const slot = this.acquire(wait);
     if (slot === null) return null;
     return slot.then(async (release) => {
       try {
