@@ -2,7 +2,8 @@
 // app: failures limited per account and client address and per address, never per account alone
 // (twenty wrong passwords from A, then the right one from B signs in); successes not counted;
 // password checks bounded, a sign-in finding them full answered 503 with Retry-After at once (the
-// test holds the semaphore), an address that has failed never waiting in their line; failed and throttled sign-ins audited with the hashed address and
+// test holds the semaphore), an address that has failed never waiting in their line, a returning
+// user's address served first; failed and throttled sign-ins audited with the hashed address and
 // nothing typed; and the Host check of sign-in, sign-out, the invite routes and every POST console
 // route (a page re-pointed at 127.0.0.1 by DNS rebinding sends its own name). Client addresses are
 // set as nginx sets them (X-Forwarded-For from a loopback peer, TRUST_PROXY's default).
@@ -134,7 +135,7 @@ describe("stall: password checks run a few at a time", () => {
     // Answered while the semaphore is still held: it did not wait in the line.
     const busy = await login(u.email, u.password, A);
     expect(busy.status).toBe(503);
-    expect(busy.retryAfter).toBe("2");
+    expect(busy.retryAfter).toBe("1");
     expect(busy.cookie).toBeNull();
     expect(busy.body).toContain("Many sign-ins are being checked just now");
     expect(busy.body).toContain(`value="${u.email}"`);
@@ -174,7 +175,7 @@ describe("stall: password checks run a few at a time", () => {
     })()]);
     if (first === "waited in line") for (const release of slots) release();
     const fromA = await answer;
-    expect([first === "waited in line" ? first : "answered", fromA.status, fromA.retryAfter]).toEqual(["answered", 503, "2"]);
+    expect([first === "waited in line" ? first : "answered", fromA.status, fromA.retryAfter]).toEqual(["answered", 503, "1"]);
     expect(checks.state).toEqual({ running: 2, waiting: 0 });
     // …B waits in the line and gets the first slot that frees.
     const fromB = login(u.email, u.password, B);
@@ -184,6 +185,34 @@ describe("stall: password checks run a few at a time", () => {
     // With a slot free, A is checked like anyone.
     while (checks.state.running > 0) await Bun.sleep(5);
     expect((await login(u.email, u.password, A)).status).toBe(303);
+  });
+
+  test("a user signing in from an address they have signed in from before goes ahead of a full line; a first-time address is refused", async () => {
+    nextHour();
+    const u = await user();
+    expect((await login(u.email, u.password, A)).status).toBe(303);
+    const checks = app.running.deps.passwords.checks;
+    // Both slots and the whole ordinary line held, as a flood from many fresh addresses holds them.
+    const held: Promise<() => void>[] = [];
+    for (let slot = checks.acquire(); slot !== null; slot = checks.acquire()) held.push(slot);
+    expect(checks.state).toEqual({ running: 2, waiting: 64 });
+    expect((await login(u.email, u.password, B)).status).toBe(503);
+    const [first, second] = await Promise.all(held.slice(0, 2));
+    try {
+      // From A (signed in from there before): a place ahead of the line, the first slot that frees.
+      let answered = false;
+      const returning = login(u.email, u.password, A).finally(() => (answered = true));
+      while (checks.state.waiting === 64 && !answered) await Bun.sleep(5);
+      first!();
+      expect((await returning).status).toBe(303);
+      // Everyone who was in the ordinary line before it is still there (one has taken the slot A gave back).
+      expect(checks.state.waiting).toBeGreaterThanOrEqual(63);
+    } finally {
+      for (const pending of held.slice(2)) void pending.then((release) => release());
+      first!();
+      second!();
+      while (checks.state.running > 0) await Bun.sleep(5);
+    }
   });
 
   test("at the real cost (Argon2id, 64 MiB, t=2): a password set through an invite on an app with the default options signs in", async () => {

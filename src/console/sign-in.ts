@@ -6,6 +6,8 @@
 //   answered 503 with Retry-After at once, instead of every sign-in waiting behind a flood; an
 //   address that has failed this hour gets a check only when one is free, never a place in the
 //   line, so a flood from a few addresses cannot hold the line against a user who has not failed;
+//   and a user signing in from an address they have signed in from before waits in a line of
+//   their own, served first, so a flood from many fresh addresses cannot hold it either;
 // - an unknown account is answered exactly like a wrong password (the same page, after the same
 //   work), and a two-step code over its limit like a wrong code (a 429 there would say the
 //   password was right);
@@ -23,7 +25,7 @@ import { audit } from "./audit";
 import { html, notice, plainPage, seeOther, type Html } from "./html";
 import { inviteRoutes } from "./invite";
 import { clientHash, CONSOLE_TAG, foreignHostPage, formOf, sameOrigin, unavailablePage, viewerOf } from "./route";
-import { clearedCookie, cookieToken, createSession, endSession, sessionCookie } from "./sessions";
+import { clearedCookie, cookieToken, createSession, endSession, sessionCookie, signedInFrom } from "./sessions";
 import { matchingStep } from "./totp";
 import { PASSWORD_MAX, takeTotpStep, userByEmail, type SignInRecord } from "./users";
 
@@ -101,7 +103,8 @@ export function signInRoutes(deps: Deps): Route[] {
     }
     const user = email === "" ? null : await userByEmail(deps.sql, email);
     // tried.earlier[1]: this address's failures this hour (and its attempts in flight).
-    const ok = await deps.passwords.verify(password, user?.passwordHash ?? null, tried.earlier[1] === 0);
+    const place = user?.passwordHash && (await signedInFrom(deps.sql, user.id, address)) ? "front" : tried.earlier[1] === 0 ? "line" : "now";
+    const ok = await deps.passwords.verify(password, user?.passwordHash ?? null, place);
     if (ok === "busy") {
       await tried.giveBack();
       return page(next, email, "Many sign-ins are being checked just now. Try again in a moment.", 503, { "retry-after": String(BUSY_RETRY_S) });
