@@ -187,6 +187,13 @@ describe("stall: password checks run a few at a time", () => {
     expect((await login(u.email, u.password, A)).status).toBe(303);
   });
 
+  test("a call centre: twelve agents signing in at once behind one address all wait their turn and sign in", async () => {
+    nextHour();
+    const agents = await Promise.all(Array.from({ length: 12 }, () => user()));
+    const all = await Promise.all(agents.map((a) => login(a.email, a.password, A)));
+    expect(statuses(all)).toEqual(Array(12).fill(303));
+  });
+
   test("a user signing in from an address they have signed in from before goes ahead of a full line; a first-time address is refused", async () => {
     nextHour();
     const u = await user();

@@ -3,11 +3,10 @@
 // so the exact limits of sign-in and two-step codes count failures only (src/limits/limits.ts).
 import { createHash } from "node:crypto";
 import type { Actor } from "../auth/actor";
-import { LIMITS, type ExactLimit, type Limits } from "../limits/limits";
+import type { ExactLimit, Limits } from "../limits/limits";
 
 export type Attempt =
-  /** `earlier`: per bucket, the attempts it counted this hour before this one (failures, and attempts still in flight). */
-  | { admitted: true; earlier: number[]; giveBack(): Promise<void> }
+  | { admitted: true; giveBack(): Promise<void> }
   /** `audit`: the first refusal of the bucket this hour, the one worth an audit row (limit refusal_audit). */
   | { admitted: false; refusedBy: ExactLimit; audit: boolean };
 
@@ -19,19 +18,14 @@ export async function attempt(limits: Limits, hits: readonly (readonly [ExactLim
   };
   const known = hits.findIndex(([name, bucket]) => limits.overFromMemory(name, bucket));
   if (known >= 0) return refusal(known);
-  const counts = await Promise.all(hits.map(([name, bucket]) => limits.tally(name, bucket)));
-  const taken = counts.map((n, i) => n <= LIMITS[hits[i]![0]].perHour);
+  const taken = await Promise.all(hits.map(([name, bucket]) => limits.take(name, bucket)));
   const refused = taken.indexOf(false);
   if (refused >= 0) {
     // The buckets that admitted it give it back: it was never checked.
     await Promise.all(hits.filter((_, i) => taken[i]).map(([name, bucket]) => limits.giveBack(name, bucket)));
     return refusal(refused);
   }
-  return {
-    admitted: true,
-    earlier: counts.map((n) => n - 1),
-    giveBack: async () => void (await Promise.all(hits.map(([name, bucket]) => limits.giveBack(name, bucket)))),
-  };
+  return { admitted: true, giveBack: async () => void (await Promise.all(hits.map(([name, bucket]) => limits.giveBack(name, bucket)))) };
 }
 
 /** The bucket of an account tried from an address: a digest, so rate_counters holds no typed email. */

@@ -101,9 +101,8 @@ export function signInRoutes(deps: Deps): Route[] {
       }
       return page(next, email, "Too many failed sign-ins from here. Wait a while and try again.", 429, { "retry-after": String(untilNextHour(clock.now())) });
     }
-    const user = email === "" ? null : await userByEmail(deps.sql, email);
-    // tried.earlier[1]: this address's failures this hour (and its attempts in flight).
-    const place = user?.passwordHash && (await signedInFrom(deps.sql, user.id, address)) ? "front" : tried.earlier[1] === 0 ? "line" : "now";
+    const [user, failedHere] = await Promise.all([email === "" ? null : userByEmail(deps.sql, email), deps.limits.count("login_failed", address)]);
+    const place = user?.passwordHash && (await signedInFrom(deps.sql, user.id, address)) ? "front" : failedHere === 0 ? "line" : "now";
     const ok = await deps.passwords.verify(password, user?.passwordHash ?? null, place);
     if (ok === "busy") {
       await tried.giveBack();
@@ -112,6 +111,7 @@ export function signInRoutes(deps: Deps): Route[] {
     const second = !ok || !user || user.totpSecret === null ? ok : await codeOk(user, form.code ?? "", address);
     if (!second || !user) {
       const reason = !ok ? "password" : "code";
+      await deps.limits.take("login_failed", address);
       await audit(deps.sql, anonymous(user?.orgId ?? null, address), "session.sign_in_failed", user ? `user:${user.id}` : "", { reason });
       return page(next, email, REFUSED, 401);
     }

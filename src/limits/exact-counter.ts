@@ -19,15 +19,7 @@ export class ExactCounter {
   }
 
   async take(scope: string, bucket: string, limit: number): Promise<boolean> {
-    return (await this.tally(scope, bucket, limit)) <= limit;
-  }
-
-  /**
-   * Counts one hit and answers the bucket's count in the hour with it: past `limit`, the hit is
-   * refused. A bucket known to be over answers `limit + 1` without a write.
-   */
-  async tally(scope: string, bucket: string, limit: number): Promise<number> {
-    if (this.overFromMemory(scope, bucket, limit)) return limit + 1;
+    if (this.overFromMemory(scope, bucket, limit)) return false;
     const hour = hourOf(this.clock.now());
     const [row] = await this.sql<{ n: number }[]>`
       insert into rate_counters (scope, bucket, hour, n) values (${scope}, ${bucket}, ${hour}, 1)
@@ -37,7 +29,15 @@ export class ExactCounter {
       if (this.over.size >= 100_000) this.over.clear();
       this.over.set(scope + "\u0000" + bucket, hour);
     }
-    return row.n;
+    return row.n <= limit;
+  }
+
+  /** The bucket's hits this hour; `limit` when it is known to be over (no database then). */
+  async count(scope: string, bucket: string, limit: number): Promise<number> {
+    if (this.overFromMemory(scope, bucket, limit)) return limit;
+    const [row] = await this.sql<{ n: number }[]>`
+      select n from rate_counters where scope = ${scope} and bucket = ${bucket} and hour = ${hourOf(this.clock.now())}`;
+    return row?.n ?? 0;
   }
 
   /** Takes one hit back, and with it this instance's knowledge that the bucket is over. */

@@ -33,6 +33,9 @@ export const LIMITS = {
   // Audit rows of refusals by the limits above: one per refused bucket and hour (the rest are
   // refused from memory, and a flood of them must not become a flood of rows).
   refusal_audit: { perHour: 1, counter: "exact" },
+  // A client address that has failed a sign-in this hour (counted after the check, so it holds
+  // failures only, never attempts in flight): its sign-ins never wait in the password checks' line.
+  login_failed: { perHour: 1, counter: "exact" },
 } as const;
 
 export type LimitName = keyof typeof LIMITS;
@@ -86,13 +89,9 @@ export class Limits {
     return this.exact.take(name, bucket as string, perHour);
   }
 
-  /**
-   * Counts one hit of an exact limit and answers the bucket's count this hour with it (what a
-   * caller that also wants to know about earlier hits uses instead of take); past the limit the
-   * hit is refused.
-   */
-  tally(name: ExactLimit, bucket: string): Promise<number> {
-    return this.exact.tally(name, bucket, LIMITS[name].perHour);
+  /** How many hits an exact limit's bucket has this hour, without adding one (at its limit: known from memory, no database). */
+  count(name: ExactLimit, bucket: string): Promise<number> {
+    return this.exact.count(name, bucket, LIMITS[name].perHour);
   }
 
   /**
