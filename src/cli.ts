@@ -28,7 +28,7 @@ commands:
   keys rotate ID [--json]    issue a replacement key with the same grants and revoke the old one
   users create --email E --role admin|manager|agent [--org N] [--id USER] [--name TEXT] [--json]
                              a console user; prints a one-time link to set the password
-  users invite --email E     print a new one-time link to set the password (72 hours)
+  users invite --email E     print a new one-time link to set the password (72 hours; older ones stop)
   users passwd --email E     set the password read from standard input; ends the user's sessions
   users revoke-sessions --email E
                              sign the user out everywhere
@@ -133,7 +133,8 @@ CTI dials and keys (default: the email's local part); an existing CTI user of th
 example: leadline users create --email ana@example.com --role agent --org 1 --id agent7
 `,
   "users invite": `usage: leadline users invite --email E [--json]
-Prints a new one-time link for the user to set a password (72 hours).
+Prints a new one-time link for the user to set a password (72 hours); the user's older links stop
+working. Opened, the link is spent: its form then works half an hour in that browser.
 example: leadline users invite --email ana@example.com
 `,
   "users passwd": `usage: leadline users passwd --email E

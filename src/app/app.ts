@@ -31,7 +31,7 @@ import { healthRoutes } from "./health";
 export function declaredRoutes(deps: Deps): Route[] {
   const features = [
     ...healthRoutes(deps.sql),
-    metricsRoute({ sql: deps.sql, clock: deps.clock, metricsToken: deps.config.metricsToken }),
+    metricsRoute({ sql: deps.sql, clock: deps.clock, metricsToken: deps.config.metricsToken, baseUrl: deps.config.baseUrl }),
     ...leadRoutes(deps),
     ...conversationRoutes(deps),
     ...messageSendRoutes(deps),

@@ -2,6 +2,7 @@
 // accepting, lets requests in flight finish, stops the workers in reverse order (flushing what
 // they buffer), closes the database and exits 0.
 import { lookup } from "node:dns/promises";
+import { Passwords, type PasswordOptions } from "../auth/passwords";
 import { KeyStore } from "../auth/service";
 import { systemClock, type Clock } from "../clock";
 import { ConfigError, type Config } from "../config";
@@ -51,6 +52,8 @@ export interface Running {
 export interface StartOptions {
   /** The clock every time rule reads (tests set it). */
   clock?: Clock;
+  /** The console's password checks: how many at once, how many wait, Argon2id's cost (tests lower it). */
+  passwords?: PasswordOptions;
 }
 
 /** The job kinds of every feature: one runner claims them all. */
@@ -70,7 +73,8 @@ export async function start(given: Config, db: Database, options: StartOptions =
   const keys = new KeyStore(db.sql, clock);
   const limits = new Limits(db.sql, clock);
   const ipSalt = await loadIpSalt(db.sql, config);
-  const deps: Deps = { sql: db.sql, config, clock, keys, limits, ipSalt, embedded: db.embedded };
+  const passwords = new Passwords(options.passwords);
+  const deps: Deps = { sql: db.sql, config, clock, keys, limits, passwords, ipSalt, embedded: db.embedded };
   // The embedded database is a single connection that LISTEN would take over; it has one process.
   // A transaction pooler would hand the LISTEN session to whoever runs next: LISTEN goes direct.
   if (!db.embedded) await keys.listen(db.direct);

@@ -1,15 +1,19 @@
 // GET /metrics: the Prometheus scrape. Answered to a scraper on this host (a loopback TCP peer that
 // forwards no one: TRUST_PROXY does not apply, and a request carrying X-Forwarded-For, X-Real-IP or
 // Forwarded came through a proxy, such as nginx on this host, whose own peer is loopback for every
-// client), or to `Authorization: Bearer $METRICS_TOKEN` from anywhere. Anyone else gets 404
-// not_found, as for a route that does not exist. A request that presents a bearer token is judged
-// by it alone: a wrong one is refused even from loopback.
+// client) whose Host names this service (BASE_URL's host name or a loopback address: a page on a
+// domain re-pointed at 127.0.0.1, DNS rebinding, is a loopback peer too, but sends its own name;
+// src/http/host.ts), or to `Authorization: Bearer $METRICS_TOKEN` from anywhere, whatever its Host
+// (the token is not something a rebinding page has). Anyone else gets 404 not_found, as for a route
+// that does not exist. A request that presents a bearer token is judged by it alone: a wrong one
+// is refused even from loopback.
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { Clock } from "../clock";
 import { breakerOf } from "../db/breaker";
 import { poolState, type Sql } from "../db/client";
 import { isLoopback, parseIp } from "../http/address";
 import type { PeerSource } from "../http/client";
+import { ownHost } from "../http/host";
 import { errorOf } from "../http/respond";
 import type { Route } from "../http/route";
 import { dniFallbacks, messageSends, refusalsByFamily, requestSeries, webhookDeliveries, type LabelledCounter } from "./counters";
@@ -19,7 +23,7 @@ import { CONTENT_TYPE, Exposition } from "./text";
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
 /** Whether the request may read the metrics (see the top of this file). */
-export function mayScrape(request: Request, server: PeerSource | null, token: string | null): boolean {
+export function mayScrape(request: Request, server: PeerSource | null, token: string | null, hostOk: (request: Request) => boolean): boolean {
   const auth = request.headers.get("authorization");
   if (auth !== null) {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
@@ -29,7 +33,7 @@ export function mayScrape(request: Request, server: PeerSource | null, token: st
   const h = request.headers;
   if (h.has("x-forwarded-for") || h.has("x-real-ip") || h.has("forwarded")) return false;
   const ip = parseIp(server?.requestIP(request)?.address ?? "");
-  return ip !== null && isLoopback(ip);
+  return ip !== null && isLoopback(ip) && hostOk(request);
 }
 
 /** The event loop's lag now: how long a callback queued behind the work waiting takes to run. */
@@ -86,13 +90,14 @@ export async function scrape(sql: Sql, clock: Clock): Promise<string> {
   return out.text();
 }
 
-export function metricsRoute(deps: { sql: Sql; clock: Clock; metricsToken: string | null }): Route {
+export function metricsRoute(deps: { sql: Sql; clock: Clock; metricsToken: string | null; baseUrl: string }): Route {
+  const hostOk = ownHost(deps.baseUrl);
   return {
     id: "metrics",
     tag: "Operations",
     summary: "Prometheus metrics",
     description:
-      "The Prometheus text format. Answered to a loopback peer that forwards no one (no X-Forwarded-For, X-Real-IP or Forwarded) or to `Authorization: Bearer` with METRICS_TOKEN; 404 to anyone else.",
+      "The Prometheus text format. Answered to a loopback peer that forwards no one (no X-Forwarded-For, X-Real-IP or Forwarded) and sends a Host of BASE_URL's host name or a loopback address, or to `Authorization: Bearer` with METRICS_TOKEN; 404 to anyone else.",
     method: "GET",
     path: "/metrics",
     access: { kind: "public" },
@@ -100,7 +105,7 @@ export function metricsRoute(deps: { sql: Sql; clock: Clock; metricsToken: strin
     answers: { 200: { description: "The metrics", contentType: "text/plain" } },
     errors: ["not_found"],
     handle: async (request, server) => {
-      if (!mayScrape(request, server, deps.metricsToken)) return errorOf("not_found", "public");
+      if (!mayScrape(request, server, deps.metricsToken, hostOk)) return errorOf("not_found", "public");
       return new Response(await scrape(deps.sql, deps.clock), { headers: { "content-type": CONTENT_TYPE, "cache-control": "no-store" } });
     },
   };
