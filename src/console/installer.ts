@@ -13,7 +13,8 @@ import type { Sql, Tx } from "../db/client";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { html, notice, plainPage, type Html } from "./html";
-import { clientHash, CONSOLE_TAG, formOf, sameOrigin, unavailablePage } from "./route";
+import { ownHost } from "../http/host";
+import { clientHash, CONSOLE_TAG, foreignHostPage, formOf, sameOrigin, unavailablePage } from "./route";
 import { createSession, sessionCookie } from "./sessions";
 import { createUserIn, hashPassword, newToken, PASSWORD_MAX, PASSWORD_MIN, passwordProblem, tokenHash } from "./users";
 import { UsageError } from "../errors";
@@ -127,6 +128,7 @@ function adminForm(message: Html | null = null, email = "", name = ""): Html {
 
 export function installerRoutes(deps: Deps): Route[] {
   const secure = deps.config.baseUrl.startsWith("https:");
+  const hostOk = ownHost(deps.config.baseUrl);
   const installCookie = (value: string, maxAge: number) =>
     `${COOKIE}=${value}; Path=/console/install; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}; Max-Age=${maxAge}`;
   return [
@@ -190,6 +192,7 @@ export function installerRoutes(deps: Deps): Route[] {
       },
       errors: [],
       handle: async (request, server) => {
+        if (!hostOk(request)) return foreignHostPage();
         if (!sameOrigin(request, deps.config.baseUrl)) return plainPage("Create the first admin", notice("The form came from another site.", "error"), 403);
         const token = tokenOf(request);
         if (token === null) return goneLink();
