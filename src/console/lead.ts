@@ -80,7 +80,7 @@ export async function consoleSend(
     }, lead.org_id);
   let result: MessageResult;
   try {
-    result = await sendMessage(deps.sql, viewer.actor, input, deps.clock.now(), sendEnv(deps.config), undefined, audited);
+    result = await sendMessage(deps.sql, viewer.actor, input, deps.clock.now(), sendEnv(deps), undefined, audited);
   } catch (err) {
     if (err instanceof AppError && err.code === "operation_id_conflict") return { error: "This form was already used for another message: reload the page." };
     throw err;

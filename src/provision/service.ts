@@ -3,7 +3,9 @@
 // (an absent `billing` removes the org's billing row). Updates are guarded by
 // `is distinct from`, so applying the same file again writes nothing, not even updated_at.
 import type { Sql, Tx } from "../db/client";
+import { systemActor } from "../auth/actor";
 import { canonicalScopes, insertKey, notifyKeysChanged, putKey } from "../auth/admin";
+import { addToDnc, dncAddress, type DncAddition } from "../leads/dnc";
 import { CHOSEN_KEY_MIN_LENGTH, hashKey } from "../auth/keys";
 import { inFormOf, openSecret, seal } from "../secrets/seal";
 import { checkStoredSecrets } from "../secrets/stored";
@@ -108,6 +110,7 @@ export async function applyProvisioning(
     }
     if (file.webhooks) count("webhooks", file.webhooks.length, await upsertWebhooks(tx, file.webhooks, now, key));
     if (file.automations) count("automations", file.automations.length, await upsertAutomations(tx, file.automations, now));
+    if (file.do_not_contact) count("do_not_contact", file.do_not_contact.length, await addDoNotContact(tx, file.do_not_contact, now));
   });
   await notifyKeysChanged(sql);
   return summary;
@@ -487,4 +490,26 @@ function upsertAutomations(tx: Tx, autos: NonNullable<ProvisioningFile["automati
       (excluded.org_id, excluded.trigger, excluded.channel, excluded.subject, excluded.body, excluded.delay_seconds,
        excluded.offset_minutes, excluded.sources, excluded.active)
     returning (xmax = 0) as inserted`);
+}
+
+/**
+ * `do_not_contact[]`: each entry added to its organization's list with source `provision` and
+ * audited as the operator (`operator`/`provision`), like the CLI's additions; one already listed is
+ * unchanged, whatever its note (the first record stands). Validated: one address each, in a form
+ * the list keeps.
+ */
+async function addDoNotContact(tx: Tx, entries: NonNullable<ProvisioningFile["do_not_contact"]>, now: Date): Promise<Written> {
+  const written: Written = [];
+  const byOrg = new Map<number, DncAddition[]>();
+  for (const e of entries) {
+    const kind = e.phone !== undefined ? "phone" : "email";
+    const additions = byOrg.get(e.org_id) ?? [];
+    additions.push({ kind, address: dncAddress(kind, e.phone ?? e.email)!, note: e.note ?? "" });
+    byOrg.set(e.org_id, additions);
+  }
+  for (const [orgId, additions] of byOrg) {
+    const added = await addToDnc(tx, systemActor("operator", "provision", orgId), orgId, additions, "provision", now);
+    written.push(...added.map(() => ({ inserted: true })));
+  }
+  return written;
 }

@@ -1,0 +1,46 @@
+// The audit log: who changed what, when and from which (hashed) address. Written by the service
+// that makes the change, in the change's own transaction, so a change is never without its row.
+// Here, beside the Actor it records, so that services below the console (the do-not-contact list,
+// src/leads/dnc.ts, changed from the CLI and provisioning too) write it; the console reads it.
+import type { Actor } from "./actor";
+import type { Sql, Tx } from "../db/client";
+
+/**
+ * `action`: dotted (`key.create`, `message.send`); `target`: what it acted on (`lead:12`, `key:4`);
+ * `orgId`: the organization whose log it belongs to (default the actor's; an admin acting on one
+ * organization's record passes that organization, so its managers see it).
+ */
+export async function audit(
+  tx: Sql | Tx,
+  actor: Actor,
+  action: string,
+  target: string,
+  details: Record<string, unknown> = {},
+  orgId: number | null = actor.orgId,
+): Promise<void> {
+  await auditRow(tx, actor, action, target, details, orgId);
+}
+
+/** audit's row, answering its id (for auditOutcome). */
+export async function auditRow(
+  tx: Sql | Tx,
+  actor: Actor,
+  action: string,
+  target: string,
+  details: Record<string, unknown> = {},
+  orgId: number | null = actor.orgId,
+): Promise<string> {
+  const [row] = await tx<{ id: string }[]>`
+    insert into audit_log (org_id, actor_type, actor_id, action, target, details, address)
+    values (${orgId}, ${actor.type}, ${actor.id}, ${action}, ${target}, ${tx.json(details as never)}, ${actor.address ?? ""})
+    returning id::text as id`;
+  return row!.id;
+}
+
+/**
+ * Adds to a row's details what was known only after it was written: how an export (written before
+ * its first byte left, so that it is never without its row) ended. Nothing else changes a row.
+ */
+export async function auditOutcome(sql: Sql | Tx, id: string, details: Record<string, unknown>): Promise<void> {
+  await sql`update audit_log set details = details || ${sql.json(details as never)} where id = ${id}::bigint`;
+}
