@@ -126,6 +126,16 @@ describe("cti_queue.php", () => {
   });
 });
 
+describe("/openapi.json", () => {
+  test("describes the dial's new fields and the unsubscribe routes", async () => {
+    const doc = (await call(app.base, "/openapi.json")).body;
+    const ok = doc.paths["/hooks/cti_queue.php"].get.responses["200"].content["application/json"].schema;
+    const text = JSON.stringify(ok);
+    for (const field of ["dnc", "outside_window", "local_time"]) expect(text).toContain(`"${field}"`);
+    expect(Object.keys(doc.paths["/unsubscribe/{token}"]).sort()).toEqual(["get", "post"]);
+  });
+});
+
 describe("the console's lead page", () => {
   test("shows the lead's local time beside Queue dial; outside the window the dial needs the confirmation, and its audit row says so", async () => {
     const texas = await lead({ state: "TX" });

@@ -223,6 +223,14 @@ describe("adding and removing, with source and audit", () => {
     ]);
   });
 
+  test("racing additions of one address make one entry and one audit row", async () => {
+    const phone = newPhone();
+    const outs = await Promise.all(Array.from({ length: 8 }, (_, i) => cli("add", "--org", "1", "--phone", phone, "--note", `try ${i}`)));
+    expect(outs.filter((o) => o.startsWith("added")).length).toBe(1);
+    expect((await db.sql`select count(*)::int as n from do_not_contact where org_id = 1 and address = ${phone}`)[0].n).toBe(1);
+    expect((await audits("dnc.add")).filter((a) => a.target === `dnc:phone:${phone}`).length).toBe(1);
+  });
+
   test("the CLI refuses bad input with usage errors and an unknown organization with an error, changing nothing", async () => {
     const before = (await db.sql`select count(*)::int as n from do_not_contact`)[0].n;
     for (const args of [
