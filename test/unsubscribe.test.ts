@@ -114,6 +114,16 @@ describe("the headers", () => {
     expect(rawHeader(appointment, "List-Unsubscribe-Post")).toBeNull();
     expect(rawHeader(welcome, "List-Unsubscribe")).toMatch(/^<https:\/\/leadline\.example\/unsubscribe\/\d+\.[A-Za-z0-9_-]{22}>$/);
   });
+
+  test("a plain-http BASE_URL (a local installation) gets the link without the one-click claim, which RFC 8058 reserves for HTTPS", async () => {
+    const id = await lead();
+    const env = { baseUrl: "http://127.0.0.1:8080", unsubscribeKey: app.running.deps.unsubscribeKey };
+    const sent = await sendMessage(db.sql, systemActor("automation", "8", 1), { leadId: id, channel: "email", body: "Hi", subject: "Local", operationId: "automation/8/lead/1" }, clock.now(), env);
+    expect(sent).toMatchObject({ ok: true });
+    await smtp.waitFor(1);
+    expect(rawHeader(smtp.mails[0], "List-Unsubscribe")).toMatch(/^<http:\/\/127\.0\.0\.1:8080\/unsubscribe\/\d+\.[A-Za-z0-9_-]{22}>$/);
+    expect(rawHeader(smtp.mails[0], "List-Unsubscribe-Post")).toBeNull();
+  });
 });
 
 describe("the link", () => {

@@ -46,9 +46,16 @@ export async function sendEmail(
       ...(ics === null ? {} : { attachments: [{ filename: "appointment.ics", content: ics, contentType: "text/calendar; charset=utf-8; method=PUBLISH" }] }),
       // RFC 8058 one-click: the link alone (an HTTPS URI a mail client may POST to without asking
       // anything else), and the header that says a POST of `List-Unsubscribe=One-Click` does it.
+      // One-click is defined for HTTPS only: a plain-http BASE_URL (a local installation) gets the
+      // link without the one-click claim.
       ...(unsubscribeUrl === null
         ? {}
-        : { headers: { "List-Unsubscribe": `<${unsubscribeUrl}>`, "List-Unsubscribe-Post": "List-Unsubscribe=One-Click" } }),
+        : {
+            headers: {
+              "List-Unsubscribe": `<${unsubscribeUrl}>`,
+              ...(unsubscribeUrl.startsWith("https://") ? { "List-Unsubscribe-Post": "List-Unsubscribe=One-Click" } : {}),
+            },
+          }),
       // nodemailer cancels the SMTP session when the signal fires.
       ...({ signal } as object),
     })
