@@ -1,4 +1,4 @@
-// An organization's do-not-contact list (issue 31; sql/0028): phones (their last 10 digits, the
+// An organization's do-not-contact list (issue 31; sql/0022): phones (their last 10 digits, the
 // codebase's phone rule: phone.ts) and emails (lowercased), each with its source, time and note.
 // Read by the send path (a listed address is refused `do_not_contact`: src/messages/gates.ts), by
 // lead intake (the hopper never takes a listed phone: queries.ts) and by cti_queue.php (a claimed
