@@ -19,7 +19,7 @@ dist/leadline: node_modules/.installed $(SRC)
 	@$(BUN) patches/check.ts dist/leadline || { rm -f dist/leadline; exit 1; }
 
 # A fresh data directory gets the demo (deploy/demo.json); one with data is served as it is.
-# The demo's keys are printed in the README: it listens on loopback unless HOST says otherwise.
+# The demo's keys are public (README.md, docs/tour.md): it listens on loopback unless HOST says otherwise.
 run: build
 	HOST=$${HOST:-127.0.0.1} ./dist/leadline serve --demo
 

@@ -323,7 +323,7 @@ describe("the per-address limit", () => {
     }
     expect((await dni("heartbeat", { pool: "nope" }, { ip, base: a.base })).status).toBe(429);
     await a.running.deps.limits.flush();
-    // b has not flushed since: it admits what it has not heard of (the overshoot the README states)…
+    // b has not flushed since: it admits what it has not heard of (the overshoot docs/several-instances.md states)…
     expect((await dni("heartbeat", { pool: "nope" }, { ip, base: b.base })).status).toBe(404);
     await b.running.deps.limits.flush();
     // …and refuses once the counts have met.

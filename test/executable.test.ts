@@ -227,7 +227,7 @@ describe.skipIf(missing)("the executable", () => {
       expect(await first.stop()).toBe(0);
       expect(Date.now() - started).toBeLessThan(STOP_MS);
       expect(first.lines.length).toBeGreaterThan(0);
-      // Every line is JSON: a log line (`msg`) or an access-log line (its six fields, README: Metrics and logs).
+      // Every line is JSON: a log line (`msg`) or an access-log line (its six fields, docs/metrics.md).
       const ACCESS = ["client", "duration_ms", "family", "method", "status", "time"];
       for (const line of first.lines) {
         const parsed = JSON.parse(line);

@@ -58,7 +58,7 @@ async function threeInstances(pooled: boolean): Promise<Cluster> {
     let env: Record<string, string> = { ...MIXED_ENV, DB_POOL_MAX: "4", DATABASE_URL: db.url };
     if (pooled) {
       pgb = await startPgBouncer(db.url);
-      // The statement timeout a pooled connection cannot send (README: Several instances).
+      // The statement timeout a pooled connection cannot send (docs/several-instances.md).
       const name = decodeURIComponent(new URL(db.url).pathname.slice(1));
       await db.sql.unsafe(`alter database "${name.replaceAll('"', '""')}" set statement_timeout = '5s'`);
       env = { ...env, DATABASE_URL: pgb.url, DATABASE_DIRECT_URL: db.url };

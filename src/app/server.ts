@@ -31,7 +31,7 @@ import { loadIpSalt, loadUnsubscribeKey, withProvisionedSettings } from "./setti
 /**
  * Bun refuses larger bodies with a bare 413 before any handler, without the CORS headers a browser
  * needs to see it; routes read bodies with their own, smaller limits (1 MiB at most) and answer
- * their own 413 there. This ceiling is what the server holds for any request at all (README).
+ * their own 413 there. This ceiling is what the server holds for any request at all (docs/operations.md: Limits).
  */
 export const MAX_REQUEST_BODY = 8 * 1024 * 1024;
 
@@ -63,7 +63,7 @@ function jobHandlers(deps: Deps): JobHandler[] {
 
 /** Starts the service on an open database; used by `serve` and by tests. */
 export async function start(given: Config, db: Database, options: StartOptions = {}): Promise<Running> {
-  // On the direct connection: DDL and its lock do not belong on a pooled one (README: Several instances).
+  // On the direct connection: DDL and its lock do not belong on a pooled one (docs/several-instances.md).
   await migrate(db.direct);
   // Refuses to start (one line naming the key ids) when a stored secret does not open with
   // LEADLINE_SECRET_KEY, rather than failing every send and delivery that needs it later.
@@ -158,7 +158,7 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
   await resolveHost(config.host);
   // Before "listening", so that whoever waits for that line has seen it.
   if (!config.secretKey) {
-    log.warn("LEADLINE_SECRET_KEY is not set; provider credentials and webhook secrets are stored in clear (README: Secrets at rest)");
+    log.warn("LEADLINE_SECRET_KEY is not set; provider credentials and webhook secrets are stored in clear (docs/operations.md: Secrets at rest)");
   }
   const db = await openDatabase(config, "serve");
   let running: Running;

@@ -101,7 +101,7 @@ async function csrfOk(request: Request, viewer: Viewer, baseUrl: string, form: b
   return sameToken((await formOf(request))._csrf, viewer.csrf);
 }
 
-/** The client's address as the console stores it (salted hash; README: The client address). */
+/** The client's address as the console stores it (salted hash; docs/operations.md: The client address). */
 export const clientHash = (deps: Deps, request: Request, server: PeerSource | null): string =>
   hashedAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy)).hash;
 

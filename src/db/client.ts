@@ -27,8 +27,8 @@ export interface DbOptions {
    * Statements are sent unnamed (PgBouncer before 1.21 does not carry protocol-level prepared
    * statements across server connections), and only the startup parameters PgBouncer tracks and
    * re-applies per client are sent: it refuses a connection that sends statement_timeout or
-   * plan_cache_mode. The statement timeout is then the role's or the database's (README: Several
-   * instances); the plan cache mode does not matter, as an unnamed statement is planned each time.
+   * plan_cache_mode. The statement timeout is then the role's or the database's (docs/several-instances.md,
+   * Through PgBouncer); the plan cache mode does not matter, as an unnamed statement is planned each time.
    */
   pooled?: boolean;
   /**

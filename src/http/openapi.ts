@@ -311,7 +311,7 @@ export function openApiDocument(
           type: "apiKey",
           in: "cookie",
           name: "leadline_session",
-          description: "A console session, set by signing in at `/console/login` (README: Console).",
+          description: "A console session, set by signing in at `/console/login` (docs/console.md).",
         },
       },
     },

@@ -16,7 +16,10 @@ import { quietHoursEnd, recipientZone, type QuietHours } from "./quiet-hours";
 
 export type SendChannel = "sms" | "email";
 
-/** Every reason a gate refuses a send; each is listed in the README (billing ones are HTTP 402: errors.ts reasonStatus). */
+/**
+ * Every reason a gate refuses a send; each is listed in docs/messaging.md's Results (test/readme.test.ts
+ * checks it). Billing ones are HTTP 402: errors.ts reasonStatus.
+ */
 export const GATE_REASONS = [
   "no_phone", // sms: the lead has no usable phone number
   "no_email", // email: the lead has no valid email address
