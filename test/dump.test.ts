@@ -5,7 +5,7 @@
 // Then a dump of that PostgreSQL installation loads into another empty one, unchanged.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import postgres from "postgres";
 import { copyField } from "../src/dump/dump";
@@ -224,6 +224,26 @@ describe.skipIf(!ready)("leadline dump", () => {
     const text = readFileSync(file, "utf8");
     expect(text.startsWith("-- leadline ")).toBe(true);
     expect(text.endsWith("\ncommit;\n")).toBe(true);
+  });
+
+  test("dump FILE over an existing 0644 file leaves a 0600 file; a failed dump leaves the old file as it was", async () => {
+    const dir = join(exe.dir, "perm");
+    mkdirSync(dir);
+    const file = join(dir, "backup.sql");
+    writeFileSync(file, "yesterday's dump\n");
+    chmodSync(file, 0o644);
+    expect(await exe.run(["dump", file], env({ DATABASE_URL: pgUrl }))).toEqual({ code: 0, out: "", err: "" });
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const text = readFileSync(file, "utf8");
+    expect([text.startsWith("-- leadline "), text.endsWith("\ncommit;\n")]).toEqual([true, true]);
+    expect(readdirSync(dir)).toEqual(["backup.sql"]);
+    // A dump that fails (no database there) leaves the previous one, and no temporary file.
+    writeFileSync(file, "yesterday's dump\n");
+    chmodSync(file, 0o644);
+    const failed = await exe.run(["dump", file], env({ DATABASE_URL: "postgres://leadline@127.0.0.1:1/none" }));
+    expect(failed.code).toBe(1);
+    expect(readFileSync(file, "utf8")).toBe("yesterday's dump\n");
+    expect(readdirSync(dir)).toEqual(["backup.sql"]);
   });
 
   test("a dump of a PostgreSQL installation loads into another empty one unchanged", async () => {
