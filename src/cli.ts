@@ -221,7 +221,9 @@ example: leadline dump /var/backups/leadline.sql && psql -v ON_ERROR_STOP=1 -f /
 Loads a dump written by leadline dump (- reads standard input) into an EMPTY database, in one
 transaction: a new DATA_DIR (the move back from PostgreSQL, or a restore of a backup), or the
 database DATABASE_URL names (psql -v ON_ERROR_STOP=1 -f FILE does the same there). Refused when
-the database has any table; run it before the first serve, which would create the schema.
+the database has any table; run it before the first serve, which would create the schema. Only
+what leadline dump writes is accepted and no text of the file is run as SQL: any other line is
+refused with its number and the transaction rolled back, so nothing is written (docs/backups.md).
 example: DATA_DIR=/var/lib/leadline/data leadline restore /var/backups/leadline.sql
 `,
   version: `usage: leadline version
