@@ -261,6 +261,7 @@ describe.skipIf(!ready)("leadline dump", () => {
   });
 
   test("restore refuses every line dump does not write, naming it, before running it: nothing written, no file made", async () => {
+    expect(dumpText).toContain("\ncopy public.schema_migrations (version, name, applied_at) from stdin;\n1\t0001_init\t");
     const lines = dumpText.split("\n");
     const at = (line: string) => lines.indexOf(line) + 1;
     // Where the PostgreSQL server (another OS user) may write: the old restore ran `copy … to` there.
@@ -284,6 +285,9 @@ describe.skipIf(!ready)("leadline dump", () => {
         (l) => l.toSpliced(at("-- sequences"), 0, "create sequence if not exists public.evil as bigint increment by 1 minvalue 1 maxvalue 9 start 1 cache 1 no cycle;", "select pg_catalog.setval('public.evil', 1, false);"), at("-- sequences") + 2, /^public\.evil is not a sequence of the dump's migrations$/],
       ["an escape COPY knows and dump never writes",
         (l) => l.with(firstRow - 1, l[firstRow - 1].replace("\t", "\t\\101")), firstRow, /^field 2 of a row of public\.orgs is not COPY text as leadline dump writes it$/],
+      ["schema_migrations rows leaving out a migration the dump applied",
+        (l) => l.toSpliced(at("copy public.schema_migrations (version, name, applied_at) from stdin;"), 1), at("copy public.schema_migrations (version, name, applied_at) from stdin;"),
+        /^schema_migrations lists \(2 0002_lead_placement, .*\), not the migrations the dump holds \(1 0001_init, /],
       ["a statement after commit",
         (l) => l.toSpliced(l.length - 1, 0, `copy (select 1) to '${outside}';`), lines.length, /^nothing may follow the dump's commit; line/],
     ];

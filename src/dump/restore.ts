@@ -57,6 +57,8 @@ export async function restoreDump(sql: Sql, path: string): Promise<number> {
       let catalog: Catalog | null = null;
       let copy: Copy | null = null;
       let loaded = 0;
+      let migrated = 0;
+      let migrationRowsAt = 0;
       const flush = async () => {
         if (copy && copy.rows.length > 0) {
           await insertRows(tx, copy);
@@ -77,6 +79,7 @@ export async function restoreDump(sql: Sql, path: string): Promise<number> {
             break;
           case "migration":
             await tx.unsafe(migrations[step.index].sql);
+            migrated++;
             break;
           case "copy": {
             catalog ??= await readCatalog(tx);
@@ -87,6 +90,7 @@ export async function restoreDump(sql: Sql, path: string): Promise<number> {
               throw new Refused(reader.lineNumber, `the columns of ${table.name} are (${table.columns.join(", ")}), not (${step.columns.join(", ")})`);
             }
             catalog.loaded.add(table.name);
+            if (table.name === "public.schema_migrations") migrationRowsAt = reader.lineNumber;
             // User triggers off while its rows arrive, as the dump's own lines say (dump.ts: copyTable).
             // The name is the catalog's, quoted by format(%I.%I).
             await tx.unsafe(`alter table ${table.name} disable trigger user`);
@@ -108,6 +112,7 @@ export async function restoreDump(sql: Sql, path: string): Promise<number> {
             await setSequence(tx, catalog, step.sequence, reader.lineNumber);
             break;
           case "end":
+            await checkMigrationRows(tx, migrated, migrationRowsAt || reader.lineNumber);
             break;
         }
       }
@@ -121,6 +126,17 @@ export async function restoreDump(sql: Sql, path: string): Promise<number> {
     if ((err as NodeJS.ErrnoException).syscall !== undefined && code !== undefined) throw new Error(`cannot read ${path}: ${code}`);
     throw err;
   }
+}
+
+/**
+ * schema_migrations' rows must name exactly the migrations the dump applied: `migrate` trusts them,
+ * and would run again a migration they leave out or refuse to start past one they invent.
+ */
+async function checkMigrationRows(tx: Tx, migrated: number, line: number): Promise<void> {
+  const rows = await tx<{ version: number; name: string }[]>`select version, name from schema_migrations order by version`;
+  const listed = rows.map((r) => `${r.version} ${r.name}`).join(", ");
+  const applied = migrations.slice(0, migrated).map((m) => `${m.version} ${m.name}`).join(", ");
+  if (listed !== applied) throw new Refused(line, `schema_migrations lists (${listed}), not the migrations the dump holds (${applied})`);
 }
 
 async function readCatalog(tx: Tx): Promise<Catalog> {
