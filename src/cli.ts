@@ -2,7 +2,9 @@
 import { loadConfig, type Config } from "./config";
 import { openDatabase, type Database } from "./db/open";
 import { migrate } from "./db/migrate";
-import { createWriteStream, openSync, rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { closeSync, createWriteStream, fsyncSync, openSync, renameSync, rmSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { drained, stdio, type Io } from "./args";
 import { relayCommand, type Relay } from "./control/client";
 import { SOCKET_COMMANDS, reportError, runCommand } from "./control/commands";
@@ -243,8 +245,9 @@ example: leadline secrets status
 `,
   dump: `usage: leadline dump [FILE]
 Writes a plain SQL dump of the whole database (the schema as the migrations make it, every table's
-rows, every sequence's position) to standard output, or to FILE (created 0600: it holds key hashes
-and stored secrets; removed again if the dump fails). Read in one consistent snapshot, so it can run
+rows, every sequence's position) to standard output, or to FILE (written to a new 0600 file beside
+it, then renamed over it: it holds key hashes and stored secrets; FILE is left as it was if the
+dump fails). Read in one consistent snapshot, so it can run
 while serve runs (on the embedded database serve itself takes it, over its control socket). Load it
 into an EMPTY PostgreSQL 14+ database with psql, then serve with DATABASE_URL naming it.
 example: leadline dump /var/backups/leadline.sql && psql -v ON_ERROR_STOP=1 -f /var/backups/leadline.sql postgres://leadline@db/leadline
@@ -253,7 +256,9 @@ example: leadline dump /var/backups/leadline.sql && psql -v ON_ERROR_STOP=1 -f /
 Loads a dump written by leadline dump (- reads standard input) into an EMPTY database, in one
 transaction: a new DATA_DIR (the move back from PostgreSQL, or a restore of a backup), or the
 database DATABASE_URL names (psql -v ON_ERROR_STOP=1 -f FILE does the same there). Refused when
-the database has any table; run it before the first serve, which would create the schema.
+the database has any table; run it before the first serve, which would create the schema. Only
+what leadline dump writes is accepted and no text of the file is run as SQL: any other line is
+refused with its number and the transaction rolled back, so nothing is written (docs/backups.md).
 example: DATA_DIR=/var/lib/leadline/data leadline restore /var/backups/leadline.sql
 `,
   version: `usage: leadline version
@@ -389,7 +394,7 @@ async function readLocally(path: string): Promise<{ path: string; text?: string;
 interface OutputTarget {
   io: Io;
   relay: Relay;
-  /** Closes the file (removed when the command failed: a partial dump is never left to be loaded). */
+  /** Closes the file (put in place only when the command succeeded: a partial dump is never left to be loaded). */
   finish(status: number): Promise<number>;
 }
 
@@ -399,23 +404,43 @@ const terminal: OutputTarget = {
   finish: async (status) => status,
 };
 
-/** `dump FILE`: created 0600 (it holds key hashes and stored secrets), replaced if it exists. */
+/**
+ * `dump FILE`: written to a new file beside FILE, created 0600 with O_EXCL (it holds key hashes and
+ * stored secrets), synced, then renamed over FILE. Writing FILE in place would keep the mode of a
+ * file that already exists (0644 stayed 0644), and a failed dump would have destroyed the previous
+ * one; now FILE is either the old file or the whole new dump, never readable by others.
+ */
 function outputFile(path: string): OutputTarget {
+  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
   let fd: number;
   try {
-    fd = openSync(path, "w", 0o600);
+    fd = openSync(temporary, "wx", 0o600);
   } catch (err) {
     throw new Error(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
-  const stream = createWriteStream("", { fd });
+  const stream = createWriteStream("", { fd, autoClose: false });
   let finished: Promise<number> | undefined;
+  const settle = async (status: number): Promise<number> => {
+    try {
+      await new Promise<void>((ok, fail) => stream.end((err?: Error | null) => (err ? fail(err) : ok())));
+      if (status === 0) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+      if (status !== 0) rmSync(temporary, { force: true });
+    }
+    if (status === 0) {
+      try {
+        renameSync(temporary, path);
+      } catch (err) {
+        rmSync(temporary, { force: true });
+        throw new Error(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+      }
+    }
+    return status;
+  };
   return {
     io: { ...stdio, out: (text) => void stream.write(text), flush: () => drained(stream) },
     relay: { out: (text) => stream.write(text), err: stdio.err, drain: () => drained(stream) },
-    finish: (status) =>
-      (finished ??= new Promise<void>((ok, fail) => stream.end((err?: Error | null) => (err ? fail(err) : ok()))).then(() => {
-        if (status !== 0) rmSync(path, { force: true });
-        return status;
-      })),
+    finish: (status) => (finished ??= settle(status)),
   };
 }
