@@ -267,7 +267,8 @@ describe.skipIf(!ready)("leadline dump", () => {
     // Where the PostgreSQL server (another OS user) may write: the old restore ran `copy … to` there.
     const outside = join(tmpdir(), `leadline-restore-wrote-${process.pid}-${Date.now()}`);
     const migrationLine = lines.findIndex((l) => l.startsWith("create table orgs")) + 1;
-    const firstRow = at("copy public.orgs (id, name, company, timezone, quiet_start, quiet_end, consent, sms, email, created_at, updated_at) from stdin;") + 1;
+    // The orgs block's first row (its columns are whatever the migrations give the table).
+    const firstRow = lines.findIndex((l) => l.startsWith("copy public.orgs (")) + 2;
     expect(firstRow).toBeGreaterThan(1);
     /** [what, the dump's text changed, the line refused, the reason]. */
     const cases: [string, (l: string[]) => string[], number, RegExp][] = [
