@@ -21,6 +21,7 @@ import m0017 from "../../sql/0017_console_calls_dni.sql" with { type: "text" };
 import m0018 from "../../sql/0018_console_leads.sql" with { type: "text" };
 import m0019 from "../../sql/0019_lead_name_order.sql" with { type: "text" };
 import m0020 from "../../sql/0020_automations_work_the_lead.sql" with { type: "text" };
+import m0026 from "../../sql/0026_workspace.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -43,4 +44,12 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 18, name: "0018_console_leads", sql: m0018 },
   { version: 19, name: "0019_lead_name_order", sql: m0019 },
   { version: 20, name: "0020_automations_work_the_lead", sql: m0020 },
+  // BRANCH PLACEHOLDERS (workspace-model branch): 0021-0025 belong to other branches; these empty
+  // entries only keep the list contiguous until they land. The merge replaces them with the real ones.
+  { version: 21, name: "0021_placeholder", sql: "select 1" },
+  { version: 22, name: "0022_placeholder", sql: "select 1" },
+  { version: 23, name: "0023_placeholder", sql: "select 1" },
+  { version: 24, name: "0024_placeholder", sql: "select 1" },
+  { version: 25, name: "0025_placeholder", sql: "select 1" },
+  { version: 26, name: "0026_workspace", sql: m0026 },
 ];

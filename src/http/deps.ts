@@ -1,6 +1,7 @@
 import type { KeyStore } from "../auth/service";
 import type { Clock } from "../clock";
 import type { Config } from "../config";
+import type { FeedHub } from "../feed/hub";
 import type { Sql } from "../db/client";
 import type { Limits } from "../limits/limits";
 
@@ -13,6 +14,8 @@ export interface Deps {
   limits: Limits;
   /** The salt of client-address hashes: NPK_IP_SALT, else generated once per installation. */
   ipSalt: string;
+  /** The live change feed's end in this process: what the workspace's event streams subscribe to. */
+  feed: FeedHub;
   /** On the embedded database: one connection, one process. */
   embedded: boolean;
 }
