@@ -249,18 +249,23 @@ create trigger leads_conversation_org after update of org_id on leads
   execute function conversations_follow_lead();
 
 -- A lead's fields the lists and the open conversation show changed (names, phone, email, state,
--- status), or its consent on a channel (the opted-out badges): a `lead` change for its organization.
-create function workspace_lead_feed() returns trigger language plpgsql as $$
-declare
-  lead bigint := case when tg_table_name = 'leads' then new.id else new.lead_id end;
-  org bigint;
-  conv bigint;
-begin
-  select l.org_id, c.id into org, conv from leads l left join conversations c on c.lead_id = l.id where l.id = lead;
+-- status), or its consent on a channel (the opted-out badges): a `lead` change for its organization,
+-- at the transaction's time (writers of leads and consent do not all keep updated_at).
+create function workspace_lead_changed(of_lead bigint, what text) returns void language sql as $$
   insert into workspace_pending (org_id, kind, conversation_id, lead_id, data, at)
-  values (org, 'lead', conv, lead, jsonb_build_object('what', case when tg_table_name = 'leads' then 'fields' else 'consent' end),
-          -- Writers of leads and consent do not all keep updated_at: the transaction's time.
-          now());
+  select l.org_id, 'lead', c.id, l.id, jsonb_build_object('what', what), now()
+  from leads l left join conversations c on c.lead_id = l.id where l.id = of_lead
+$$;
+
+create function workspace_lead_feed() returns trigger language plpgsql as $$
+begin
+  perform workspace_lead_changed(new.id, 'fields');
+  return null;
+end $$;
+
+create function workspace_consent_feed() returns trigger language plpgsql as $$
+begin
+  perform workspace_lead_changed(new.lead_id, 'consent');
   return null;
 end $$;
 
@@ -271,9 +276,9 @@ create trigger leads_feed after update of first_name, last_name, phone, email, s
   execute function workspace_lead_feed();
 -- Intake inserts channels with consent none or in: only an opt-out or a change reaches the feed.
 create trigger lead_channels_feed_insert after insert on lead_channels
-  for each row when (new.consent = 'out') execute function workspace_lead_feed();
+  for each row when (new.consent = 'out') execute function workspace_consent_feed();
 create trigger lead_channels_feed_update after update of consent on lead_channels
-  for each row when (old.consent is distinct from new.consent) execute function workspace_lead_feed();
+  for each row when (old.consent is distinct from new.consent) execute function workspace_consent_feed();
 
 -- A callback scheduled, come due, done or cancelled: a `callback` change of its conversation.
 create function workspace_callback_feed() returns trigger language plpgsql as $$

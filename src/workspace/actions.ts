@@ -70,13 +70,14 @@ async function act(
       return next === null ? [] : [{ row, next }];
     });
     if (changes.length > 0) {
+      // Arrays of text: postgres.js serializes arrays of booleans, nulls or dates wrongly.
       await tx`
         update conversations c
         set status = u.status, snoozed_until = nullif(u.until, '')::timestamptz, assignee = nullif(u.assignee, ''),
-            waiting_since = case when u.end_wait then null else c.waiting_since end, updated_at = ${new Date(now)}
+            waiting_since = case when u.end_wait = 't' then null else c.waiting_since end, updated_at = ${new Date(now)}
         from unnest(${changes.map((x) => x.row.id)}::bigint[], ${changes.map((x) => x.next.status)}::text[],
                     ${changes.map((x) => iso(x.next.snoozedUntil))}::text[], ${changes.map((x) => x.next.assignee ?? "")}::text[],
-                    ${changes.map((x) => x.next.endWait)}::bool[]) as u(id, status, until, assignee, end_wait)
+                    ${changes.map((x) => (x.next.endWait ? "t" : "f"))}::text[]) as u(id, status, until, assignee, end_wait)
         where c.id = u.id`;
       await Promise.all(
         changes.map(({ row, next }) => audit(tx, actor, action, `conversation:${row.id}`, { lead_id: row.lead_id, ...next.details }, row.org_id)),
@@ -188,10 +189,10 @@ async function single(out: Promise<BulkOutcome & { found: number[] }>): Promise<
   return { changed: r.changed.length > 0 };
 }
 
-export const snoozeConversation = (sql: Sql, actor: Actor, id: number, choice: SnoozeChoice, now: number) => {
+export async function snoozeConversation(sql: Sql, actor: Actor, id: number, choice: SnoozeChoice, now: number): Promise<{ changed: boolean }> {
   checkChoice(choice);
   return single(act(sql, actor, [id], "conversation.snooze", (row) => snoozed(row, choice, now), now));
-};
+}
 export const closeConversation = (sql: Sql, actor: Actor, id: number, now: number) =>
   single(act(sql, actor, [id], "conversation.close", toStatus("closed"), now));
 export const reopenConversation = (sql: Sql, actor: Actor, id: number, now: number) =>
