@@ -6,7 +6,7 @@
 // many instances run its job.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Actor } from "../src/auth/actor";
-import { changesSince, pruneChanges, type Change } from "../src/feed/queries";
+import { changesSince, pruneChanges, sequenceChanges, type Change } from "../src/feed/queries";
 import { sequenceAll } from "../src/feed/sequencer";
 import { assignConversation, closeConversation, reopenConversation, snoozeConversation } from "../src/workspace/actions";
 import { callbackDue, closeCallback, scheduleCallback } from "../src/workspace/callbacks";
@@ -160,6 +160,37 @@ describe("no loss, no repeat", () => {
     // Numbered at insert, T1's change had the lower id: a reader already past T2's would have lost it.
     expect(pendingT1).toBeLessThan(pendingT2);
     expect(second.changes[0]!.id).toBeGreaterThan(first.changes[0]!.id);
+  });
+
+  test("one numbering at a time: while one is uncommitted, no other numbers later changes past it", async () => {
+    const cx = await textIn(await lead());
+    const cy = await textIn(await lead());
+    await settle();
+    const start = await head();
+    await db.sql`update conversations set assignee = 'ann', updated_at = now() where id = ${cx}`;
+    let release!: () => void;
+    const held = new Promise<void>((ok) => (release = ok));
+    let numbered!: () => void;
+    const inside = new Promise<void>((ok) => (numbered = ok));
+    // A sequencer numbers X and has not committed yet (a slow commit, a paused process).
+    const slow = db.sql.begin(async (tx) => {
+      const r = await sequenceChanges(tx as never, new Date(clock.now()), 1000);
+      expect(r.moved).toBeGreaterThan(0);
+      numbered();
+      await held;
+    });
+    await inside;
+    // Y is written and every other sequencer (here and in both instances) runs meanwhile.
+    await db.sql`update conversations set assignee = 'bob', updated_at = now() where id = ${cy}`;
+    await sequenceAll(db.sql, clock, null);
+    await Bun.sleep(150);
+    const during = await changesSince(db.sql, 1, start, 100);
+    release();
+    await slow;
+    await settle();
+    const after = await changesSince(db.sql, 1, during.last, 100);
+    const read = [...during.changes, ...after.changes].filter((x) => x.conversation_id === cx || x.conversation_id === cy);
+    expect(read.map((x) => x.conversation_id)).toEqual([cx, cy]);
   });
 
   test("concurrent writers on both instances' watch, a reader dropping and resuming from its last id: every change once, each conversation's in order", async () => {

@@ -462,9 +462,9 @@ describe("actions", () => {
   });
 
   test("bulk actions racing over the same conversations in opposite orders all finish (rows are locked in id order)", async () => {
-    const p = await Promise.all(Array.from({ length: 6 }, () => pair()));
+    const p = await Promise.all(Array.from({ length: 30 }, () => pair()));
     const ids = p.map((x) => x.acme);
-    const runs = Array.from({ length: 20 }, (_, i) =>
+    const runs = Array.from({ length: 60 }, (_, i) =>
       i % 2 ? bulkAssign(db.sql, mgr, [...ids].reverse(), i % 4 === 1 ? "bob" : "agent7", T0) : bulkSnooze(db.sql, mgr, ids, { preset: "hour" }, T0 + i),
     );
     const results = await Promise.allSettled(runs);
