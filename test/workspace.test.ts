@@ -372,7 +372,7 @@ describe("actions", () => {
     return { acme: (await conv(a.id)).id, bolt: (await conv(b.id)).id, acmeLead: a.id, boltLead: b.id };
   }
   const snapshot = async (id: number) => (await db.sql`select * from conversations where id = ${id}`)[0];
-  const audits = async (id: number) => db.sql`select org_id, actor_id, action, details from audit_log where target = ${"conversation:" + id} order by id`;
+  const audits = async (id: number) => [...(await db.sql`select org_id, actor_id, action, details from audit_log where target = ${"conversation:" + id} order by id`)];
 
   test("assign to a console user of the conversation's organization, audited with what changed", async () => {
     const { acme } = await pair();
@@ -494,7 +494,7 @@ describe("actions", () => {
 });
 
 describe("callbacks", () => {
-  const dialsOf = async (agent: string, leadId: number) => db.sql`select agent, lead_id, phone, status, queued_org_id from dials where agent = ${agent} and lead_id = ${leadId}`;
+  const dialsOf = async (agent: string, leadId: number) => [...(await db.sql`select agent, lead_id, phone, status, queued_org_id from dials where agent = ${agent} and lead_id = ${leadId}`)];
   const waitFor = async (ok: () => Promise<boolean>) => {
     for (let i = 0; i < 200 && !(await ok()); i++) await Bun.sleep(25);
     expect(await ok()).toBe(true);
@@ -530,7 +530,7 @@ describe("callbacks", () => {
     expect(await code(scheduleCallback(db.sql, mgr, { leadId: l.id, at: T0 + MIN, note: "x".repeat(2001) }, T0))).toBe("invalid_input");
     // Nothing was made for the other organization's lead, and no callback for anyone.
     expect(await conv(theirs.id)).toBeUndefined();
-    expect(await db.sql`select 1 from callbacks where lead_id in (${l.id}, ${theirs.id})`).toEqual([]);
+    expect([...(await db.sql`select 1 from callbacks where lead_id in (${l.id}, ${theirs.id})`)]).toEqual([]);
   });
 
   test("a due callback reopens its conversation at the top, gives it to the assignee, queues the dial, and shows in the assignee's Mine view and work", async () => {
@@ -585,7 +585,7 @@ describe("callbacks", () => {
     expect(await code(closeCallback(db.sql, eli, cb.id, "cancelled", T0))).toBe("not_found");
     expect(await closeCallback(db.sql, mgr, cb.id, "cancelled", T0)).toEqual({ changed: true });
     expect(await closeCallback(db.sql, mgr, cb.id, "done", T0)).toEqual({ changed: false });
-    expect(await db.sql`select 1 from jobs where kind = 'workspace.callback' and ref = ${cb.id}`).toEqual([]);
+    expect([...(await db.sql`select 1 from jobs where kind = 'workspace.callback' and ref = ${cb.id}`)]).toEqual([]);
     clock.set(T0 + 5 * MIN);
     await Bun.sleep(600);
     expect((await findCallback(db.sql, mgr, cb.id))!.status).toBe("cancelled");
