@@ -110,10 +110,12 @@ export function parseHead(payload: string): Head | null {
 }
 
 /**
- * Deletes changes numbered before `cutoff` in batches; the highest id deleted is kept, so a reader
- * asking from before it is told to reload (ChangePage.reset) rather than given a feed with holes.
+ * Deletes changes numbered more than `retentionMs` before `now`, in batches; the highest id deleted
+ * is kept, so a reader asking from before it is told to reload (ChangePage.reset) rather than given
+ * a feed with holes.
  */
-export async function pruneChanges(sql: Sql, cutoff: Date, batch = 5000): Promise<number> {
+export async function pruneChanges(sql: Sql, now: Date, retentionMs: number, batch = 5000): Promise<number> {
+  const cutoff = new Date(now.getTime() - retentionMs);
   let total = 0;
   for (;;) {
     const [row] = await unprepared(sql<{ n: number }[]>`
@@ -123,7 +125,7 @@ export async function pruneChanges(sql: Sql, cutoff: Date, batch = 5000): Promis
         returning w.id
       ), kept as (
         insert into settings (key, value, updated_at)
-        select ${PRUNED_THROUGH}, to_jsonb(max(id)), ${cutoff} from gone having count(*) > 0
+        select ${PRUNED_THROUGH}, to_jsonb(max(id)), ${now} from gone having count(*) > 0
         on conflict (key) do update
           set value = to_jsonb(greatest((settings.value #>> '{}')::bigint, (excluded.value #>> '{}')::bigint)), updated_at = excluded.updated_at
       )
