@@ -254,7 +254,7 @@ async function genericPlan(sql: Sql, query: string, params: unknown[]): Promise<
   } catch (err) {
     return [`(no generic plan: ${(err as Error).message})`];
   } finally {
-    await conn.unsafe("deallocate all").catch(() => {});
+    await conn.unsafe("deallocate ws_plan").catch(() => {});
     conn.release();
   }
 }

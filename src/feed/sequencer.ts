@@ -8,11 +8,17 @@ import { pruneChanges, sequenceChanges } from "./queries";
 
 /**
  * How often each instance numbers what is pending: with the NOTIFY and one read after it, a change
- * waits about half of this on average for its number with one instance, less with several (at
- * 100 ms, 500 streams on a busy 2-core machine saw p99 650 ms; the target is 1 s). Each run is one
- * statement on a table that stays small, and an instance that finds another numbering skips its turn.
+ * waits about half of this on average for its number with one instance, less with several
+ * (bench/workspace.ts: 500 streams, p99 85 ms at 50 ms on the shared machine; the target is 1 s).
+ * Each run is one statement on a table that stays small, and an instance that finds another
+ * numbering skips its turn.
  */
 export const SEQUENCE_INTERVAL_MS = 50;
+/**
+ * On the embedded database, whose one connection every request shares: no other instance numbers
+ * there, and a change still reaches an open tab within a quarter second.
+ */
+export const EMBEDDED_SEQUENCE_INTERVAL_MS = 200;
 export const SEQUENCE_BATCH = 1000;
 /** How long numbered changes are kept: a tab away longer reloads (ChangePage.reset). */
 export const FEED_RETENTION_MS = 24 * 3_600_000;
@@ -33,7 +39,7 @@ export async function sequenceAll(sql: Sql, clock: Clock, hub: FeedHub | null, b
 
 export function feedWorkers(sql: Sql, clock: Clock, hub: FeedHub, embedded: boolean): Worker[] {
   return [
-    every("feed.sequencer", SEQUENCE_INTERVAL_MS, async () => {
+    every("feed.sequencer", embedded ? EMBEDDED_SEQUENCE_INTERVAL_MS : SEQUENCE_INTERVAL_MS, async () => {
       await sequenceAll(sql, clock, embedded ? hub : null);
     }),
     every("feed.prune", 3_600_000, async () => {

@@ -19,6 +19,18 @@ export const COUNT_CAP = 999;
 /** The tenant rule on `c` (conversations): the organization's rows; every row for the platform. */
 export const inOrg = (sql: Sql, orgId: number | null) => (orgId === null ? sql`true` : sql`c.org_id = ${orgId}`);
 
+/**
+ * A page's LIMIT written into the statement as a number. Every connection plans each statement
+ * once, generically (src/db/client.ts), and a generic plan cannot see a LIMIT passed as a value:
+ * it reckons with a tenth of the range, and for the Closed view (170,000 conversations of one
+ * organization in bench/workspace.ts) it sorted a bitmap scan of all of them, 290 ms a page,
+ * where the index hands over the page in order. An integer checked here, never text.
+ */
+export function pageLimit(sql: Sql, n: number) {
+  if (!Number.isSafeInteger(n) || n < 1 || n > 10_000) throw new RangeError(`page size ${n}`);
+  return sql.unsafe(String(n));
+}
+
 /** Rows after `cursor` in (last_activity_at desc, id desc) order. */
 const after = (sql: Sql, cursor: ListCursor | null) =>
   cursor === null
@@ -40,7 +52,7 @@ function arms(sql: Sql, actor: Actor, f: InboxFilter, cursor: ListCursor | null,
   const channel = f.channel ? sql`and c.last_channel = ${f.channel}` : sql``;
   const assignee =
     f.assignee === "none" ? sql`and c.assignee is null` : f.assignee ? sql`and c.assignee = ${f.assignee}` : sql``;
-  const page = sql`${after(sql, cursor)} order by c.last_activity_at desc, c.id desc limit ${n}`;
+  const page = sql`${after(sql, cursor)} order by c.last_activity_at desc, c.id desc limit ${pageLimit(sql, n)}`;
   const cols = conversationColumns(sql);
   const range = (where: Fragment) => sql`(select ${cols} from conversations c where ${where} and ${org} ${channel} ${assignee} ${page})`;
   switch (f.view) {
@@ -101,7 +113,7 @@ export async function inboxPage(
            o.timezone, o.quiet_start, o.quiet_end,
            coalesce(d.due, false) as callback_due,
            (extract(epoch from c.last_activity_at) * 1000000)::bigint::text as micros
-    from (select * from (${union}) c order by c.last_activity_at desc, c.id desc limit ${limit + 1}) c
+    from (select * from (${union}) c order by c.last_activity_at desc, c.id desc limit ${pageLimit(sql, limit + 1)}) c
     cross join lateral (
       select ${leadName(sql)} as name, l.phone, l.state,
              coalesce(${consentOf(sql, "sms")} = 'out', false) as sms_opted_out,
@@ -135,7 +147,7 @@ export type ViewCounts = Record<View, number>;
 export async function viewCounts(sql: Sql, actor: Actor, cap = COUNT_CAP): Promise<ViewCounts> {
   const org = inOrg(sql, actor.orgId);
   const me = userOf(actor);
-  const capped = (q: Fragment) => sql`(select count(*)::int from (${q} limit ${cap + 1}) x)`;
+  const capped = (q: Fragment) => sql`(select count(*)::int from (${q} limit ${pageLimit(sql, cap + 1)}) x)`;
   const [row] = await sql<ViewCounts[]>`
     select ${capped(sql`select 1 from conversations c where c.status = 'open' and ${org}`)} as open,
            ${capped(sql`select 1 from conversations c where c.status = 'snoozed' and ${org}`)} as snoozed,
@@ -144,10 +156,10 @@ export async function viewCounts(sql: Sql, actor: Actor, cap = COUNT_CAP): Promi
            ${
              me === null
                ? sql`0`
-               : capped(sql`(select c.id from conversations c where c.assignee = ${me} and c.status = 'open' and ${org} limit ${cap + 1})
+               : capped(sql`(select c.id from conversations c where c.assignee = ${me} and c.status = 'open' and ${org} limit ${pageLimit(sql, cap + 1)})
                             union
                             (select c.id from callbacks cb join conversations c on c.id = cb.conversation_id
-                             where cb.assignee = ${me} and cb.status = 'due' and c.status = 'open' and ${org} limit ${cap + 1})`)
+                             where cb.assignee = ${me} and cb.status = 'due' and c.status = 'open' and ${org} limit ${pageLimit(sql, cap + 1)})`)
            } as mine`;
   return row!;
 }
