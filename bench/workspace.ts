@@ -277,7 +277,7 @@ async function instance(dbUrl: string, port: number, streams: boolean): Promise<
       if (url.pathname === "/stats") {
         Bun.gc(true);
         const rss = Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync("/proc/self/status", "utf8"))?.[1] ?? 0);
-        return Response.json({ rss_kib: rss, subscribers: hub.subscribers, api: app.base });
+        return Response.json({ rss_kib: rss, heap_kib: Math.round(process.memoryUsage().heapUsed / 1024), subscribers: hub.subscribers, api: app.base });
       }
       if (!streams || url.pathname !== "/stream") return new Response("not found", { status: 404 });
       let last = Number(url.searchParams.get("last") ?? 0);
@@ -341,7 +341,7 @@ async function fanOut(adminUrl: string): Promise<void> {
       if (!new TextDecoder().decode(value).includes("ready")) throw new Error("an instance did not start");
       reader.releaseLock();
     }
-    const stats = async () => (await fetch(`http://127.0.0.1:${ports.b}/stats`)).json() as Promise<{ rss_kib: number; subscribers: number; api: string }>;
+    const stats = async () => (await fetch(`http://127.0.0.1:${ports.b}/stats`)).json() as Promise<{ rss_kib: number; heap_kib: number; subscribers: number; api: string }>;
     const apiA = ((await (await fetch(`http://127.0.0.1:${ports.a}/stats`)).json()) as { api: string }).api;
     const before = await stats();
     const [{ head }] = await sql<{ head: number }[]>`select coalesce(max(id), 0)::int as head from workspace_changes`;
@@ -412,7 +412,12 @@ async function fanOut(adminUrl: string): Promise<void> {
     await Bun.sleep(1000);
     const closed = await stats();
     say();
-    say(`Instance B's resident memory (after a full GC): ${(before.rss_kib / 1024).toFixed(0)} MiB before the streams, ${(open.rss_kib / 1024).toFixed(0)} MiB with ${STREAMS} idle streams open (${open.subscribers} subscribers): **${((open.rss_kib - before.rss_kib) / STREAMS).toFixed(1)} KiB per idle stream**; ${(closed.rss_kib / 1024).toFixed(0)} MiB after every stream closed, ${closed.subscribers} subscribers left.`);
+    say(
+      `Instance B's memory (after a full GC), before the streams / with ${STREAMS} idle streams open (${open.subscribers} subscribers) / after every stream closed (${closed.subscribers} subscribers left): ` +
+        `resident ${(before.rss_kib / 1024).toFixed(1)} / ${(open.rss_kib / 1024).toFixed(1)} / ${(closed.rss_kib / 1024).toFixed(1)} MiB, ` +
+        `JavaScript heap ${(before.heap_kib / 1024).toFixed(1)} / ${(open.heap_kib / 1024).toFixed(1)} / ${(closed.heap_kib / 1024).toFixed(1)} MiB: ` +
+        `**${((open.rss_kib - before.rss_kib) / STREAMS).toFixed(1)} KiB resident and ${((open.heap_kib - before.heap_kib) / STREAMS).toFixed(1)} KiB of heap per idle stream**.`,
+    );
     say();
   } finally {
     for (const child of children) child.kill();
