@@ -15,6 +15,8 @@ import { sessionPruner } from "../console/sessions";
 import { demoBanner, provisionDemo, type DemoOutcome } from "../demo/provision";
 import { dniWorkers } from "../dni/instance";
 import { eventWorkers, webhookDeliveryHandler } from "../events/jobs";
+import { FeedHub } from "../feed/hub";
+import { feedWorkers } from "../feed/sequencer";
 import type { Deps } from "../http/deps";
 import { JobRunner, type JobHandler } from "../jobs/queue";
 import { Workers, type Worker } from "../jobs/worker";
@@ -25,6 +27,7 @@ import { AccessLog } from "../metrics/access-log";
 import { RequestObserver } from "../metrics/observe";
 import { checkStoredSecrets } from "../secrets/stored";
 import { VERSION } from "../version";
+import { callbackHandler, workspaceWorkers } from "../workspace/jobs";
 import { buildApp } from "./app";
 import { loadIpSalt, loadUnsubscribeKey, withProvisionedSettings } from "./settings";
 
@@ -58,7 +61,7 @@ export interface StartOptions {
 
 /** The job kinds of every feature: one runner claims them all. */
 function jobHandlers(deps: Deps): JobHandler[] {
-  return [...messageJobs(deps), webhookDeliveryHandler(deps), automationHandler(deps)];
+  return [...messageJobs(deps), webhookDeliveryHandler(deps), automationHandler(deps), callbackHandler(deps.sql, deps.clock)];
 }
 
 /** Starts the service on an open database; used by `serve` and by tests. */
@@ -75,10 +78,14 @@ export async function start(given: Config, db: Database, options: StartOptions =
   const ipSalt = await loadIpSalt(db.sql, config);
   const passwords = new Passwords(options.passwords);
   const unsubscribeKey = await loadUnsubscribeKey(db.sql);
-  const deps: Deps = { sql: db.sql, config, clock, keys, limits, passwords, ipSalt, unsubscribeKey, embedded: db.embedded };
+  const feed = new FeedHub(db.sql);
+  const deps: Deps = { sql: db.sql, config, clock, keys, limits, passwords, ipSalt, unsubscribeKey, feed, embedded: db.embedded };
   // The embedded database is a single connection that LISTEN would take over; it has one process.
   // A transaction pooler would hand the LISTEN session to whoever runs next: LISTEN goes direct.
-  if (!db.embedded) await keys.listen(db.direct);
+  if (!db.embedded) {
+    await keys.listen(db.direct);
+    await feed.listen(db.direct);
+  }
   // The access log is an info line per request: off at LOG_LEVEL warn or error, or with ACCESS_LOG=false.
   const accessLog = config.accessLog && (config.logLevel === "info" || config.logLevel === "debug") ? new AccessLog() : null;
   const app = buildApp(deps, new RequestObserver(accessLog, config.trustProxy, ipSalt));
@@ -98,6 +105,8 @@ export async function start(given: Config, db: Database, options: StartOptions =
     runner,
     ...eventWorkers(behind, () => runner.wake()),
     ...automationWorkers(behind, () => runner.wake()),
+    ...workspaceWorkers(db.background, clock),
+    ...feedWorkers(db.background, clock, feed, db.embedded),
   ];
   const workers = new Workers(background);
   workers.start();

@@ -96,3 +96,15 @@ export async function agentInOrg(sql: Sql | Tx, agent: string, orgId: number): P
   const [row] = await sql`select 1 from users where id = ${agent} and org_id = ${orgId}`;
   return row !== undefined;
 }
+
+/**
+ * A dial of a known lead for `agent`, queued without a key (a callback come due: src/workspace/),
+ * in the scope of the lead's organization. Its phone is the lead's; null when the lead has none.
+ */
+export async function queueLeadDial(tx: Tx, orgId: number | null, agent: string, leadId: number): Promise<number | null> {
+  const [row] = await tx<{ id: number }[]>`
+    insert into dials (agent, key_id, queued_org_id, lead_id, phone)
+    select ${agent}, null, ${orgId}::bigint, l.id, l.phone from leads l where l.id = ${leadId} and l.phone <> ''
+    returning id`;
+  return row?.id ?? null;
+}

@@ -66,7 +66,7 @@ type ContextRow = Partial<LeadRow> & {
  * texted STOP is the same person on a newer lead), `out` if any opted out, else `in` if any opted
  * in, else `none`. Expects the alias `l` for the lead.
  */
-const consentOf = (sql: Db, channel: Channel) => sql`
+export const consentOf = (sql: Db, channel: Channel) => sql`
   (select case when bool_or(c.consent = 'out') then 'out' when bool_or(c.consent = 'in') then 'in' else 'none' end
    from lead_channels c join leads l2 on l2.id = c.lead_id
    where c.channel = ${channel}
