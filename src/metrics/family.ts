@@ -25,6 +25,7 @@ export function familyOf(path: string): Family {
   if (exact) return exact;
   if (path.startsWith("/docs")) return "docs";
   if (path.startsWith("/demo")) return "demo";
+  if (path.startsWith("/unsubscribe/")) return "unsubscribe";
   if (path === "/console" || path.startsWith("/console/")) return "console";
   if (path === "/book" || path.startsWith("/book/")) return "booking_page";
   return "unknown";
