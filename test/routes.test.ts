@@ -40,7 +40,7 @@ describe("the served table is the declared one", () => {
       ...served.routes.map((r) => `${r.method} ${r.path}`),
       ...Object.entries(native).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m} ${path} (native)`)),
     ].sort();
-    const dispatched = new Map(paths.filter((p) => p.dispatch).map((p) => [p.path, p]));
+    const dispatched = new Map(paths.filter((p) => p.select).map((p) => [p.path, p]));
     const expected = [
       ...routes.filter((r) => !r.select).map((r) => `${r.method} ${routerPath(r.path)}${r.native ? " (native)" : ""}`),
       ...[...dispatched.values()].flatMap((p) =>
@@ -55,7 +55,7 @@ describe("the served table is the declared one", () => {
     expect(new Set(routes.map((r) => r.id)).size).toBe(routes.length);
     for (const r of routes.filter((r) => r.select)) {
       const path = paths.find((p) => p.path === r.path);
-      expect([r.id, path?.select?.param, !!path?.dispatch]).toEqual([r.id, r.select!.param, true]);
+      expect([r.id, path?.select?.param]).toEqual([r.id, r.select!.param]);
     }
     for (const r of routes) expect([r.id, Object.keys(r.answers).length > 0]).toEqual([r.id, true]);
   });

@@ -9,6 +9,7 @@ import type { Scope } from "../auth/keys";
 import type { ErrorCode, Surface } from "../errors";
 import type { KeyLimit } from "../limits/limits";
 import type { PeerSource } from "./client";
+import type { AccessCheck } from "./access";
 import { fieldChecker, type Fields } from "./input";
 
 export type Method = "GET" | "POST" | "OPTIONS";
@@ -21,6 +22,8 @@ export type Access =
   | { kind: "public"; cors?: boolean; limit?: string }
   /** A provider's signed callback: `signature` is the header's name (Twilio's `X-Twilio-Signature`), `signedWith` what signs it. */
   | { kind: "provider"; signature: string; signedWith?: string }
+  /** HTTP Basic credentials of a feed: `realm` names what they open (a conversions feed's id and secret). */
+  | { kind: "basic"; realm: string }
   /** The console (src/console/): a signed-in user's session cookie, one of `roles`; POSTs need the session's CSRF token. */
   | { kind: "session"; roles: readonly ("admin" | "manager" | "agent")[] };
 
@@ -47,6 +50,8 @@ export interface Declaration {
   access: Access;
   /** Where its errors are answered (src/errors.ts): default `key` for key routes, else `public`. */
   surface?: Surface;
+  /** Path parameters' schema (`/console/leads/{id}`); a path they refuse is `not_found`. */
+  params?: TObject;
   query?: TObject;
   body?: { schema: TSchema; form: boolean; limit: number };
   answers: Readonly<Record<number, Answer>>;
@@ -84,10 +89,12 @@ export interface PathDeclaration {
 export type PathHandler = (request: Request, server: PeerSource | null) => Response | Promise<Response>;
 
 export interface PathRoute extends PathDeclaration {
-  /** A query-routed path's dispatcher, built from the path's selected routes (src/http/mount.ts). */
-  dispatch?: (routes: readonly Route[]) => PathHandler;
-  /** The dispatcher is served by Bun before Elysia's router (src/http/native.ts). */
+  /** A query-routed path is served by the one dispatcher (src/http/dispatch.ts), natively when true (src/http/native.ts). */
   native?: boolean;
+  /** An undeclared selecting value is counted by this access's gate before it is refused (DNI: every action counts). */
+  counted?: AccessCheck<unknown>;
+  /** false: the path's routes read no query, so it is not parsed (the DNI API). */
+  query?: false;
 }
 
 export type RouteHandler = (request: Request, server: PeerSource | null, selected: Selected) => Response | Promise<Response>;
