@@ -8,12 +8,12 @@
 //   - a declared value with a method it is not declared for is the path's `otherMethods` answer
 //     (`method_not_allowed` with `Allow`, or `not_found` on api_v1).
 import type { PeerSource } from "./client";
+import { idText } from "./fields";
 import { allowOf, queryOf } from "./query";
 import { Refused } from "./access";
 import { errorOf } from "./respond";
 import type { PathHandler, PathRoute, Route, Selected } from "./route";
 
-const ID = /^[0-9]{1,15}$/;
 const NO_PARAMS = Object.freeze({}) as Record<string, string>;
 const NO_QUERY = Object.freeze({}) as Selected["query"];
 
@@ -79,9 +79,10 @@ export function dispatcher(path: PathRoute, routes: readonly Route[], preflight:
     if (slash < 0) return null;
     const prefix = value.slice(0, slash + 1);
     const arg = value.slice(slash + 1);
-    if (!methodsOf.has(prefix) || !ID.test(arg)) return null;
+    const id = idText(arg);
+    if (!methodsOf.has(prefix) || id === null) return null;
     const route = table?.byPrefix.get(prefix);
-    return route ? { route, id: Number(arg) } : { known: prefix };
+    return route ? { route, id } : { known: prefix };
   };
 
   const refuse = (code: Parameters<typeof errorOf>[0], extra?: Record<string, string>) =>

@@ -4,12 +4,13 @@
 // and its handler. The server (src/app/app.ts), the query dispatchers and /openapi.json are all
 // built from these, so a route cannot be served without being declared, nor documented otherwise
 // than it is served.
-import type { TObject, TSchema } from "@sinclair/typebox";
+import { Type as t, type TObject, type TSchema } from "@sinclair/typebox";
 import type { Scope } from "../auth/keys";
-import type { ErrorCode, Surface } from "../errors";
+import { AppError, type ErrorCode, type Surface } from "../errors";
 import type { KeyLimit } from "../limits/limits";
 import type { PeerSource } from "./client";
 import type { AccessCheck } from "./access";
+import { idText } from "./fields";
 import { fieldChecker, type Fields } from "./input";
 
 export type Method = "GET" | "POST" | "OPTIONS";
@@ -133,3 +134,13 @@ export function fieldsInput<S extends TObject, T>(schema: S, normalize: (fields:
     read: (value) => normalize(check(objectFields(value))),
   };
 }
+
+/** A path's `{id}`: 1 to 15 digits (src/http/fields.ts idText); anything else is a missing page. */
+export const idParam: Input<number> = {
+  schema: t.Object({ id: t.String({ pattern: "^[0-9]{1,15}$" }) }),
+  read: (params) => {
+    const id = idText((params as { id?: string }).id);
+    if (id === null) throw new AppError("not_found");
+    return id;
+  },
+};
