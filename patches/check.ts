@@ -14,6 +14,12 @@ const FIXES = [
   { name: "pool queue: remove searches from the head", near: "remove: (x) =>", code: "xs.indexOf(x, index)" },
   { name: "the pool's state for /metrics (sql.pool)", near: "const sql = Sql(handler)", code: "Object.defineProperty(sql, \"pool\"" },
   { name: "pool queue: compaction", near: "index === xs.length", code: "} else if (index >= 1024 && index * 2 >= xs.length) {" },
+  {
+    name: "no server error kept past its connection's close",
+    near: "CONNECTION_CLOSED\", options, socket));",
+    code: "CONNECTION_CLOSED\", options, socket)); errorResponse = null;",
+  },
+  { name: "postgres#1192: the array types' fetch handled", near: "initial.reserve && (initial = null)", code: "return fetchArrayTypes().catch(" },
 ];
 
 const path = process.argv[2] ?? "dist/leadline";

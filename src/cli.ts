@@ -31,7 +31,7 @@ commands:
   users passwd --email E     set the password read from standard input; ends the user's sessions
   users revoke-sessions --email E
                              sign the user out everywhere
-  users disable --email E    the user can no longer sign in
+  users disable --email E    the user can no longer sign in; revokes the API keys bound to the user
   users totp-off --email E   turn the user's two-step sign-in off (a lost phone); ends their sessions
   users list [--json]        console users, their roles and open sessions
   webhooks list [--json]     list webhook endpoints with their state and pending/failed deliveries
@@ -145,7 +145,8 @@ every session of the user; they sign in with their password and may set it up ag
 example: leadline users totp-off --email ana@example.com
 `,
   "users disable": `usage: leadline users disable --email E
-The user can no longer sign in (their CTI dials and keys stay); ends their sessions.
+The user can no longer sign in (their CTI dials stay); ends their sessions and revokes every API
+key bound to the user (revocation is final: a returning user gets new keys), printing their ids.
 example: leadline users disable --email ana@example.com
 `,
   "users list": `usage: leadline users list [--json]

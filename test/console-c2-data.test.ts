@@ -263,6 +263,17 @@ describe("CSV cells", () => {
     expect(csvCell(new Date(Date.UTC(2026, 0, 2)))).toBe("2026-01-02T00:00:00.000Z");
     expect(csvLine(["a", 1, null])).toBe("a,1,\r\n");
   });
+
+  test("a ; or , followed by = + - @ makes the whole value a formula too (locales that split on ;): prefixed and quoted", () => {
+    expect(csvCell("Smith;=HYPERLINK(\"x\")")).toBe("\"'Smith;=HYPERLINK(\"\"x\"\")\"");
+    for (const s of ["a;+1", "a;-2", "a;@SUM(A1)", "a,=1+1", "a, -2", "a;  =cmd|' /C calc'!A0", "x,@y"]) {
+      const cell = csvCell(s);
+      expect({ s, cell }).toEqual({ s, cell: `"'${s}"` });
+    }
+    // A ; alone is quoted, so the value stays one cell where ; separates cells; nothing else changes.
+    expect(csvCell("Smith; Jones")).toBe("\"Smith; Jones\"");
+    for (const s of ["a-b", "a@b.example", "Smith, Jr", "1+1", "x=y"]) expect(csvCell(s).replace(/^"/, "").startsWith("'")).toBe(false);
+  });
 });
 
 describe("the chart", () => {

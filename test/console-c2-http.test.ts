@@ -146,8 +146,15 @@ describe("Calls", () => {
     expect(r.body).not.toContain("Bob Bolt");
     expect(r.body).toContain(`,'=cmd|' /C calc'!A0,`);
     expect(r.body).not.toMatch(/,=cmd/);
+    // An agent exports only where the organization grants it, and then only its own calls.
+    expect((await as.agent.get("/console/calls.csv")).status).toBe(404);
+    expect((await as.agent.get("/console/calls")).body).not.toContain("Export these calls");
+    expect((await as.manager.get("/console/calls")).body).toContain("Export these calls");
+    await db.sql`update orgs set agents_export = true where id = 1`;
     const agent = await as.agent.get("/console/calls.csv");
     expect((agent.body as string).trimEnd().split("\r\n").length).toBe(1 + 55);
+    expect((await as.agent.get("/console/calls")).body).toContain("Export these calls");
+    await db.sql`update orgs set agents_export = false where id = 1`;
   });
 });
 

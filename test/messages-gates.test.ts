@@ -23,6 +23,7 @@ const org = (over: Partial<OrgSettings> = {}): OrgSettings => ({
   company: "Acme Roofing LLC",
   timezone: "America/New_York",
   quiet: { start: "21:00", end: "08:00" },
+  automationCap: null,
   consent: "implied",
   sms: SMS,
   email: EMAIL,

@@ -1,6 +1,7 @@
 // Operational routes (operations.md §4), declared (src/http/route.ts): the process is up; the
 // database answers with a schema this executable can use.
 import { Type as t } from "@sinclair/typebox";
+import { BREAKER_MESSAGE, breakerOf } from "../db/breaker";
 import type { Sql } from "../db/client";
 import { withDeadline } from "../db/deadline";
 import { migrations } from "../db/migrations";
@@ -34,8 +35,14 @@ async function schemaVersion(sql: Sql): Promise<number | null> {
 
 const EXPECTED = migrations.length;
 
-/** Whether the service can serve; logged when that changes, not at every probe (a load balancer asks every few seconds). */
+/**
+ * Whether the service can serve; logged when that changes, not at every probe (a load balancer asks
+ * every few seconds). While the breaker is open (src/db/breaker.ts) it cannot, and is not asked:
+ * /readyz says what the requests are answered, and turns 200 when the breaker's probe has found the
+ * database back and the schema answers.
+ */
 function readiness(sql: Sql): () => Promise<boolean> {
+  const breaker = breakerOf(sql);
   let failing = false;
   const report = (reason: Record<string, unknown> | null) => {
     if (reason && !failing) log.warn("readyz: not ready", reason);
@@ -44,6 +51,7 @@ function readiness(sql: Sql): () => Promise<boolean> {
     return reason === null;
   };
   return async () => {
+    if (breaker?.isOpen()) return report({ error: BREAKER_MESSAGE });
     try {
       const version = await withDeadline(schemaVersion(sql), 800);
       if (version === null || version < EXPECTED) {
@@ -80,7 +88,8 @@ export const healthRoutes = (deps: Deps): Route[] => {
         id: "readyz",
         tag: "Operations",
         summary: "The service can serve",
-        description: "200 when the database answers, within 800 ms, with a usable schema at this executable's version or newer; 503 otherwise.",
+        description:
+          "200 when the database answers, within 800 ms, with a usable schema at this executable's version or newer; 503 otherwise, at once while the database is known unreachable (until a probe finds it back).",
         method: "GET",
         path: "/readyz",
         access: open(),

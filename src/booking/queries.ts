@@ -1,5 +1,6 @@
 // Booking's SQL. Capacity is not checked here: the appointments_capacity trigger (sql/0004_booking.sql) locks
 // the slot and counts its seats for every write that puts an appointment into a slot.
+import { bookedRuns, type AppointmentRuns } from "../automations/appointments";
 import type { Sql, Tx } from "../db/client";
 import { outboxInsert } from "../events/envelope";
 import type { EventType } from "../events/types";
@@ -122,14 +123,16 @@ export interface NewAppointment {
 }
 
 /**
- * Inserts the appointment with its conversation event (when it has a lead) and its outbox event,
- * in one statement. A full slot fails it with SQLSTATE LB001 (the capacity trigger).
+ * Inserts the appointment with its conversation event (when it has a lead), its outbox event and
+ * its automations' runs with their jobs (src/automations/appointments.ts; `merge`: their
+ * {appointment_time} and {reschedule_url}), in one statement. A full slot fails it with SQLSTATE LB001 (the capacity trigger).
  */
 export async function insertAppointment(
   tx: Tx,
   a: NewAppointment,
   event: ConversationEvent,
   outbox: OutboxEvent,
+  merge: AppointmentRuns["merge"],
 ): Promise<{ id: number }> {
   const [row] = await tx<{ id: number }[]>`
     with appt as (
@@ -143,7 +146,8 @@ export async function insertAppointment(
       select ${a.leadId}::bigint, ${event.event}, ${event.label}, ${event.actor}, ${event.actorRole},
              ${event.note}, ${a.at}
       where ${a.leadId}::bigint is not null
-    ), ob as (${outboxInsert(tx, {
+    ), ${bookedRuns(tx, { orgId: a.orgId, leadId: a.leadId, epoch: a.epoch, merge, now: a.at }, tx`(select id from appt)`)},
+    ob as (${outboxInsert(tx, {
       type: outbox.type,
       at: a.at,
       orgId: tx`${a.orgId}::bigint`,

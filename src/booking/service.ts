@@ -10,6 +10,7 @@
 // is kept with the seats it was built from, so that reads between two bookings send it as it is.
 import { classify } from "../db/sqlstate";
 import { LRUCache } from "lru-cache";
+import { rescheduleRuns } from "../automations/appointments";
 import type { Clock } from "../clock";
 import { hotReads } from "../db/batcher";
 import type { Sql } from "../db/client";
@@ -213,6 +214,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
 
     const at = new Date(now);
     const issued = issueToken();
+    const rescheduleUrl = `${opts.baseUrl}/book/${slug}?r=${issued.token}`;
     const lead: LeadInput = {
       phone: person.phone,
       listId: null,
@@ -263,6 +265,8 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
             note: `${person.name} (${contact}) booked ${calendar.name || "an appointment"} through the booking link.`,
           },
           { type: "appointment.booked", data },
+          // Its automations' runs (confirmation, reminders) with their jobs, in the same statement.
+          { appointment_time: slot.label, reschedule_url: rescheduleUrl },
         );
         return row.id;
       });
@@ -271,7 +275,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
         appt_id: id,
         label: slot.label,
         token: issued.token,
-        reschedule_url: `${opts.baseUrl}/book/${slug}?r=${issued.token}`,
+        reschedule_url: rescheduleUrl,
       };
     } catch (err) {
       if (isSlotFull(err)) return refuse("slot_unavailable");
@@ -335,6 +339,15 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
             },
           },
         );
+        // The reminders move with it (the old start's jobs go), in this transaction.
+        await rescheduleRuns(tx, {
+          apptId: appt.id,
+          orgId: calendar.org_id,
+          leadId: current.lead_id,
+          epoch,
+          merge: { appointment_time: slot.label, reschedule_url: `${opts.baseUrl}/book/${appt.link_slug}?r=${token}` },
+          now: at,
+        });
         return "moved" as const;
       });
       if (outcome === "not_pending") return refuse("not_pending");

@@ -17,7 +17,7 @@ export async function findDial(sql: Sql, actor: Actor, dialId: number): Promise<
 
 /**
  * Records the call, moves its dial out of pending/dialing and writes its `call.completed` outbox
- * event, in one statement. The event belongs to the lead's organization, else the reporter's; its
+ * event and, for a missed call, its `missed_call` automation trigger, in one statement. The event belongs to the lead's organization, else the reporter's; its
  * time, and the call's when the report gives no epoch, is `now`, the clock's.
  */
 export async function insertCall(sql: Sql, actor: Actor, leadId: number | null, report: CallReport, now: Date): Promise<number> {
@@ -32,6 +32,14 @@ export async function insertCall(sql: Sql, actor: Actor, leadId: number | null, 
               ${report.secs}, ${report.agent}, ${report.recordingId}, ${report.aiSummary},
               coalesce(to_timestamp(${report.epoch}::bigint), ${now}::timestamptz))
       returning *
+    ), missed as (
+      -- A call nobody answered (secs 0) fires the lead's missed_call automations (the text-back),
+      -- once per call; only when the lead's organization has one, so other calls write nothing here.
+      insert into automation_triggers (org_id, trigger, lead_id, subject_kind, subject_id)
+      select l.org_id, 'missed_call', c.lead_id, 'call', c.id
+      from c join leads l on l.id = c.lead_id
+      where c.secs = 0
+        and exists (select 1 from automations a where a.active and a.trigger = 'missed_call' and a.org_id is not distinct from l.org_id)
     ), evt as (${outboxInsert(sql, {
       type: "call.completed",
       at: now,

@@ -16,7 +16,29 @@ export async function audit(
   details: Record<string, unknown> = {},
   orgId: number | null = actor.orgId,
 ): Promise<void> {
-  await tx`
+  await auditRow(tx, actor, action, target, details, orgId);
+}
+
+/** audit's row, answering its id (for auditOutcome). */
+export async function auditRow(
+  tx: Sql | Tx,
+  actor: Actor,
+  action: string,
+  target: string,
+  details: Record<string, unknown> = {},
+  orgId: number | null = actor.orgId,
+): Promise<string> {
+  const [row] = await tx<{ id: string }[]>`
     insert into audit_log (org_id, actor_type, actor_id, action, target, details, address)
-    values (${orgId}, ${actor.type}, ${actor.id}, ${action}, ${target}, ${tx.json(details as never)}, ${actor.address ?? ""})`;
+    values (${orgId}, ${actor.type}, ${actor.id}, ${action}, ${target}, ${tx.json(details as never)}, ${actor.address ?? ""})
+    returning id::text as id`;
+  return row!.id;
+}
+
+/**
+ * Adds to a row's details what was known only after it was written: how an export (written before
+ * its first byte left, so that it is never without its row) ended. Nothing else changes a row.
+ */
+export async function auditOutcome(sql: Sql | Tx, id: string, details: Record<string, unknown>): Promise<void> {
+  await sql`update audit_log set details = details || ${sql.json(details as never)} where id = ${id}::bigint`;
 }

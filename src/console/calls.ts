@@ -6,8 +6,9 @@ import { agentChoices, allCalls, CALLS_PAGE, listCalls, parseCursor, type CallFi
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { poolsNow, type PoolNow } from "../dni/usage";
-import { csvResponse, csvRoute } from "./csv";
-import { consoleHtml, html, when, type Html } from "./html";
+import { csvRoute } from "./csv";
+import { auditedExport, mayExport } from "./exports";
+import { consoleHtml, html, notFoundPage, when, type Html } from "./html";
 import { dayParam, instantsOf, orgChoices, orgOf, orgSelect, queryOf, textParam, zoneOf, type OrgChoice } from "./period";
 import { consolePage, type Viewer } from "./route";
 
@@ -61,6 +62,8 @@ export interface CallsView {
   agents: Choice[] | null;
   pools: PoolNow[];
   orgs: OrgChoice[];
+  /** The viewer may export (src/console/exports.ts): the export link is shown. */
+  canExport: boolean;
 }
 
 const dash = (v: string | null | undefined) => (v ? v : "–");
@@ -106,7 +109,7 @@ export function callsBody(v: CallsView): Html {
   ${orgSelect(v.orgs, p.org)}
   <div><button class="btn btn-primary" type="submit">Show calls</button></div>
 </form>
-<p><a class="btn" href="/console/calls.csv${queryOf(q)}" download>Export these calls as CSV</a></p>
+${v.canExport ? html`<p><a class="btn" href="/console/calls.csv${queryOf(q)}" download>Export these calls as CSV</a></p>` : null}
 ${v.rows.length === 0
   ? html`<p class="empty">No calls${v.paged ? " on this page" : " match these filters"}.</p>`
   : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Calls"><table class="data">
@@ -151,15 +154,16 @@ export function callRoutes(deps: Deps): Route[] {
         const params = callParams(viewer, selected.query);
         const after = parseCursor(selected.query.after);
         const zone = await zoneOf(sql, params.org);
-        const [rows, agents, pools, orgs] = await Promise.all([
+        const [rows, agents, pools, orgs, canExport] = await Promise.all([
           listCalls(sql, viewer.actor, filterOf(params, zone), after, CALLS_PAGE),
           viewer.actor.agent === null ? agentChoices(sql, params.org) : Promise.resolve(null),
           poolsNow(sql, params.org, new Date(deps.clock.now())),
           orgChoices(sql, viewer),
+          mayExport(sql, viewer),
         ]);
         const page = rows.slice(0, CALLS_PAGE);
         const next = rows.length > CALLS_PAGE ? page[page.length - 1].cursor : null;
-        const body = callsBody({ params, rows: page, next, paged: after !== null, agents, pools, orgs });
+        const body = callsBody({ params, rows: page, next, paged: after !== null, agents, pools, orgs, canExport });
         return consoleHtml(deps, viewer, { title: "Calls", nav: "calls", body, styles: ["c2.css"] });
       },
     ),
@@ -169,16 +173,27 @@ export function callRoutes(deps: Deps): Route[] {
         {
           id: "consoleCallsCsv",
           summary: "The call log as CSV",
-          description: "Every call of the filters, streamed; cells a spreadsheet would read as formulas are prefixed with a quote.",
+          description:
+            "Every call of the filters, streamed; cells a spreadsheet would read as formulas are prefixed with a quote. Managers and admins; " +
+            "agents (their own calls) where their organization grants it (`agents_export`), else the 404 page. Audited as export.calls (the filter, the rows sent).",
           method: "GET",
           path: "/console/calls.csv",
           roles: ["admin", "manager", "agent"],
           query: CallQuery,
         },
         async (viewer, _request, selected) => {
+          if (!(await mayExport(sql, viewer))) return notFoundPage(deps, viewer);
           const params = callParams(viewer, selected.query);
           const zone = await zoneOf(sql, params.org);
-          return csvResponse("calls.csv", CSV_HEADER, allCalls(sql, viewer.actor, filterOf(params, zone)), csvCells);
+          return auditedExport(sql, viewer, {
+            what: "calls",
+            filter: { ...params },
+            orgId: params.org,
+            filename: "calls.csv",
+            header: CSV_HEADER,
+            rows: allCalls(sql, viewer.actor, filterOf(params, zone)),
+            cells: csvCells,
+          });
         },
       ),
       "The filtered calls as CSV, streamed",

@@ -1,7 +1,7 @@
 // The lead page's body (the layout gives its <h1>, the lead's name), as pure functions of its data (no database, no request): the fields, the
 // composer, the timeline (whose entries the polling route renders with the same function), consent,
 // appointments, the DNI first touch and the dial form.
-import type { ChannelConsent } from "../leads/consent";
+import { CONSENT_REASON_MAX, type ChannelConsent } from "../leads/consent";
 import type { LeadProfile } from "../leads/profile";
 import type { LeadAppointment } from "../booking/by-lead";
 import type { Entry } from "../conversations/timeline";
@@ -27,6 +27,8 @@ export interface LeadPage {
   csrf: Html;
   /** The one-line result of the last post, if any. */
   notice: Html | null;
+  /** A manager or an admin: may change an opted-out channel, with a reason. */
+  mayLiftOptOut: boolean;
 }
 
 export const leadDisplayName = (l: { first_name: string; last_name: string; phone: string }) =>
@@ -142,10 +144,16 @@ function consent(p: LeadPage): Html {
           }</div></div>
         ${c.address === ""
           ? null
-          : html`<label for="${id}">Change ${label} consent to</label>
+          : c.consent === "out" && !p.mayLiftOptOut
+            ? html`<p class="muted">Only a manager can record a new consent after an opt-out.</p>`
+            : html`<label for="${id}">Change ${label} consent to</label>
             <select id="${id}" name="consent">
               ${(["in", "out", "none"] as const).map((v) => html`<option value="${v}"${v === c.consent ? html` selected` : null}>${CONSENT_WORDS[v]}</option>`)}
             </select>
+            ${c.consent === "out"
+              ? html`<label for="${id}-reason">Reason (the lead opted out; required)</label>
+            <input id="${id}-reason" name="reason" type="text" maxlength="${CONSENT_REASON_MAX}" required autocomplete="off">`
+              : null}
             <button type="submit" class="btn">Change</button>`}
       </form>`;
     })}

@@ -12,7 +12,7 @@ import { leadFirstTouch } from "../dni/attribution";
 import { AppError } from "../errors";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
-import { CONSENT_VALUES, leadConsent, setConsent, type ConsentValue } from "../leads/consent";
+import { CONSENT_REASON_MAX, CONSENT_VALUES, leadConsent, setConsent, type ConsentValue } from "../leads/consent";
 import { leadProfile, type LeadProfile } from "../leads/profile";
 import { markLeadHandled } from "../messages/inbox";
 import { parseSendInput, type MessageResult, type SendInput } from "../messages/model";
@@ -155,7 +155,8 @@ export function leadPageRoutes(deps: Deps): Route[] {
             entries: timeline.entries,
             mark: before === null ? markText(timeline.mark) : null,
             olderHref: timeline.older === null ? null : `/console/leads/${id}?before=${cursorText(timeline.older)}#h-timeline`,
-            consent, appointments, firstTouch, agents, operationId: newOperationId(), csrf: csrfField(viewer), notice: shown },
+            consent, appointments, firstTouch, agents, operationId: newOperationId(), csrf: csrfField(viewer), notice: shown,
+            mayLiftOptOut: viewer.user.role !== "agent" },
           viewer.user.role === "agent",
         ),
       });
@@ -167,20 +168,40 @@ export function leadPageRoutes(deps: Deps): Route[] {
       if ("error" in sent) return seeOther(`/console/leads/${id}?done=form_error`);
       return seeOther(`/console/leads/${id}?${sentQuery(sent.result, sent.channel)}`);
     }),
-    consolePage(deps, { id: "consoleLeadConsent", summary: "Change the lead's consent on a channel (audited)", method: "POST", path: page("/consent") }, async (viewer, request, selected) => {
-      const id = leadIdOf(selected.params.id);
-      const lead = await leadOr404(deps, viewer, id);
-      const form = await formOf(request);
-      const channel = form.channel === "sms" || form.channel === "email" ? form.channel : null;
-      const value = CONSENT_VALUES.includes(form.consent as ConsentValue) ? (form.consent as ConsentValue) : null;
-      if (channel === null || value === null) return seeOther(`/console/leads/${id}?done=consent_invalid`);
-      const changed = await deps.sql.begin(async (tx) => {
-        const leads = await setConsent(tx, id, channel, value, { name: viewer.user.name || viewer.user.email, source: `console:${viewer.user.id}` }, new Date(deps.clock.now()));
-        if (leads !== null) await audit(tx, viewer.actor, "consent.change", `lead:${id}`, { channel, consent: value, leads }, lead.org_id);
-        return leads;
-      });
-      return seeOther(`/console/leads/${id}?done=${changed === null ? "consent_no_address" : "consent_changed"}`);
-    }),
+    consolePage(
+      deps,
+      {
+        id: "consoleLeadConsent",
+        summary: "Change the lead's consent on a channel (audited)",
+        description: `Form: channel, consent, reason. While the channel is opted out (a STOP), only a manager or an admin may change it, with a reason (up to ${CONSENT_REASON_MAX} characters), audited with it.`,
+        method: "POST",
+        path: page("/consent"),
+      },
+      async (viewer, request, selected) => {
+        const id = leadIdOf(selected.params.id);
+        const lead = await leadOr404(deps, viewer, id);
+        const form = await formOf(request);
+        const channel = form.channel === "sms" || form.channel === "email" ? form.channel : null;
+        const value = CONSENT_VALUES.includes(form.consent as ConsentValue) ? (form.consent as ConsentValue) : null;
+        if (channel === null || value === null) return seeOther(`/console/leads/${id}?done=consent_invalid`);
+        const reason = (form.reason ?? "").replace(/\s+/g, " ").trim();
+        if (reason.length > CONSENT_REASON_MAX) return seeOther(`/console/leads/${id}?done=consent_reason`);
+        // After an opt-out only a manager may record a new consent, and says why (issue 27.15).
+        const manager = viewer.user.role !== "agent";
+        const changed = await deps.sql.begin(async (tx) => {
+          const who = { name: viewer.user.name || viewer.user.email, source: `console:${viewer.user.id}`, note: reason };
+          const r = await setConsent(tx, id, channel, value, who, new Date(deps.clock.now()), manager && reason !== "");
+          if (r.ok) {
+            const lifted = r.liftedOptOut ? { lifted_opt_out: true, reason } : {};
+            await audit(tx, viewer.actor, "consent.change", `lead:${id}`, { channel, consent: value, leads: r.leads, ...lifted }, lead.org_id);
+          }
+          return r;
+        });
+        if (changed.ok) return seeOther(`/console/leads/${id}?done=consent_changed`);
+        if (changed.reason === "no_address") return seeOther(`/console/leads/${id}?done=consent_no_address`);
+        return seeOther(`/console/leads/${id}?done=${manager ? "consent_reason" : "consent_manager_only"}`);
+      },
+    ),
     consolePage(deps, { id: "consoleLeadDial", summary: "Queue a dial of the lead for an agent (an agent: only to themselves)", method: "POST", path: page("/dial") }, async (viewer, request, selected) => {
       const id = leadIdOf(selected.params.id);
       const lead = await leadOr404(deps, viewer, id);
@@ -219,6 +240,8 @@ const DONE: Record<string, { text: string; kind: "ok" | "error" }> = {
   consent_changed: { text: "Consent changed.", kind: "ok" },
   consent_no_address: { text: "The lead has no address on that channel.", kind: "error" },
   consent_invalid: { text: "Choose a channel and a consent value.", kind: "error" },
+  consent_manager_only: { text: "The lead opted out of this channel: only a manager can record a new consent.", kind: "error" },
+  consent_reason: { text: `The lead opted out of this channel: give the reason for the change (up to ${CONSENT_REASON_MAX} characters), e.g. where the lead's new consent is on record.`, kind: "error" },
   dial_queued: { text: "Dial queued.", kind: "ok" },
   form_error: { text: "The form was incomplete or already used: reload the page and try again.", kind: "error" },
 };

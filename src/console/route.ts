@@ -182,6 +182,7 @@ function pageAnswers(method: "GET" | "POST"): Record<number, Answer> {
     303: { description: method === "POST" ? "Done: on to the page that shows it" : "Not signed in: on to /console/login" },
     404: { description: "Missing, another organization's, or not for this role", contentType: HTML },
     422: { description: "Input the console cannot use (text PostgreSQL cannot hold, such as a NUL)", contentType: HTML },
+    503: { description: "The database is unreachable or too slow: the console's \"Temporarily unavailable\" page", contentType: HTML },
   };
   if (method === "POST") answers[403] = { description: "Refused: not the console's own form (CSRF)", contentType: HTML };
   return answers;

@@ -15,6 +15,8 @@ const REASONS: Record<SendReason, string> = {
   billing_frozen: "Not sent: the organization's billing is frozen.",
   subscription_required: "Not sent: the organization needs a subscription.",
   insufficient_credits: "Not sent: insufficient credits.",
+  automation_cap: "Not sent: the organization's daily cap on automation sends is reached.",
+  expired: "Not sent: it could not go before its deadline (an appointment's start).",
   provider_error: "Not sent: the provider refused the message.",
   provider_timeout: "Not sent: the provider did not answer in time.",
   provider_unavailable: "Not sent: the provider could not be reached.",

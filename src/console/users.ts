@@ -3,8 +3,11 @@
 // are set only through a one-time link (`users invite`) or `users passwd`; either ends every
 // session of the user.
 import { createHash, randomBytes } from "node:crypto";
+import { systemActor } from "../auth/actor";
+import { notifyKeysChanged, revokeKeysOfAgent } from "../auth/admin";
 import type { Sql } from "../db/client";
 import { UsageError } from "../errors";
+import { audit } from "./audit";
 
 export type Role = "admin" | "manager" | "agent";
 export const ROLES: readonly Role[] = ["admin", "manager", "agent"];
@@ -194,11 +197,23 @@ export async function revokeSessions(sql: Sql, email: string, now: number): Prom
   return rows.length;
 }
 
-/** Takes away the right to sign in (the CTI user stays), ending its sessions. */
-export async function disableUser(sql: Sql, email: string, now: number): Promise<void> {
+/**
+ * Takes away the right to sign in (the CTI user stays), ending its sessions, and revokes the API
+ * keys bound to the user: revoked, not suspended, since revocation is final and there is no
+ * re-enabling a user (a returning person gets new keys). Audited as `user.disable` by the
+ * operator, in the user's organization's log. Answers the user and the keys revoked.
+ */
+export async function disableUser(sql: Sql, email: string, now: number): Promise<{ user: ConsoleUser; revokedKeys: number[] }> {
   const user = await requireUser(sql, email);
-  await sql.begin(async (tx) => {
-    await tx`update users set disabled_at = ${new Date(now)} where id = ${user.id}`;
-    await tx`update console_sessions set revoked_at = ${new Date(now)} where user_id = ${user.id} and revoked_at is null`;
+  const at = new Date(now);
+  const revokedKeys = await sql.begin(async (tx) => {
+    await tx`update users set disabled_at = ${at} where id = ${user.id}`;
+    await tx`update console_sessions set revoked_at = ${at} where user_id = ${user.id} and revoked_at is null`;
+    const keys = await revokeKeysOfAgent(tx, user.id, at);
+    await audit(tx, systemActor("operator", "cli", user.orgId), "user.disable", `user:${user.id}`, { revoked_keys: keys }, user.orgId);
+    return keys;
   });
+  // Running servers cache keys: tell them, after the commit.
+  if (revokedKeys.length > 0) await notifyKeysChanged(sql);
+  return { user, revokedKeys };
 }

@@ -1,5 +1,6 @@
 // One postgres.js client per process, created at start and passed down.
 import postgres, { type PendingQuery } from "postgres";
+import { gated, watchedDials, type Breaker } from "./breaker";
 import { guardTransactions } from "./begin";
 import { unpipelined } from "./pipeline";
 import { tcpSockets } from "./socket";
@@ -30,6 +31,13 @@ export interface DbOptions {
    * instances); the plan cache mode does not matter, as an unnamed statement is planned each time.
    */
   pooled?: boolean;
+  /**
+   * `serve`'s clients share one (src/db/breaker.ts): statements are refused while it is open, and
+   * what this client sees of the database refusing or dropping connections opens it.
+   */
+  breaker?: Breaker;
+  /** How long a connection may take to be made, in seconds (default 2). */
+  connectTimeoutS?: number;
 }
 
 /**
@@ -42,9 +50,9 @@ export function connect(url: string, opts: DbOptions): Sql {
   const sql = postgres(url, {
     // Dialled by us only to order a dying socket's events (src/db/socket.ts). The option is
     // postgres.js's, missing from its types.
-    ...{ socket: opts.socket ?? tcpSockets() },
+    ...{ socket: opts.socket ?? (opts.breaker ? watchedDials(tcpSockets(), opts.breaker) : tcpSockets()) },
     max: opts.max,
-    connect_timeout: 2,
+    connect_timeout: opts.connectTimeoutS ?? 2,
     idle_timeout: 60,
     // TCP keepalive after 10 s idle (postgres.js's default is 60 s). It matters most for the
     // LISTEN connection (`sql.listen` opens one with these options and never idles it out): a
@@ -83,7 +91,8 @@ export function connect(url: string, opts: DbOptions): Sql {
   });
   guardTransactions(sql);
   // Through a pooler, one statement at a time per connection (src/db/pipeline.ts).
-  return opts.pooled ? unpipelined(sql as unknown as Sql) : (sql as unknown as Sql);
+  const client = opts.pooled ? unpipelined(sql as unknown as Sql) : (sql as unknown as Sql);
+  return opts.breaker ? gated(client, opts.breaker) : client;
 }
 
 /**

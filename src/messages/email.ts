@@ -12,6 +12,8 @@ export async function sendEmail(
   to: string,
   mail: RenderedEmail,
   timeoutMs = PROVIDER_TIMEOUT_MS,
+  /** An iCalendar event attached as `appointment.ics` (an appointment automation's email). */
+  ics: string | null = null,
 ): Promise<ProviderOutcome> {
   let transport: ReturnType<typeof createTransport>;
   try {
@@ -39,6 +41,7 @@ export async function sendEmail(
       subject: mail.subject,
       html: mail.html,
       text: mail.text,
+      ...(ics === null ? {} : { attachments: [{ filename: "appointment.ics", content: ics, contentType: "text/calendar; charset=utf-8; method=PUBLISH" }] }),
       // nodemailer cancels the SMTP session when the signal fires.
       ...({ signal } as object),
     })

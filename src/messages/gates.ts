@@ -3,12 +3,14 @@
 // deferred-send worker all send; it calls contactGate before its billing transaction and
 // billingGate and quietGate inside it, in `gate`'s order. Notes are never gated.
 //
-// Order, first failure wins: channel → consent → provider → billing → quiet hours. Quiet hours
-// come last because a deferral is not a refusal: the message is recorded and sent later, so every
-// reason it could never go must be checked first.
+// Order, first failure wins: channel → consent → provider → billing → automation cap → quiet
+// hours → send-before. Quiet hours come late because a deferral is not a refusal: the message is
+// recorded and sent later, so every reason it could never go must be checked first; the last gate
+// refuses a send that quiet hours would push to or past its deadline (a reminder past its start).
 import { emailField } from "../http/fields";
 import { isSealed } from "../secrets/seal";
 import { isSink } from "../sink";
+import { instantOf, isZone, wallOf } from "../zone";
 import { quietHoursEnd, recipientZone, type QuietHours } from "./quiet-hours";
 
 export type SendChannel = "sms" | "email";
@@ -25,6 +27,8 @@ export const GATE_REASONS = [
   "billing_frozen", // 402: billing status frozen
   "subscription_required", // 402: subscription none
   "insufficient_credits", // 402: credits below the channel's cost
+  "automation_cap", // an automation send past its organization's daily automation cap (operations.md §3)
+  "expired", // a send due before a time (a reminder, its appointment's start) that cannot go before it
 ] as const;
 export type GateReason = (typeof GATE_REASONS)[number];
 
@@ -52,7 +56,15 @@ export interface OrgSettings {
   consent: "implied" | "explicit";
   sms: unknown;
   email: unknown;
+  /** Automation sends a day (null: AUTOMATION_DAILY_CAP). */
+  automationCap: number | null;
 }
+
+/**
+ * The daily cap on an organization's automation sends when it sets none: far above what working
+ * its own leads takes, far below what a script booking with made-up numbers would cost it.
+ */
+export const AUTOMATION_DAILY_CAP = 1000;
 
 export interface LeadContact {
   phone: string;
@@ -146,6 +158,35 @@ export function billingGate(channel: SendChannel, billing: BillingState): { ok: 
   if (billing.subscription !== "active") return { ok: false, reason: "billing_unavailable" };
   if (billing.credits < cost) return { ok: false, reason: "insufficient_credits" };
   return { ok: true, cost };
+}
+
+/**
+ * An automation send against its organization's daily cap: `used` is the automation sends already
+ * recorded in the organization's day, read under its billing row lock (so exact across instances).
+ */
+export function capGate(org: Pick<OrgSettings, "automationCap">, used: number): { ok: true } | { ok: false; reason: GateReason } {
+  const cap = org.automationCap ?? AUTOMATION_DAILY_CAP;
+  return used < cap ? { ok: true } : { ok: false, reason: "automation_cap" };
+}
+
+/**
+ * The organization's day at `now` (its time zone; UTC for a zone the runtime does not know): the
+ * instant it began, epoch ms, and its date (YYYY-MM-DD), which the cap's count is kept by.
+ */
+export function orgDay(now: number, timezone: string): { start: number; day: string } {
+  const tz = isZone(timezone) ? timezone : "UTC";
+  const wall = wallOf(now, tz);
+  const midnight = wall - (((wall % 86_400_000) + 86_400_000) % 86_400_000);
+  return { start: instantOf(midnight, tz), day: new Date(midnight).toISOString().slice(0, 10) };
+}
+
+/**
+ * A send that must go before `sendBefore` (epoch ms; none: no deadline): refused when it is due
+ * (now, or when quiet hours end: `until`) at or after it.
+ */
+export function sendBeforeGate(now: number, until: number | null, sendBefore: number | null): { ok: true } | { ok: false; reason: GateReason } {
+  if (sendBefore === null) return { ok: true };
+  return (until ?? now) < sendBefore ? { ok: true } : { ok: false, reason: "expired" };
 }
 
 /** Null to send now, or the epoch ms when the recipient's quiet hours end. */

@@ -6,6 +6,7 @@
 // by it alone: a wrong one is refused even from loopback.
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { Clock } from "../clock";
+import { breakerOf } from "../db/breaker";
 import { poolState, type Sql } from "../db/client";
 import { isLoopback, parseIp } from "../http/address";
 import { Refused, type AccessCheck } from "../http/access";
@@ -66,6 +67,13 @@ export async function scrape(sql: Sql, clock: Clock): Promise<string> {
       .metric("leadline_webhook_endpoints", "Webhook endpoints, by state (active, disabled by a 410, inactive).", "gauge", db.webhooks.map((w) => [{ state: w.state }, w.endpoints] as const))
       .metric("leadline_dni_numbers_held", "Active DNI numbers held by a visitor now, by pool.", "gauge", db.dni.map((d) => [{ pool: d.pool }, d.held] as const))
       .metric("leadline_dni_numbers_free", "Active DNI numbers free now, by pool.", "gauge", db.dni.map((d) => [{ pool: d.pool }, d.free] as const));
+  }
+  const breaker = breakerOf(sql);
+  if (breaker) {
+    out
+      .metric("leadline_db_breaker_open", "1 while the database is known unreachable and requests that need it are answered 503 at once, else 0.", "gauge", [[{}, breaker.isOpen() ? 1 : 0]])
+      .metric("leadline_db_breaker_opened_total", "Times the database was seen refusing or dropping connections while reachable.", "counter", [[{}, breaker.opened]])
+      .metric("leadline_db_connection_attempts_total", "Connections dialled to the database by the pools and LISTEN (not the breaker's probe).", "counter", [[{}, breaker.dials]]);
   }
   if (pool) {
     out

@@ -53,9 +53,13 @@ export const Org = closed({
   timezone: t.Optional(t.String({ minLength: 1 })),
   quiet_hours: t.Optional(closed({ start: hhmm, end: hhmm })),
   consent: t.Optional(oneOf(["implied", "explicit"] as const)),
+  // Agents may export leads and calls as CSV in the console (managers always may); absent: unchanged, false for a new org.
+  agents_export: t.Optional(t.Boolean()),
   billing: t.Optional(Billing),
   sms: t.Optional(SmsProvider),
   email: t.Optional(EmailProvider),
+  /** Automation sends a day, in the org's time zone; null or absent: the default (1,000). */
+  automation_daily_cap: t.Optional(nullable(t.Integer({ minimum: 0, maximum: 10_000_000 }), "integer from 0 to 10000000 or null")),
 });
 
 export const Campaign = closed({ id: textId, org_id: orgRef, name: t.Optional(t.String()) });
@@ -125,15 +129,21 @@ export const Webhook = closed({
   active: t.Optional(t.Boolean()),
 });
 
+export const AUTOMATION_TRIGGERS = ["new_lead", "missed_call", "appointment_booked", "appointment_reminder"] as const;
+
 export const Automation = closed({
   id: intId,
   org_id: orgRef,
-  trigger: oneOf(["new_lead"] as const),
+  trigger: oneOf(AUTOMATION_TRIGGERS),
   channel: oneOf(["sms", "email", "note"] as const),
   subject: t.Optional(nullable(t.String(), "string or null")),
   body: t.String({ minLength: 1 }),
   /** Seconds between the trigger and the send (default 0); at most 30 days. */
   delay_seconds: t.Optional(t.Integer({ minimum: 0, maximum: 2_592_000 })),
+  /** appointment_reminder only (and required there): minutes before the start. */
+  offset_minutes: t.Optional(t.Integer({ minimum: 5, maximum: 10_080 })),
+  /** new_lead only: the lead sources it applies to; absent or null: every source but `booking`. */
+  sources: t.Optional(nullable(t.Array(t.String({ minLength: 1, maxLength: 50 }), { uniqueItems: true, minItems: 1 }), "list of lead sources or null")),
   active: t.Optional(t.Boolean()),
 });
 

@@ -74,6 +74,7 @@ export async function applyProvisioning(
     }
     if (file.orgs) {
       count("orgs", file.orgs.length, await upsertOrgs(tx, file.orgs, now, key));
+      await applyAutomationCaps(tx, file.orgs, now);
       const [written, removed] = await applyBilling(tx, file.orgs, now);
       count("org_billing", file.orgs.filter((o) => o.billing).length, written, removed);
     }
@@ -162,8 +163,8 @@ function storedForm(key: Buffer | null, existing: string | null | undefined, pla
 async function upsertOrgs(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, now: Date, key: Buffer | null): Promise<Written> {
   const ids = orgs.map((o) => o.id);
   const existing = new Map(
-    (await tx<{ id: number; token: string | null; smtp: string | null }[]>`
-      select id, sms->>'auth_token' as token, email->>'smtp_url' as smtp from orgs where id = any(${ids}::bigint[])`).map((r) => [r.id, r]),
+    (await tx<{ id: number; token: string | null; smtp: string | null; agents_export: boolean }[]>`
+      select id, sms->>'auth_token' as token, email->>'smtp_url' as smtp, agents_export from orgs where id = any(${ids}::bigint[])`).map((r) => [r.id, r]),
   );
   const rows = orgs.map((o) => ({
     id: o.id,
@@ -173,6 +174,8 @@ async function upsertOrgs(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, n
     quiet_start: o.quiet_hours?.start ?? null,
     quiet_end: o.quiet_hours?.end ?? null,
     consent: o.consent ?? "implied",
+    // Unlike the fields above, left out it keeps its stored value (operations.md §3).
+    agents_export: o.agents_export ?? existing.get(o.id)?.agents_export ?? false,
     sms: o.sms ? tx.json({ ...o.sms, auth_token: storedForm(key, existing.get(o.id)?.token, o.sms.auth_token) }) : null,
     email: o.email ? tx.json({ ...o.email, smtp_url: storedForm(key, existing.get(o.id)?.smtp, o.email.smtp_url) }) : null,
     updated_at: now,
@@ -182,12 +185,25 @@ async function upsertOrgs(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, n
     on conflict (id) do update set
       name = excluded.name, company = excluded.company, timezone = excluded.timezone,
       quiet_start = excluded.quiet_start, quiet_end = excluded.quiet_end, consent = excluded.consent,
-      sms = excluded.sms, email = excluded.email, updated_at = excluded.updated_at
-    where (orgs.name, orgs.company, orgs.timezone, orgs.quiet_start, orgs.quiet_end, orgs.consent, orgs.sms, orgs.email)
+      agents_export = excluded.agents_export, sms = excluded.sms, email = excluded.email, updated_at = excluded.updated_at
+    where (orgs.name, orgs.company, orgs.timezone, orgs.quiet_start, orgs.quiet_end, orgs.consent, orgs.agents_export, orgs.sms, orgs.email)
       is distinct from
       (excluded.name, excluded.company, excluded.timezone, excluded.quiet_start, excluded.quiet_end,
-       excluded.consent, excluded.sms, excluded.email)
+       excluded.consent, excluded.agents_export, excluded.sms, excluded.email)
     returning (xmax = 0) as inserted`);
+}
+
+/**
+ * `orgs[].automation_daily_cap` where the file gives it (null: back to the default); an org whose
+ * file leaves it out keeps the cap it has. Its own statement, apart from the orgs' upsert.
+ */
+async function applyAutomationCaps(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, now: Date): Promise<void> {
+  const given = orgs.filter((o) => o.automation_daily_cap !== undefined);
+  if (given.length === 0) return;
+  await tx`
+    update orgs o set automation_daily_cap = nullif(c.cap, -1)::integer, updated_at = ${now}
+    from unnest(${given.map((o) => o.id)}::bigint[], ${given.map((o) => o.automation_daily_cap ?? -1)}::int[]) as c(id, cap)
+    where o.id = c.id and o.automation_daily_cap is distinct from nullif(c.cap, -1)::integer`;
 }
 
 /**
@@ -453,6 +469,8 @@ function upsertAutomations(tx: Tx, autos: NonNullable<ProvisioningFile["automati
     subject: a.subject ?? null,
     body: a.body,
     delay_seconds: a.delay_seconds ?? 0,
+    offset_minutes: a.offset_minutes ?? null,
+    sources: a.sources ? tx.array(a.sources, 25) : null,
     active: a.active ?? true,
     updated_at: now,
   }));
@@ -461,11 +479,12 @@ function upsertAutomations(tx: Tx, autos: NonNullable<ProvisioningFile["automati
     on conflict (id) do update set
       org_id = excluded.org_id, trigger = excluded.trigger, channel = excluded.channel,
       subject = excluded.subject, body = excluded.body, delay_seconds = excluded.delay_seconds,
+      offset_minutes = excluded.offset_minutes, sources = excluded.sources,
       active = excluded.active, updated_at = excluded.updated_at
     where (automations.org_id, automations.trigger, automations.channel, automations.subject, automations.body,
-           automations.delay_seconds, automations.active)
+           automations.delay_seconds, automations.offset_minutes, automations.sources, automations.active)
       is distinct from
       (excluded.org_id, excluded.trigger, excluded.channel, excluded.subject, excluded.body, excluded.delay_seconds,
-       excluded.active)
+       excluded.offset_minutes, excluded.sources, excluded.active)
     returning (xmax = 0) as inserted`);
 }

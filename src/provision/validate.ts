@@ -135,6 +135,7 @@ function formatProblems(root: Record<string, unknown>): string[] {
     const hours = isRecord(cal.hours) ? cal.hours : {};
     for (const day of DAYS) checkWindows(out, `calendars[${i}].hours.${day}`, hours[day]);
   }
+  for (const [i, auto] of items(root.automations)) automationProblems(out, `automations[${i}]`, auto);
   for (const [i, hook] of items(root.webhooks)) {
     checkUrl(out, `webhooks[${i}].url`, hook.url, ["http:", "https:"], true);
     checkSecret(out, `webhooks[${i}].secret`, hook.secret);
@@ -147,6 +148,15 @@ function formatProblems(root: Record<string, unknown>): string[] {
     }
   }
   return out;
+}
+
+/** The fields that belong to one trigger: offset_minutes to (and required by) a reminder, sources to new_lead. */
+function automationProblems(out: string[], path: string, auto: Record<string, unknown>) {
+  const trigger = auto.trigger;
+  if (typeof trigger !== "string") return;
+  if (trigger === "appointment_reminder" && auto.offset_minutes === undefined) out.push(`${path}.offset_minutes: required for appointment_reminder`);
+  if (trigger !== "appointment_reminder" && auto.offset_minutes !== undefined) out.push(`${path}.offset_minutes: only for appointment_reminder`);
+  if (trigger !== "new_lead" && auto.sources !== undefined && auto.sources !== null) out.push(`${path}.sources: only for new_lead`);
 }
 
 function checkTimezone(out: string[], path: string, v: unknown) {

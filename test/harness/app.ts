@@ -17,8 +17,9 @@ setLogLevel("error");
 export async function startApp(url: string, env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestApp> {
   const config = loadConfig({ DATABASE_URL: url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", ...env });
   // The pools `serve` opens (src/db/open.ts).
-  const { sql, background } = servePools(url, 4, "leadline-test-app");
+  const { sql, background, breaker } = servePools(url, 4, "leadline-test-app");
   const close = async () => {
+    breaker.stop();
     await Promise.all([sql.end({ timeout: 5 }), background.end({ timeout: 5 })]);
   };
   const running = await start(config, { sql, direct: sql, background, embedded: false, close }, options);

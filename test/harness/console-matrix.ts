@@ -82,9 +82,11 @@ const leadPages: Record<string, ConsoleRoute> = {
   },
   consoleLeadsCsv: {
     name: "GET /console/leads.csv",
-    session: asAgent,
+    // Exporting is a manager's right unless the organization grants it to agents (not organization 1 here).
+    session: asManager,
+    withoutPermission: asAgent,
     request: { method: "GET", path: "/console/leads.csv" },
-    refusals: { noSession: { status: 303 } },
+    refusals: { noSession: { status: 303 }, noPermission: { status: 404 } },
     crossOrg: {
       cases: (w) => [
         { name: "list", other: { method: "GET", path: `/console/leads.csv?list=${w.otherList}` }, missing: { method: "GET", path: `/console/leads.csv?list=${w.missingList}` } },
