@@ -19,7 +19,8 @@ commands:
   serve [--demo]             apply pending migrations, start workers, listen on HOST:PORT (default);
                              --demo: provision the demo first when the database is empty
   migrate                    apply pending migrations and exit
-  provision FILE             apply a provisioning file (JSON) idempotently; prints generated keys
+  provision [--dry-run] FILE apply a provisioning file (JSON) idempotently; prints generated keys;
+                             --dry-run: print what it would create and change, write nothing
   keys create --scopes a,b [--org N] [--agent USER] [--name TEXT] [--json]
                              print a new API key once (no --org: platform-global)
   keys list [--json]         list keys (never plaintext)
@@ -27,7 +28,7 @@ commands:
   keys rotate ID [--json]    issue a replacement key with the same grants and revoke the old one
   users create --email E --role admin|manager|agent [--org N] [--id USER] [--name TEXT] [--json]
                              a console user; prints a one-time link to set the password
-  users invite --email E     print a new one-time link to set the password (72 hours)
+  users invite --email E     print a new one-time link to set the password (72 hours; older ones stop)
   users passwd --email E     set the password read from standard input; ends the user's sessions
   users revoke-sessions --email E
                              sign the user out everywhere
@@ -80,9 +81,14 @@ example: make run   (./dist/leadline serve --demo on ./leadline-data)
 Applies pending migrations and exits, saying how many it applied.
 example: DATABASE_URL=postgres://leadline@127.0.0.1/leadline leadline migrate
 `,
-  provision: `usage: leadline provision FILE
+  provision: `usage: leadline provision [--dry-run] FILE
 Applies a provisioning file (JSON; - reads standard input) idempotently: every object is upserted
-by its id, nothing absent is deleted. Prints "key <id> <name> <plaintext>" once per generated key.
+by its id, nothing absent is deleted. Within an object that exists, a field left out keeps its
+stored value (a change made in the console survives an older file), a field given replaces it,
+null clears a field that may be empty. Prints "key <id> <name> <plaintext>" once per generated key.
+--dry-run: checks the file and prints, object by object, what a run would create and change
+(field: old → new; secrets as "(changed)"), and writes nothing.
+example: leadline provision --dry-run deploy/provision.example.json
 example: leadline provision deploy/provision.example.json
 `,
   keys: `usage: leadline keys create|list|revoke|rotate ...
@@ -127,7 +133,8 @@ CTI dials and keys (default: the email's local part); an existing CTI user of th
 example: leadline users create --email ana@example.com --role agent --org 1 --id agent7
 `,
   "users invite": `usage: leadline users invite --email E [--json]
-Prints a new one-time link for the user to set a password (72 hours).
+Prints a new one-time link for the user to set a password (72 hours); the user's older links stop
+working. Opened, the link is spent: its form then works half an hour in that browser.
 example: leadline users invite --email ana@example.com
 `,
   "users passwd": `usage: leadline users passwd --email E
@@ -329,7 +336,8 @@ async function operatorCommand(config: Config, argv: string[]): Promise<number> 
     const path = !config.databaseUrl && SOCKET_COMMANDS.has(cmd) ? findSocketPath(config) : null;
     if (path !== null) {
       // What the command reads is read here, where the operator is: provision's file, passwd's standard input.
-      const input = cmd === "provision" && rest.length === 1 ? await readLocally(rest[0]) : cmd === "users" && rest[0] === "passwd" ? await readLocally("-") : undefined;
+      const file = cmd === "provision" ? rest.filter((a) => a !== "--dry-run") : [];
+      const input = file.length === 1 ? await readLocally(file[0]) : cmd === "users" && rest[0] === "passwd" ? await readLocally("-") : undefined;
       const status = await relayCommand(path, { argv: command, input }, target.relay);
       if (status !== null) return await target.finish(status);
     }

@@ -11,6 +11,7 @@ import { FAMILIES } from "../src/metrics/counters";
 import { familyOf } from "../src/metrics/family";
 import type { PeerSource } from "../src/http/client";
 import { mayScrape, scrape } from "../src/metrics/route";
+import { ownHost } from "../src/http/host";
 import { systemClock } from "../src/clock";
 import { call, startApp, type TestApp } from "./harness/app";
 import { testDatabase, type TestDatabase } from "./harness/db";
@@ -160,15 +161,32 @@ describe("who may scrape", () => {
   // is given to the decision directly, as Bun would report it.
   test("a non-loopback peer: refused without the token (forwarded loopback or not), allowed with it", () => {
     const from = (address: string): PeerSource => ({ requestIP: () => ({ address }) });
-    const request = (headers: Record<string, string>) => new Request("http://leads.example/metrics", { headers });
+    const hostOk = ownHost("https://leads.example");
+    const request = (headers: Record<string, string>) => new Request("http://leads.example/metrics", { headers: { host: "leads.example", ...headers } });
     for (const address of ["203.0.113.7", "2001:db8::7", "::ffff:203.0.113.7"]) {
       for (const headers of [{}, { "x-forwarded-for": "127.0.0.1" }, { "x-real-ip": "127.0.0.1" }] as Record<string, string>[]) {
-        expect(mayScrape(request(headers), from(address), TOKEN)).toBe(false);
+        expect(mayScrape(request(headers), from(address), TOKEN, hostOk)).toBe(false);
       }
-      expect(mayScrape(request({ authorization: `Bearer ${TOKEN}` }), from(address), TOKEN)).toBe(true);
-      expect(mayScrape(request({ authorization: "Bearer wrong-token-of-some-length" }), from(address), TOKEN)).toBe(false);
+      expect(mayScrape(request({ authorization: `Bearer ${TOKEN}` }), from(address), TOKEN, hostOk)).toBe(true);
+      expect(mayScrape(request({ authorization: "Bearer wrong-token-of-some-length" }), from(address), TOKEN, hostOk)).toBe(false);
     }
-    for (const address of ["127.0.0.1", "::1", "::ffff:127.0.0.1"]) expect(mayScrape(request({}), from(address), TOKEN)).toBe(true);
+    for (const address of ["127.0.0.1", "::1", "::ffff:127.0.0.1"]) expect(mayScrape(request({}), from(address), TOKEN, hostOk)).toBe(true);
+  });
+
+  // DNS rebinding: a page on a domain re-pointed at 127.0.0.1 reaches /metrics from a loopback
+  // peer, but its requests carry its own name as Host.
+  test("a loopback peer whose Host is another name is refused (404); BASE_URL's name and loopback addresses are served; a token whatever the Host", async () => {
+    const port = new URL(app.base).port;
+    for (const host of ["evil.example", `evil.example:${port}`, `localhost.evil.example:${port}`, "127.0.0.1.evil.example", "evil.example@127.0.0.1", "", "exa mple"]) {
+      const r = await get("/metrics", { headers: { host } });
+      expect([host, r.status]).toEqual([host, 404]);
+      expect(await r.json()).toEqual({ ok: false, error: "not_found" });
+    }
+    // This app's BASE_URL is the default, http://localhost:0: its name with any port.
+    for (const host of [`localhost:${port}`, "LOCALHOST", `127.0.0.1:${port}`, `[::1]:${port}`, "127.0.0.2"]) {
+      expect([host, (await get("/metrics", { headers: { host } })).status]).toEqual([host, 200]);
+    }
+    expect((await get("/metrics", { headers: { host: "evil.example", authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
   });
 
   test("without METRICS_TOKEN any bearer token is refused; a loopback peer without one is served", async () => {

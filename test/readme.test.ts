@@ -58,7 +58,10 @@ describe("README.md", () => {
       if (!text.includes(`| \`${name}`)) missing.push(name);
       // A section is an array of objects, or (settings) an object; nested objects are listed too.
       const walk = (s: { type?: string; items?: unknown; properties?: Record<string, unknown>; anyOf?: unknown[] }, path: string) => {
-        const obj = s.type === "array" ? (s.items as typeof s) : s;
+        // A field that `null` clears is `S or null` (src/provision/fields.ts): its object is S.
+        const inner = (s.anyOf as (typeof s)[] | undefined)?.find((x) => x.type === "object" || x.type === "array");
+        const one = inner ?? s;
+        const obj = one.type === "array" ? (one.items as typeof s) : one;
         for (const [field, sub] of Object.entries(obj.properties ?? {})) {
           if (!text.includes(`\`${field}\``)) missing.push(`${path}.${field}`);
           walk(sub as typeof s, `${path}.${field}`);

@@ -2,6 +2,7 @@
 // accepting, lets requests in flight finish, stops the workers in reverse order (flushing what
 // they buffer), closes the database and exits 0.
 import { lookup } from "node:dns/promises";
+import { Passwords, type PasswordOptions } from "../auth/passwords";
 import { KeyStore } from "../auth/service";
 import { systemClock, type Clock } from "../clock";
 import { ConfigError, type Config } from "../config";
@@ -9,6 +10,7 @@ import { migrate } from "../db/migrate";
 import { openDatabase, type Database } from "../db/open";
 import { startControl, type Control } from "../control/server";
 import { automationHandler, automationWorkers } from "../automations/jobs";
+import { installerBanner, installerUrl, issueInstallerLink } from "../console/installer";
 import { sessionPruner } from "../console/sessions";
 import { demoBanner, provisionDemo, type DemoOutcome } from "../demo/provision";
 import { dniWorkers } from "../dni/instance";
@@ -50,6 +52,8 @@ export interface Running {
 export interface StartOptions {
   /** The clock every time rule reads (tests set it). */
   clock?: Clock;
+  /** The console's password checks: how many at once, how many wait, Argon2id's cost (tests lower it). */
+  passwords?: PasswordOptions;
 }
 
 /** The job kinds of every feature: one runner claims them all. */
@@ -69,7 +73,8 @@ export async function start(given: Config, db: Database, options: StartOptions =
   const keys = new KeyStore(db.sql, clock);
   const limits = new Limits(db.sql, clock);
   const ipSalt = await loadIpSalt(db.sql, config);
-  const deps: Deps = { sql: db.sql, config, clock, keys, limits, ipSalt, embedded: db.embedded };
+  const passwords = new Passwords(options.passwords);
+  const deps: Deps = { sql: db.sql, config, clock, keys, limits, passwords, ipSalt, embedded: db.embedded };
   // The embedded database is a single connection that LISTEN would take over; it has one process.
   // A transaction pooler would hand the LISTEN session to whoever runs next: LISTEN goes direct.
   if (!db.embedded) await keys.listen(db.direct);
@@ -180,9 +185,20 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
       throw new Error(`cannot open the control socket: ${(err as Error).message}`);
     }
   }
+  // Nobody can sign in to the console yet: the one-time link that creates the first admin, printed
+  // once, after the "listening" line, for the person starting the service. On standard error, so
+  // standard output stays JSON log lines only (and the token is never in one; the access log names
+  // no paths). Issued before that line, so nothing is awaited between it and the signal handlers.
+  let installer: string | null = null;
+  try {
+    installer = await issueInstallerLink(db.sql, systemClock.now());
+  } catch (err) {
+    log.warn("could not issue the installer link; create the first admin with leadline users create", errorFields(err));
+  }
   log.info("listening", { version: VERSION, host: config.host, port: running.port, embedded: db.embedded, ...(control ? { control: control.path } : {}) });
   if (!config.ipSalt) log.warn("NPK_IP_SALT is not set; client-address hashes use a generated per-installation salt");
   if (demo !== null) process.stdout.write(demoBanner(demo, running.deps.config.baseUrl));
+  if (installer !== null) process.stderr.write(installerBanner(installerUrl(running.deps.config.baseUrl, installer)));
   await new Promise<void>((resolve) => {
     const onSignal = (signal: string) => {
       log.info("stopping", { signal });

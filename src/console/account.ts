@@ -19,11 +19,14 @@ export function accountRoutes(deps: Deps): Route[] {
       const zone = "UTC";
       const u = viewer.user;
       const totp = await totpState(deps.sql, u.id);
-      const wrong = new URL(request.url).searchParams.get("done") === "two-step-wrong";
       return consoleHtml(deps, viewer, {
         title: "Your account",
         nav: null,
-        body: html`${flash(request.url, { "two-step-on": "Two-step sign-in is on.", "two-step-off": "Two-step sign-in is off." })}
+        body: html`${flash(request.url, {
+          "two-step-on": "Two-step sign-in is on. Your other sessions have ended.",
+          "two-step-moved": "Two-step sign-in has moved to the new device. Your other sessions have ended.",
+          "two-step-off": "Two-step sign-in is off. Your other sessions have ended.",
+        })}
 <div class="card"><dl class="fields">
 <dt>Email</dt><dd>${u.email}</dd>
 <dt>Name</dt><dd>${u.name || "—"}</dd>
@@ -36,7 +39,7 @@ ${sessions.map((s) => html`<tr><td>${when(s.created_at, zone)}</td><td>${when(s.
 </tbody></table></div>
 <form method="post" action="/console/account/sign-out-everywhere" class="actions" data-confirm="Sign out of every browser, this one included?">${csrfField(viewer)}
 <button type="submit" class="btn btn-danger">Sign out everywhere</button></form>
-${twoStepSection(viewer, totp.secret !== null, wrong ? "That code does not match: two-step sign-in is still on." : null)}
+${twoStepSection(viewer, totp.secret !== null)}
 <p class="muted">To change your password, ask an administrator for a new link (<code>leadline users invite</code>).</p>`,
       });
     }),

@@ -75,6 +75,8 @@ export interface PageOptions {
   nav: NavId | null;
   body: Html;
   status?: number;
+  /** Headers besides the page's own (a 429's or 503's Retry-After). */
+  headers?: Readonly<Record<string, string>>;
   /** Files of src/console/assets.ts this page loads besides console.js. */
   scripts?: readonly string[];
   /** Style sheets of src/console/assets.ts this page loads besides console.css. */
@@ -126,7 +128,7 @@ ${p.body}
 </div>
 </body>
 </html>`;
-  return new Response(body.html, { status: p.status ?? 200, headers: PAGE_HEADERS });
+  return new Response(body.html, { status: p.status ?? 200, headers: p.headers ? { ...PAGE_HEADERS, ...p.headers } : PAGE_HEADERS });
 }
 
 /** What a missing page, another organization's record and a page the role may not see all answer. */

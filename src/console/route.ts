@@ -1,8 +1,8 @@
 // How a console route is declared: like every other route (src/http/route.ts), with the session
 // as its access. Before its handler runs, the session is loaded from the cookie (none: the sign-in
 // page, or 401 for JSON), the role checked (not allowed: the same 404 as a missing page), and a
-// POST's CSRF token and origin checked (refused: 403). The handler gets a Viewer: the user and the
-// Actor every service takes.
+// POST's Host, CSRF token and origin checked (refused: 403). The handler gets a Viewer: the user
+// and the Actor every service takes.
 import { Type as t, type TObject, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { timingSafeEqual } from "node:crypto";
@@ -10,6 +10,7 @@ import { AppError, type ErrorCode } from "../errors";
 import { readBody } from "../http/body";
 import { clientAddress, hashedAddress, type PeerSource } from "../http/client";
 import type { Deps } from "../http/deps";
+import { ownHost } from "../http/host";
 import { errorResponse, json } from "../http/respond";
 import type { Answer, Route, Selected } from "../http/route";
 import { log, errorFields } from "../log";
@@ -35,6 +36,8 @@ export interface PageDecl {
   /** Who may see it; default every role. */
   roles?: readonly Role[];
   query?: TObject;
+  /** Answers of its own besides every page's (a 429 of a limited form). */
+  answers?: Readonly<Record<number, Answer>>;
 }
 
 export interface JsonDecl extends PageDecl {
@@ -126,6 +129,17 @@ const signInAgain = (request: Request) => {
 export const unavailablePage = () =>
   plainPage("Temporarily unavailable", html`<p>The console cannot reach its database just now. Try again in a moment.</p>`, 503, { "retry-after": "5" });
 
+/**
+ * A state-changing request whose Host is not the console's (src/http/host.ts: DNS rebinding). It
+ * does not name BASE_URL: the page is read by whoever sent the foreign Host.
+ */
+export const foreignHostPage = () =>
+  plainPage(
+    "Not the console's address",
+    html`<p>This server takes forms only at its own address (its <code>BASE_URL</code>). Open the console there and try again.</p>`,
+    403,
+  );
+
 const refusedPage = () =>
   plainPage(
     "This form has expired",
@@ -148,13 +162,15 @@ const declared = (d: PageDecl) => ({
 /** An HTML page (GET) or a form post (POST): see the top of this file. */
 export function consolePage(deps: Deps, d: PageDecl, handle: PageHandler): Route {
   const roles = d.roles ?? EVERYONE;
+  const hostOk = ownHost(deps.config.baseUrl);
   return {
     ...declared(d),
     surface: "public",
     ...(d.method === "POST" ? { body: { schema: t.Object({ _csrf: t.String() }, { additionalProperties: true }), form: true, limit: CONSOLE_BODY_LIMIT } } : {}),
-    answers: pageAnswers(d.method),
+    answers: { ...pageAnswers(d.method), ...d.answers },
     errors: [],
     handle: async (request, server, selected) => {
+      if (d.method === "POST" && !hostOk(request)) return foreignHostPage();
       let viewer: Viewer | null;
       try {
         viewer = await viewerOf(deps, request, server);
@@ -184,7 +200,7 @@ function pageAnswers(method: "GET" | "POST"): Record<number, Answer> {
     422: { description: "Input the console cannot use (text PostgreSQL cannot hold, such as a NUL)", contentType: HTML },
     503: { description: "The database is unreachable or too slow: the console's \"Temporarily unavailable\" page", contentType: HTML },
   };
-  if (method === "POST") answers[403] = { description: "Refused: not the console's own form (CSRF)", contentType: HTML };
+  if (method === "POST") answers[403] = { description: "Refused: not the console's own form (CSRF), or a Host that is not BASE_URL's", contentType: HTML };
   return answers;
 }
 
@@ -205,6 +221,7 @@ export function consoleJson<Q = Record<string, string | undefined>, B = Record<s
   handle: (viewer: Viewer, input: { query: Q; body: B }, selected: Selected) => Promise<unknown>,
 ): Route {
   const roles = d.roles ?? EVERYONE;
+  const hostOk = ownHost(deps.config.baseUrl);
   const checkQuery = d.query ? TypeCompiler.Compile(d.query) : null;
   const checkBody = d.body ? TypeCompiler.Compile(d.body) : null;
   const errors: ErrorCode[] = ["unauthenticated", "not_found", ...(d.query || d.body ? (["invalid_input"] as const) : []), ...(d.method === "POST" ? (["csrf_rejected", "body_too_large", "body_timeout"] as const) : []), ...(d.errors ?? []), "unavailable"];
@@ -216,6 +233,7 @@ export function consoleJson<Q = Record<string, string | undefined>, B = Record<s
     errors: [...new Set(errors)],
     handle: async (request, server, selected) => {
       try {
+        if (d.method === "POST" && !hostOk(request)) throw new AppError("csrf_rejected", "the Host is not the console's (BASE_URL)");
         const viewer = await viewerOf(deps, request, server);
         if (viewer === null) throw new AppError("unauthenticated");
         if (!roles.includes(viewer.user.role)) throw new AppError("not_found");

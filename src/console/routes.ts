@@ -9,6 +9,7 @@ import { billingRoutes } from "./billing";
 import { callRoutes } from "./calls";
 import { dniRoutes } from "./dni";
 import { inboxRoutes } from "./inbox";
+import { installerRoutes } from "./installer";
 import { keyRoutes } from "./keys/routes";
 import { kpiRoutes } from "./kpi";
 import { leadPageRoutes } from "./lead";
@@ -19,6 +20,7 @@ import { webhookRoutes } from "./webhooks/routes";
 export function consoleRoutes(deps: Deps): Route[] {
   return [
     ...signInRoutes(deps),
+    ...installerRoutes(deps),
     ...accountRoutes(deps),
     ...inboxRoutes(deps),
     ...leadsRoutes(deps),

@@ -1,3 +1,4 @@
+import type { Passwords } from "../auth/passwords";
 import type { KeyStore } from "../auth/service";
 import type { Clock } from "../clock";
 import type { Config } from "../config";
@@ -11,6 +12,8 @@ export interface Deps {
   clock: Clock;
   keys: KeyStore;
   limits: Limits;
+  /** Console password hashing and checks, a bounded number at once (src/auth/passwords.ts). */
+  passwords: Passwords;
   /** The salt of client-address hashes: NPK_IP_SALT, else generated once per installation. */
   ipSalt: string;
   /** On the embedded database: one connection, one process. */

@@ -1,9 +1,12 @@
 // GET /metrics: the Prometheus scrape. Answered to a scraper on this host (a loopback TCP peer that
 // forwards no one: TRUST_PROXY does not apply, and a request carrying X-Forwarded-For, X-Real-IP or
 // Forwarded came through a proxy, such as nginx on this host, whose own peer is loopback for every
-// client), or to `Authorization: Bearer $METRICS_TOKEN` from anywhere. Anyone else gets 404
-// not_found, as for a route that does not exist. A request that presents a bearer token is judged
-// by it alone: a wrong one is refused even from loopback.
+// client) whose Host names this service (BASE_URL's host name or a loopback address: a page on a
+// domain re-pointed at 127.0.0.1, DNS rebinding, is a loopback peer too, but sends its own name;
+// src/http/host.ts), or to `Authorization: Bearer $METRICS_TOKEN` from anywhere, whatever its Host
+// (the token is not something a rebinding page has). Anyone else gets 404 not_found, as for a route
+// that does not exist. A request that presents a bearer token is judged by it alone: a wrong one
+// is refused even from loopback.
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { Clock } from "../clock";
 import { breakerOf } from "../db/breaker";
@@ -13,6 +16,7 @@ import { Refused, type AccessCheck } from "../http/access";
 import type { PeerSource } from "../http/client";
 import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
+import { ownHost } from "../http/host";
 import type { Route } from "../http/route";
 import { publicSurface } from "../http/surface";
 import { dniFallbacks, messageSends, refusalsByFamily, requestSeries, webhookDeliveries, type LabelledCounter } from "./counters";
@@ -22,7 +26,7 @@ import { CONTENT_TYPE, Exposition } from "./text";
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
 /** Whether the request may read the metrics (see the top of this file). */
-export function mayScrape(request: Request, server: PeerSource | null, token: string | null): boolean {
+export function mayScrape(request: Request, server: PeerSource | null, token: string | null, hostOk: (request: Request) => boolean): boolean {
   const auth = request.headers.get("authorization");
   if (auth !== null) {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
@@ -32,7 +36,7 @@ export function mayScrape(request: Request, server: PeerSource | null, token: st
   const h = request.headers;
   if (h.has("x-forwarded-for") || h.has("x-real-ip") || h.has("forwarded")) return false;
   const ip = parseIp(server?.requestIP(request)?.address ?? "");
-  return ip !== null && isLoopback(ip);
+  return ip !== null && isLoopback(ip) && hostOk(request);
 }
 
 /** The event loop's lag now: how long a callback queued behind the work waiting takes to run. */
@@ -97,10 +101,10 @@ export function metricsRoute(deps: Deps): Route {
       tag: "Operations",
       summary: "Prometheus metrics",
       description:
-        "The Prometheus text format. Answered to a loopback peer that forwards no one (no X-Forwarded-For, X-Real-IP or Forwarded) or to `Authorization: Bearer` with METRICS_TOKEN; 404 to anyone else.",
+        "The Prometheus text format. Answered to a loopback peer that forwards no one (no X-Forwarded-For, X-Real-IP or Forwarded) and sends a Host of BASE_URL's host name or a loopback address, or to `Authorization: Bearer` with METRICS_TOKEN; 404 to anyone else.",
       method: "GET",
       path: "/metrics",
-      access: scraper(deps.config.metricsToken),
+      access: scraper(deps.config.metricsToken, ownHost(deps.config.baseUrl)),
       surface: publicSurface,
       answers: { 200: { description: "The metrics", contentType: "text/plain" } },
       errors: ["not_found"],
@@ -112,7 +116,7 @@ export function metricsRoute(deps: Deps): Route {
 }
 
 /** Who may scrape: see the route's description; anyone else is told there is nothing here. */
-function scraper(token: string | null): AccessCheck<undefined> {
+function scraper(token: string | null, hostOk: (request: Request) => boolean): AccessCheck<undefined> {
   const notFound = Refused.of("not_found");
-  return { doc: { kind: "public" }, errors: ["not_found"], gate: (request, server) => (mayScrape(request, server, token) ? undefined : notFound) };
+  return { doc: { kind: "public" }, errors: ["not_found"], gate: (request, server) => (mayScrape(request, server, token, hostOk) ? undefined : notFound) };
 }

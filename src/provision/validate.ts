@@ -1,6 +1,7 @@
 // Validation of a provisioning file. Every problem is collected, each named by its path
 // (`orgs[0].billing.credit: unknown field`), so an operator fixes a file in one round.
 // The schema pass is TypeBox; formats, duplicates and references are checked here by hand.
+import type { TSchema } from "@sinclair/typebox";
 import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value";
 import { agentProblem } from "../auth/admin";
 import { isSealed } from "../secrets/seal";
@@ -42,21 +43,34 @@ export function fileProblems(value: unknown): string[] {
 function schemaProblems(root: Record<string, unknown>): string[] {
   const seen = new Set<string>();
   const out: string[] = [];
-  for (const err of Value.Errors(ProvisioningFile, root)) {
-    // A missing field also fails its type check at the same path; report each path once.
-    if (seen.has(err.path)) continue;
-    seen.add(err.path);
-    out.push(`${displayPath(root, err.path)}: ${describe(err)}`);
-  }
+  const report = (errors: Iterable<ValueError>, prefix: string) => {
+    for (const err of errors) {
+      const path = prefix + err.path;
+      // A missing field also fails its type check at the same path; report each path once.
+      if (seen.has(path)) continue;
+      const s = err.schema as { nullable?: boolean; anyOf?: TSchema[] };
+      // A field that may be empty (`S` or null) given a value that is not null: the value is
+      // reported by S's own rules, at its own depth (`orgs[0].sms.base_url`).
+      if (err.type === ValueErrorType.Union && s.nullable && err.value !== null) {
+        report(Value.Errors(s.anyOf![0]!, err.value), path);
+        continue;
+      }
+      seen.add(path);
+      out.push(`${displayPath(root, path)}: ${describe(err, path)}`);
+    }
+  };
+  report(Value.Errors(ProvisioningFile, root), "");
   return out;
 }
 
-function describe(err: ValueError): string {
+function describe(err: ValueError, path: string): string {
   const s = err.schema as Record<string, unknown>;
+  // `null` clears a field that may be empty; the others have no empty value to clear to.
+  if (err.value === null && !s.nullable) return "cannot be null (it may not be empty)";
   const expected = typeof s.expected === "string" ? `expected ${s.expected}` : null;
   switch (err.type) {
     case ValueErrorType.ObjectAdditionalProperties:
-      return err.path.split("/").length === 2 ? "unknown section" : "unknown field";
+      return path.split("/").length === 2 ? "unknown section" : "unknown field";
     case ValueErrorType.ObjectRequiredProperty:
       return "required";
     case ValueErrorType.Integer:
@@ -291,8 +305,9 @@ export function referencedIds(file: ProvisioningFile) {
     orgs: [...orgs],
     campaigns: [...new Set((file.lists ?? []).map((l) => l.campaign_id))],
     users: [...users],
-    numbers: (file.dni_pools ?? []).flatMap((p) => p.numbers),
-    pools: (file.dni_pools ?? []).map((p) => p.key),
+    numbers: (file.dni_pools ?? []).flatMap((p) => p.numbers ?? []),
+    /** The pools whose active numbers the file gives (the others keep theirs). */
+    pools: (file.dni_pools ?? []).filter((p) => p.numbers).map((p) => p.key),
   };
 }
 
@@ -316,11 +331,6 @@ export function referenceProblems(file: ProvisioningFile, known: KnownRows): str
     }
   });
   orgRef("users", file.users);
-  (file.users ?? []).forEach((u, i) => {
-    if (u.role !== undefined && u.email === undefined) out.push(`users[${i}].role: a console role needs an email`);
-    if (u.role === "admin" && u.org_id !== null) out.push(`users[${i}].role: an admin acts for every organization (org_id null)`);
-    if ((u.role === "manager" || u.role === "agent") && u.org_id === null) out.push(`users[${i}].role: a ${u.role} belongs to one organization (org_id)`);
-  });
   const emails = new Map<string, number>();
   (file.users ?? []).forEach((u, i) => {
     if (u.email === undefined) return;
@@ -336,7 +346,7 @@ export function referenceProblems(file: ProvisioningFile, known: KnownRows): str
   });
   orgRef("dni_pools", file.dni_pools);
   (file.dni_pools ?? []).forEach((p, i) =>
-    p.numbers.forEach((n, j) => {
+    (p.numbers ?? []).forEach((n, j) => {
       const holder = known.foreignNumbers.get(n);
       if (holder !== undefined) out.push(`dni_pools[${i}].numbers[${j}]: ${n} is active in pool ${JSON.stringify(holder)}`);
     }),
