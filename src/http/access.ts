@@ -14,12 +14,17 @@ import type { Access, Selected } from "./route";
 
 /** A refusal answered as a value: the surface renders its code without an Error. */
 export class Refused {
-  private constructor(readonly code: ErrorCode) {}
-  private static readonly known = new Map<ErrorCode, Refused>();
-  /** One frozen instance per code. */
-  static of(code: ErrorCode): Refused {
-    let r = Refused.known.get(code);
-    if (r === undefined) Refused.known.set(code, (r = Object.freeze(new Refused(code))));
+  private constructor(
+    readonly code: ErrorCode,
+    /** What a surface that says more than the code (the console's pages) tells the person: `foreign_host`, `cross_site`. */
+    readonly why: string | null,
+  ) {}
+  private static readonly known = new Map<string, Refused>();
+  /** One frozen instance per code (and reason). */
+  static of(code: ErrorCode, why: string | null = null): Refused {
+    const key = why === null ? code : `${code}:${why}`;
+    let r = Refused.known.get(key);
+    if (r === undefined) Refused.known.set(key, (r = Object.freeze(new Refused(code, why))));
     return r;
   }
 }

@@ -110,8 +110,9 @@ function bodyRefusal<B>(spec: BodySpec<B>, body: Body): AppError | null {
   return null;
 }
 
-/** The codes a route can answer: its own, its access's, its body's and its deadline's. */
+/** The codes a route can answer: its own, its access's, its body's and its deadline's (none where errors are pages). */
 function errorsOf<G, P, Q, B>(spec: RouteSpec<G, P, Q, B>): ErrorCode[] {
+  if (spec.surface.pages) return [...(spec.errors ?? [])];
   const codes = new Set<ErrorCode>(spec.access.errors);
   const body = spec.body;
   if (body) {
@@ -209,7 +210,7 @@ export function defineRoute<G, P = undefined, Q = undefined, B = undefined>(
   /** Step 7: a refusal by its code, a Response as it is, any other value by the surface. */
   const render = (value: unknown, request: Request, server: PeerSource | null): Response | Promise<Response> => {
     if (value instanceof Response) return value;
-    if (value instanceof Refused) return surface.refuse(value.code, request, server);
+    if (value instanceof Refused) return surface.refuse(value.code, request, server, value.why);
     return surface.value(value, request, undefined);
   };
 

@@ -3,15 +3,20 @@
 // handler, the database away — is rendered here once, with the status the code has on the surface
 // (src/errors.ts) and the surface's headers (CORS on the public APIs). The console's and the
 // booking page's HTML surfaces are declared by their features with the same shape.
-import type { Surface } from "../errors";
+import type { ErrorCode, Surface } from "../errors";
 import type { PeerSource } from "./client";
 import { errorOf, errorResponse, json } from "./respond";
 
 export interface SurfaceRender {
   /** The status table its codes are answered with (src/errors.ts). */
   name: Surface;
-  /** A refusal known by its code alone (no Error was built for it). */
-  refuse(code: import("../errors").ErrorCode, request: Request, server: PeerSource | null): Response | Promise<Response>;
+  /**
+   * Errors are pages, not the contract's JSON bodies (the console's, the booking page's): the route's
+   * answers describe them, and /openapi.json lists no error codes for it.
+   */
+  pages?: boolean;
+  /** A refusal known by its code (and the reason a page may give); no Error was built for it. */
+  refuse(code: ErrorCode, request: Request, server: PeerSource | null, why: string | null): Response | Promise<Response>;
   /** Anything thrown or rejected: an AppError's code, a database failure (503), else a logged 500. */
   error(err: unknown, request: Request, server: PeerSource | null): Response | Promise<Response>;
   /** A handler's value that is not a Response. */
