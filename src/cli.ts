@@ -48,6 +48,11 @@ commands:
   secrets status             how many stored secrets are in clear and under which key
   dni report [--pool KEY] [--since YYYY-MM-DD] [--json]
                              visitors, page views, form events and calls per pool and UTM source/medium/campaign
+  dnc add --org N (--phone P | --email E) [--note TEXT]
+                             put a phone or email on an organization's do-not-contact list (audited)
+  dnc remove --org N (--phone P | --email E)
+                             take it off again (audited)
+  dnc list --org N [--json]  the organization's do-not-contact list, newest first
   dump [FILE]                a plain SQL dump of the whole database (stdout, or FILE created 0600),
                              for psql into an empty PostgreSQL 14+; works while serve runs
   restore FILE               load such a dump into an empty database (a new DATA_DIR, or DATABASE_URL)
@@ -195,6 +200,28 @@ example: leadline dni report --pool acme-site --since 2026-11-01
 Visitors, page views, form events and attributed calls per pool and first-touch source/medium/campaign.
 example: leadline dni report --pool acme-site --since 2026-11-01
 `,
+  dnc: `usage: leadline dnc add|remove|list ...
+  dnc add --org N (--phone P | --email E) [--note TEXT]
+  dnc remove --org N (--phone P | --email E)
+  dnc list --org N [--json]
+example: leadline dnc add --org 1 --phone "(512) 555-0100" --note "asked on a call, 2026-11-30"
+`,
+  "dnc add": `usage: leadline dnc add --org N (--phone P | --email E) [--note TEXT]
+Puts a phone (its last 10 digits) or an email (lowercased) on the organization's do-not-contact
+list, source "cli", audited. Sends to it are then refused (do_not_contact), the hopper never takes
+the phone, and cti_queue.php hands its dials out marked dnc: true. An address already listed keeps
+its first entry.
+example: leadline dnc add --org 1 --email dana@example.com --note "wrote in to ask"
+`,
+  "dnc remove": `usage: leadline dnc remove --org N (--phone P | --email E)
+Takes a phone or email off the organization's do-not-contact list, audited. (An opt-out by the
+person, STOP or an unsubscribe link, is not on this list: it is the lead's consent.)
+example: leadline dnc remove --org 1 --phone 5125550100
+`,
+  "dnc list": `usage: leadline dnc list --org N [--json]
+The organization's do-not-contact list, newest first: kind, address, source, time, note.
+example: leadline dnc list --org 1 --json
+`,
   secrets: `usage: leadline secrets rotate|status
   secrets rotate    re-seal every stored secret under LEADLINE_SECRET_KEY
   secrets status    how many stored secrets are in clear and under each key id
@@ -300,6 +327,7 @@ export async function runCli(argv: string[]): Promise<number> {
       case "webhooks":
       case "secrets":
       case "dni":
+      case "dnc":
       case "dump":
         return await operatorCommand(config, argv);
       case "restore": {

@@ -123,7 +123,7 @@ describe.skipIf(missing)("the executable", () => {
     const commands = [
       ["serve"], ["migrate"], ["provision"], ["keys"], ["keys", "create"], ["keys", "list"], ["keys", "revoke"],
       ["keys", "rotate"], ["webhooks"], ["webhooks", "list"], ["webhooks", "deliveries"], ["webhooks", "attempts"],
-      ["webhooks", "replay"], ["webhooks", "enable"], ["dni"], ["dni", "report"], ["secrets"], ["secrets", "rotate"],
+      ["webhooks", "replay"], ["webhooks", "enable"], ["dni"], ["dni", "report"], ["dnc"], ["dnc", "add"], ["dnc", "remove"], ["dnc", "list"], ["secrets"], ["secrets", "rotate"],
       ["secrets", "status"], ["dump"], ["restore"],
     ];
     const env = { DATA_DIR: "./help-data", PORT: "1" };

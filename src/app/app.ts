@@ -20,6 +20,7 @@ import type { PeerSource } from "../http/client";
 import { kpiRoutes } from "../kpi/routes";
 import { leadRoutes } from "../leads/routes";
 import { messageCallbackPaths, messageCallbackRoutes, messageSendRoutes } from "../messages/routes";
+import { unsubscribeRoutes } from "../messages/unsubscribe-routes";
 import { familyIndex } from "../metrics/counters";
 import { familyOf } from "../metrics/family";
 import type { RequestObserver } from "../metrics/observe";
@@ -36,6 +37,7 @@ export function declaredRoutes(deps: Deps): Route[] {
     ...conversationRoutes(deps),
     ...messageSendRoutes(deps),
     ...messageCallbackRoutes(deps),
+    ...unsubscribeRoutes(deps),
     ...ctiRoutes(deps),
     ...kpiRoutes(deps),
     ...callRoutes(deps),

@@ -26,7 +26,7 @@ import { RequestObserver } from "../metrics/observe";
 import { checkStoredSecrets } from "../secrets/stored";
 import { VERSION } from "../version";
 import { buildApp } from "./app";
-import { loadIpSalt, withProvisionedSettings } from "./settings";
+import { loadIpSalt, loadUnsubscribeKey, withProvisionedSettings } from "./settings";
 
 /**
  * Bun refuses larger bodies with a bare 413 before any handler, without the CORS headers a browser
@@ -74,7 +74,8 @@ export async function start(given: Config, db: Database, options: StartOptions =
   const limits = new Limits(db.sql, clock);
   const ipSalt = await loadIpSalt(db.sql, config);
   const passwords = new Passwords(options.passwords);
-  const deps: Deps = { sql: db.sql, config, clock, keys, limits, passwords, ipSalt, embedded: db.embedded };
+  const unsubscribeKey = await loadUnsubscribeKey(db.sql);
+  const deps: Deps = { sql: db.sql, config, clock, keys, limits, passwords, ipSalt, unsubscribeKey, embedded: db.embedded };
   // The embedded database is a single connection that LISTEN would take over; it has one process.
   // A transaction pooler would hand the LISTEN session to whoever runs next: LISTEN goes direct.
   if (!db.embedded) await keys.listen(db.direct);

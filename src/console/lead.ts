@@ -1,11 +1,12 @@
 // A lead's page (/console/leads/{id}): its fields, timeline (polled for new entries), composer,
-// consent, appointments, DNI first touch and dial. Every read is confined to the viewer's
+// do-not-contact list, consent, appointments, DNI first touch and dial (with the lead's local time). Every read is confined to the viewer's
 // organization in SQL; another organization's lead is the same 404 as a missing one. Every change
 // goes through the feature's own service with the viewer's Actor and writes its audit row.
 import { randomUUID } from "node:crypto";
 import { Type as t } from "@sinclair/typebox";
 import { leadAppointments } from "../booking/by-lead";
 import { cursorText, leadTimeline, markText, parseCursor, parseMark } from "../conversations/timeline";
+import { localCallTime } from "../cti/calling-window";
 import { agentsOf } from "../cti/queries";
 import { queueDialFor } from "../cti/service";
 import { leadFirstTouch } from "../dni/attribution";
@@ -14,6 +15,7 @@ import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import { idParam, type Route } from "../http/route";
 import { CONSENT_REASON_MAX, CONSENT_VALUES, leadConsent, setConsent, type ConsentValue } from "../leads/consent";
+import { addToDnc, dncAddress, dncStatus, DNC_KINDS, DNC_NOTE_MAX } from "../leads/dnc";
 import { leadProfile, type LeadProfile } from "../leads/profile";
 import { markLeadHandled } from "../messages/inbox";
 import { parseSendInput, type MessageResult, type SendInput } from "../messages/model";
@@ -56,7 +58,15 @@ const ConsentForm = t.Object({
   reason: t.Optional(t.String({ description: "required to change a channel that opted out" })),
 });
 
-const DialForm = t.Object({ agent: t.Optional(t.String({ description: "the agent's user id" })) });
+const DialForm = t.Object({
+  agent: t.Optional(t.String({ description: "the agent's user id" })),
+  confirm_outside: t.Optional(t.String({ description: "yes: queue it though the lead's local time is outside the calling window" })),
+});
+
+const DncForm = t.Object({
+  kind: t.Optional(t.String({ description: "phone or email" })),
+  note: t.Optional(t.String()),
+});
 
 export async function leadOr404(deps: Deps, viewer: Viewer, id: number): Promise<LeadProfile> {
   const lead = await leadProfile(deps.sql, viewer.actor.orgId, id);
@@ -113,7 +123,7 @@ export async function consoleSend(
     );
   let result: MessageResult;
   try {
-    result = await sendMessage(deps.sql, viewer.actor, input, deps.clock.now(), sendEnv(deps.config), undefined, audited);
+    result = await sendMessage(deps.sql, viewer.actor, input, deps.clock.now(), sendEnv(deps), undefined, audited);
   } catch (err) {
     if (err instanceof AppError && err.code === "operation_id_conflict") return { error: "This form was already used for another message: reload the page." };
     throw err;
@@ -154,7 +164,7 @@ export function leadPageRoutes(deps: Deps): Route[] {
       async ({ params: id, query: q }, { grant: viewer }) => {
         const lead = await leadOr404(deps, viewer, id);
         const before = parseCursor(q.before ?? null);
-        const [timeline, consent, appointments, firstTouch, agents] = await Promise.all([
+        const [timeline, consent, appointments, firstTouch, agents, dnc] = await Promise.all([
           leadTimeline(deps.sql, viewer.actor.orgId, id, TIMELINE_SHOWN, null, before),
           leadConsent(deps.sql, id),
           leadAppointments(deps.sql, id),
@@ -164,8 +174,9 @@ export function leadPageRoutes(deps: Deps): Route[] {
             : lead.org_id === null
               ? Promise.resolve([])
               : agentsOf(deps.sql, lead.org_id),
+          dncStatus(deps.sql, viewer.actor, id),
         ]);
-        if (!timeline) throw new AppError("not_found");
+        if (!timeline || !dnc) throw new AppError("not_found");
         const sent = sentWords(q.sent, q.until, recipientZoneOf(lead));
         const done = DONE[q.done ?? ""];
         const shown = sent ? notice(sent.text, sent.kind) : done ? notice(done.text, done.kind) : null;
@@ -188,6 +199,8 @@ export function leadPageRoutes(deps: Deps): Route[] {
               csrf: csrfField(viewer),
               notice: shown,
               mayLiftOptOut: viewer.user.role !== "agent",
+              dnc,
+              callTime: localCallTime(deps.clock.now(), lead),
             },
             viewer.user.role === "agent",
           ),
@@ -250,6 +263,9 @@ export function leadPageRoutes(deps: Deps): Route[] {
       pageSpec(deps, {
         id: "consoleLeadDial",
         summary: "Queue a dial of the lead for an agent (an agent: only to themselves)",
+        description:
+          "Form: agent, confirm_outside. Outside the lead's calling window (its local 8:00–21:00, or its state's stricter hours) the dial is " +
+          "queued only with `confirm_outside=yes` (the page's checkbox), and the audit row says so.",
         method: "POST",
         path: page("/dial"),
         params: idParam,
@@ -258,12 +274,38 @@ export function leadPageRoutes(deps: Deps): Route[] {
       async ({ params: id, body: form }, { grant: viewer }) => {
         const lead = await leadOr404(deps, viewer, id);
         const agent = form.agent ?? "";
+        // Decided when the form arrives, not when the page was drawn: the clock may have crossed an edge since.
+        const outside = localCallTime(deps.clock.now(), lead).outsideWindow;
+        if (outside && form.confirm_outside !== "yes") return seeOther(`/console/leads/${id}?done=dial_outside_window`);
         const dial = await deps.sql.begin(async (tx) => {
           const d = await queueDialFor(tx, viewer.actor, agent, lead.phone, lead.org_id);
-          await audit(tx, viewer.actor, "dial.queue", `lead:${id}`, { dial_id: d.id, agent }, lead.org_id);
+          await audit(tx, viewer.actor, "dial.queue", `lead:${id}`, { dial_id: d.id, agent, ...(outside ? { outside_window: true } : {}) }, lead.org_id);
           return d;
         });
         return seeOther(`/console/leads/${id}?done=dial_queued&dial=${dial.id}`);
+      },
+    ),
+    defineRoute(
+      deps,
+      pageSpec(deps, {
+        id: "consoleLeadDnc",
+        summary: "Put the lead's phone or email on its organization's do-not-contact list (audited)",
+        description: `Form: kind (phone or email), note (up to ${DNC_NOTE_MAX} characters). Source \`console:<user>\`. Taking an address off the list is \`leadline dnc remove\`.`,
+        method: "POST",
+        path: page("/dnc"),
+        params: idParam,
+        body: formBody(DncForm),
+      }),
+      async ({ params: id, body: form }, { grant: viewer }) => {
+        const lead = await leadOr404(deps, viewer, id);
+        const kind = DNC_KINDS.find((k) => k === form.kind);
+        const address = kind === undefined ? null : dncAddress(kind, kind === "phone" ? lead.phone : lead.email);
+        if (kind === undefined || address === null || lead.org_id === null) return seeOther(`/console/leads/${id}?done=dnc_invalid`);
+        const note = (form.note ?? "").replace(/\s+/g, " ").trim();
+        if (note.length > DNC_NOTE_MAX) return seeOther(`/console/leads/${id}?done=dnc_invalid`);
+        const orgId = lead.org_id;
+        await deps.sql.begin((tx) => addToDnc(tx, viewer.actor, orgId, [{ kind, address, note }], `console:${viewer.user.id}`, new Date(deps.clock.now())));
+        return seeOther(`/console/leads/${id}?done=dnc_added`);
       },
     ),
     defineRoute(
@@ -299,5 +341,8 @@ const DONE: Record<string, { text: string; kind: "ok" | "error" }> = {
     kind: "error",
   },
   dial_queued: { text: "Dial queued.", kind: "ok" },
+  dial_outside_window: { text: "It is outside the lead's calling hours there: tick the box to confirm the call, or queue it later.", kind: "error" },
+  dnc_added: { text: "Added to the do-not-contact list.", kind: "ok" },
+  dnc_invalid: { text: "The lead has no such address, or the note is too long.", kind: "error" },
   form_error: { text: "The form was incomplete or already used: reload the page and try again.", kind: "error" },
 };

@@ -60,7 +60,11 @@ export function ctiRoutes(deps: Deps): Route[] {
         id: "claimDial",
         tag: "CTI",
         summary: "Claim the bound agent's oldest pending dial",
-        description: "Moves the dial from `pending` to `dialing`; `dial` is null when the agent has none within the key's reach.",
+        description:
+          "Moves the dial from `pending` to `dialing`; `dial` is null when the agent has none within the key's reach. Dials are " +
+          "handed out oldest first and never held back: `dnc` says the number is on the do-not-contact list of the dial's " +
+          "organization (the dialer skips it), `outside_window` that the lead's local time is outside its calling window " +
+          "(8:00–21:00, or its state's stricter hours), `local_time` the lead's local time (null when its zone is unknown).",
         method: "GET",
         path: "/hooks/cti_queue.php",
         access: keyAccess(deps, { scope: "cti", limit: "api_v1", scopeError: "wrong_scope", agent: true }),
@@ -68,7 +72,7 @@ export function ctiRoutes(deps: Deps): Route[] {
         answers: { 200: { description: "The claimed dial, or null", schema: QueueResult } },
         errors: [],
       },
-      (_input, { grant }) => claimNextDial(deps.sql, grant.actor),
+      (_input, { grant }) => claimNextDial(deps.sql, grant.actor, deps.clock.now()),
     ),
   ];
 }

@@ -16,6 +16,8 @@ export interface Deps {
   passwords: Passwords;
   /** The salt of client-address hashes: NPK_IP_SALT, else generated once per installation. */
   ipSalt: string;
+  /** Signs email unsubscribe links (src/messages/unsubscribe.ts): generated once per installation. */
+  unsubscribeKey: Buffer;
   /** On the embedded database: one connection, one process. */
   embedded: boolean;
 }

@@ -3,6 +3,7 @@ import { inInputOrder } from "../db/batcher";
 import { turnTaken, waitingForTurn } from "../db/deadline";
 import { outboxInsert } from "../events/envelope";
 import { drawHit } from "../limits/fused";
+import { listed } from "./dnc";
 import type { Lead, LeadInput } from "./model";
 import { inRowTenant, NO_ORG } from "./scope";
 
@@ -43,8 +44,9 @@ export async function resolveList(
  * Creates the lead, or returns the newest one with the same phone in the list. The advisory lock
  * on (list, phone) serializes concurrent intakes of one number; it is taken in its own statement
  * so that the dedup read that follows sees any lead committed by the transaction it waited for.
- * A fresh lead's channels, hopper entry, `new_lead` trigger and `lead.created` outbox event are
- * written in the same statement, so they exist exactly when the lead does.
+ * A fresh lead's channels, hopper entry (never for a phone on the organization's do-not-contact
+ * list), `new_lead` trigger and `lead.created` outbox event are written in the same statement, so
+ * they exist exactly when the lead does.
  */
 export function createOrDedupLead(
   sql: Sql,
@@ -94,8 +96,11 @@ export async function createOrDedupLeadIn(
                        ${channels.map((c) => (c.consent ? "t" : "f"))}::text[]) as x(channel, address, consent_text),
            lateral (select x.consent_text::boolean as consent) as y
     ), hop as (
+      -- The hopper never takes a phone on the organization's do-not-contact list (dnc.ts).
       insert into hopper (campaign_id, lead_id)
-      select ${list.campaign_id}, ins.id from ins where ${input.hopper}::boolean
+      select ${list.campaign_id}, ins.id from ins
+      where ${input.hopper}::boolean
+        and not (${list.org_id === null ? tx`false` : listed(tx, list.org_id, "phone", input.phone)})
     ), trg as (
       insert into automation_triggers (org_id, trigger, lead_id)
       select ${list.org_id}::bigint, 'new_lead', ins.id from ins

@@ -13,7 +13,7 @@ import { messageProbes, sendDeadline, sendEnv, sendFromApi } from "./service";
 
 /** POST r=messages: the Message result, with HTTP 402 for billing reasons. */
 export function messageSendRoutes(deps: Deps): Route[] {
-  const env = sendEnv(deps.config);
+  const env = sendEnv(deps);
   const probes = messageProbes(deps.sql, deps.limits);
   return [
     defineRoute(
@@ -25,7 +25,7 @@ export function messageSendRoutes(deps: Deps): Route[] {
         description:
           "Through the same path as the console and automations: consent, quiet hours, idempotency and billing. A note " +
           "calls no provider and is never billed. Domain failures come back as HTTP 200 with `ok: false` and a `reason` " +
-          "(`empty_body`, `no_contact`, `no_consent`, `opted_out`, `provider_not_configured`, `provider_error`, …); " +
+          "(`empty_body`, `no_contact`, `do_not_contact`, `no_consent`, `opted_out`, `provider_not_configured`, `provider_error`, …); " +
           "billing reasons (`billing_not_configured`, `billing_unavailable`, `billing_frozen`, `subscription_required`, " +
           "`insufficient_credits`) as HTTP 402. A send inside the recipient's quiet hours is queued: `ok: true` with " +
           "`defer_until`. `operation_id` is the idempotency identity: a retry replays the first answer; reusing it for a " +

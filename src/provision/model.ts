@@ -247,6 +247,18 @@ function apiKeySchema() {
   return objectSchema("key", t.Optional(key.schema), rest);
 }
 
+/**
+ * An entry of an organization's do-not-contact list (src/leads/dnc.ts): one phone (at least 10
+ * digits, kept as its last 10) or one email. Added with source `provision`, audited; an entry the
+ * file no longer lists stays listed (nothing absent is deleted: `leadline dnc remove` takes it off).
+ */
+export const DoNotContact = closed({
+  org_id: intId,
+  phone: t.Optional(t.String({ minLength: 1, maxLength: 40 })),
+  email: t.Optional(t.String({ minLength: 1, maxLength: 320 })),
+  note: t.Optional(t.String({ maxLength: 500 })),
+});
+
 export const ProvisioningFile = closed({
   settings: t.Optional(Settings),
   orgs: t.Optional(t.Array(Org)),
@@ -258,6 +270,7 @@ export const ProvisioningFile = closed({
   calendars: t.Optional(t.Array(Calendar)),
   webhooks: t.Optional(t.Array(Webhook)),
   automations: t.Optional(t.Array(Automation)),
+  do_not_contact: t.Optional(t.Array(DoNotContact)),
 });
 
 export type ProvisioningFile = Static<typeof ProvisioningFile>;

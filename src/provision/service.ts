@@ -9,6 +9,7 @@ import { insertKey, notifyKeysChanged, putKey } from "../auth/admin";
 import { auditMany, type AuditEntry } from "../auth/audit";
 import { CHOSEN_KEY_MIN_LENGTH } from "../auth/keys";
 import type { Sql, Tx } from "../db/client";
+import { addToDnc, dncAddress, type DncAddition } from "../leads/dnc";
 import { checkStoredSecrets } from "../secrets/stored";
 import type { Fields } from "./fields";
 import { columnsOf, type Row } from "./merge";
@@ -123,6 +124,11 @@ export async function applyProvisioning(sql: Sql, file: ProvisioningFile, opts: 
     await writeTable(tx, "webhooks", of("webhooks"), now);
     await writeTable(tx, "automations", of("automations"), now);
     await auditMany(tx, ctx.actor, planned.filter(changed).map(auditEntry));
+    // Additions only (never a removal), each audited by the list's own service (src/leads/dnc.ts).
+    if (file.do_not_contact) {
+      const added = (await addDoNotContact(tx, file.do_not_contact, now)).length;
+      summary.counts.do_not_contact = { created: added, updated: 0, unchanged: file.do_not_contact.length - added };
+    }
   });
   if (!dryRun) await notifyKeysChanged(sql);
   return summary;
@@ -302,4 +308,26 @@ async function writeNumbers(tx: Tx, pools: Planned[]): Promise<void> {
 async function writeLinks(tx: Tx, calendars: Planned[], now: Date): Promise<void> {
   const rows = calendars.flatMap((c) => (c.row.links as { slug: string }[]).map((l) => ({ slug: l.slug, calendar_id: c.key as number })));
   await upsertRows(tx, "calendar_links", ["slug"], rows, { column: "updated_at", at: now });
+}
+
+/**
+ * `do_not_contact[]`: each entry added to its organization's list with source `provision` and
+ * audited as the operator (`operator`/`provision`), like the CLI's additions; one already listed is
+ * unchanged, whatever its note (the first record stands). Validated: one address each, in a form
+ * the list keeps.
+ */
+async function addDoNotContact(tx: Tx, entries: NonNullable<ProvisioningFile["do_not_contact"]>, now: Date): Promise<Written> {
+  const written: Written = [];
+  const byOrg = new Map<number, DncAddition[]>();
+  for (const e of entries) {
+    const kind = e.phone !== undefined ? "phone" : "email";
+    const additions = byOrg.get(e.org_id) ?? [];
+    additions.push({ kind, address: dncAddress(kind, e.phone ?? e.email)!, note: e.note ?? "" });
+    byOrg.set(e.org_id, additions);
+  }
+  for (const [orgId, additions] of byOrg) {
+    const added = await addToDnc(tx, systemActor("operator", "provision", orgId), orgId, additions, "provision", now);
+    written.push(...added.map(() => ({ inserted: true })));
+  }
+  return written;
 }

@@ -8,6 +8,7 @@ import { isSealed } from "../secrets/seal";
 import { isZone } from "../zone";
 import { isSink } from "../sink";
 import { EVENT_TYPES, isSubscription } from "../events/types";
+import { dncAddress } from "../leads/dnc";
 import { ProvisioningFile, DAYS } from "./model";
 
 // A badly broken file of thousands of rows must not turn into a megabyte-long error line.
@@ -150,6 +151,7 @@ function formatProblems(root: Record<string, unknown>): string[] {
     for (const day of DAYS) checkWindows(out, `calendars[${i}].hours.${day}`, hours[day]);
   }
   for (const [i, auto] of items(root.automations)) automationProblems(out, `automations[${i}]`, auto);
+  for (const [i, entry] of items(root.do_not_contact)) dncProblems(out, `do_not_contact[${i}]`, entry);
   for (const [i, hook] of items(root.webhooks)) {
     checkUrl(out, `webhooks[${i}].url`, hook.url, ["http:", "https:"], true);
     checkSecret(out, `webhooks[${i}].secret`, hook.secret);
@@ -171,6 +173,19 @@ function automationProblems(out: string[], path: string, auto: Record<string, un
   if (trigger === "appointment_reminder" && auto.offset_minutes === undefined) out.push(`${path}.offset_minutes: required for appointment_reminder`);
   if (trigger !== "appointment_reminder" && auto.offset_minutes !== undefined) out.push(`${path}.offset_minutes: only for appointment_reminder`);
   if (trigger !== "new_lead" && auto.sources !== undefined && auto.sources !== null) out.push(`${path}.sources: only for new_lead`);
+}
+
+/** One address per entry, in a form the list keeps (src/leads/dnc.ts). */
+function dncProblems(out: string[], path: string, entry: Record<string, unknown>) {
+  const given = (["phone", "email"] as const).filter((k) => entry[k] !== undefined);
+  if (given.length !== 1) {
+    out.push(`${path}: give one of phone and email`);
+    return;
+  }
+  const kind = given[0];
+  if (typeof entry[kind] === "string" && entry[kind] !== "" && dncAddress(kind, entry[kind]) === null) {
+    out.push(`${path}.${kind}: ${kind === "phone" ? "expected a phone number of at least 10 digits" : "expected an email address"}`);
+  }
 }
 
 function checkTimezone(out: string[], path: string, v: unknown) {
@@ -296,7 +311,7 @@ export interface KnownRows {
 /** The identifiers a valid file refers to, so that only those are looked up. */
 export function referencedIds(file: ProvisioningFile) {
   const orgs = new Set<number>();
-  for (const s of [file.campaigns, file.users, file.api_keys, file.dni_pools, file.calendars, file.webhooks, file.automations]) {
+  for (const s of [file.campaigns, file.users, file.api_keys, file.dni_pools, file.calendars, file.webhooks, file.automations, file.do_not_contact]) {
     for (const item of s ?? []) if (item.org_id !== null) orgs.add(item.org_id);
   }
   const users = new Set<string>();
@@ -354,6 +369,7 @@ export function referenceProblems(file: ProvisioningFile, known: KnownRows): str
   orgRef("calendars", file.calendars);
   orgRef("webhooks", file.webhooks);
   orgRef("automations", file.automations);
+  orgRef("do_not_contact", file.do_not_contact);
   return out;
 }
 
