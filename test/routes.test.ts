@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { buildApp, declaredPaths, declaredRoutes } from "../src/app/app";
 import type { Deps } from "../src/http/deps";
 import { mountRoutes, routerPath } from "../src/http/mount";
+import { isDefined } from "../src/http/define";
 import type { PathRoute, Route } from "../src/http/route";
 import { statusOf } from "../src/errors";
 import { call, startApp, type TestApp } from "./harness/app";
@@ -49,6 +50,17 @@ describe("the served table is the declared one", () => {
       ...paths.filter((p) => p.otherMethods).map((p) => `ALL ${p.path}`),
     ].sort();
     expect(actual).toEqual(expected);
+  });
+
+  test("every route is built by the one pipeline, once, with a schema for each of its inputs", () => {
+    for (const r of routes) {
+      const path = r.path.match(/\{[A-Za-z_]+\}/g) ?? [];
+      expect([r.id, isDefined(r), path.length === 0 || r.params !== undefined]).toEqual([r.id, true, true]);
+      // A route that reads a body declares it (its schema, whether a form, its limit).
+      if (r.body) expect([r.id, r.body.limit > 0, r.body.schema !== undefined]).toEqual([r.id, true, true]);
+    }
+    // Every form of the console carries its declared fields and _csrf, within a limit.
+    for (const r of routes.filter((r) => r.access.kind === "session" && r.method === "POST")) expect([r.id, r.body?.form]).toEqual([r.id, true]);
   });
 
   test("ids are unique, every selected route's path has a dispatcher on its parameter, and every route declares its answers", () => {

@@ -13,7 +13,7 @@ import { publicCors } from "../http/cors";
 import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import { json, jsonAnswer } from "../http/respond";
-import { fieldsInput, objectFields, type Answer, type Input, type PathRoute, type Route, type Selected } from "../http/route";
+import { type Answer, fieldsInput, type Input, objectFields, type PathRoute, type Route, type Selected, textParam } from "../http/route";
 import { jsonSurface, type SurfaceRender } from "../http/surface";
 import { errorFields, log } from "../log";
 import {
@@ -119,6 +119,7 @@ const PAGE_TAG = "Booking page";
  */
 const PAGE: SurfaceRender = {
   name: "public",
+  pages: true,
   refuse: (code) => (code === "not_found" ? pageResponse(null) : unavailablePage()),
   error: (err) => {
     log.warn("booking page: the link could not be looked up", errorFields(err));
@@ -127,8 +128,8 @@ const PAGE: SurfaceRender = {
   value: () => pageResponse(null),
 };
 
-const slugParam: Input<string> = { schema: t.Object({ slug: t.String() }), read: (p) => (p as { slug: string }).slug };
-const nameParam: Input<string> = { schema: t.Object({ name: t.String() }), read: (p) => (p as { name: string }).name };
+const slugParam = textParam("slug");
+const nameParam = textParam("name");
 const AssetQuery = t.Object({ v: t.Optional(t.String({ description: "the page's version: the answer is then immutable" })) });
 const assetQuery = fieldsInput(AssetQuery, (f) => f.v ?? null);
 

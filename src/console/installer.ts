@@ -12,7 +12,7 @@ import { audit } from "./audit";
 import type { Sql, Tx } from "../db/client";
 import type { Deps } from "../http/deps";
 import { defineRoute } from "../http/define";
-import type { Input, Route } from "../http/route";
+import { type Input, type Route, textParam } from "../http/route";
 import { html, notice, plainPage, type Html } from "./html";
 import { clientHash, formBody, publicPageSpec, sameOrigin } from "./route";
 import { createSession, sessionCookie } from "./sessions";
@@ -138,8 +138,7 @@ const AdminForm = t.Object({
   confirm: t.Optional(t.String()),
 });
 
-/** The installer link's token, as the path carries it (live() checks it). */
-const tokenParam: Input<string> = { schema: t.Object({ token: t.String() }), read: (p) => (p as { token: string }).token };
+const tokenParam = textParam("token");
 
 export function installerRoutes(deps: Deps): Route[] {
   const secure = deps.config.baseUrl.startsWith("https:");

@@ -8,7 +8,7 @@ import { BUSY_RETRY_S } from "../auth/passwords";
 import type { Deps } from "../http/deps";
 import { ownHost } from "../http/host";
 import { defineRoute } from "../http/define";
-import type { Input, Route } from "../http/route";
+import { type Input, type Route, textParam } from "../http/route";
 import { html, notice, plainPage, seeOther, type Html } from "./html";
 import { formBody, publicPageSpec, sameOrigin } from "./route";
 import { INVITE_OPEN_MS, inviteUserOf, openInvite, PASSWORD_MAX, PASSWORD_MIN, passwordProblem, setPasswordHash } from "./users";
@@ -16,8 +16,7 @@ import { INVITE_OPEN_MS, inviteUserOf, openInvite, PASSWORD_MAX, PASSWORD_MIN, p
 const HTML = "text/html; charset=utf-8";
 const COOKIE = "leadline_invite";
 
-/** A one-time link's token, as the path carries it (its checks are openInvite's). */
-const tokenParam: Input<string> = { schema: t.Object({ token: t.String() }), read: (p) => (p as { token: string }).token };
+const tokenParam = textParam("token");
 
 const inviteCookie = (token: string, secure: boolean) =>
   `${COOKIE}=${token}; Path=/console/invite; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}; Max-Age=${INVITE_OPEN_MS / 1000}`;

@@ -18,7 +18,7 @@ import type { Deps } from "../http/deps";
 import type { PeerSource } from "../http/client";
 import { defineRoute } from "../http/define";
 import type { Fields } from "../http/input";
-import type { Input, Route } from "../http/route";
+import { type Input, type Route, textParam } from "../http/route";
 import { openSecret } from "../secrets/seal";
 import { ASSETS } from "./assets";
 import { accountAtAddress, anonymous, attempt, untilNextHour } from "./attempts";
@@ -41,7 +41,7 @@ const SignInForm = t.Object({
 });
 type SignInFields = Fields<typeof SignInForm>;
 
-const nameParam: Input<string> = { schema: t.Object({ name: t.String() }), read: (p) => (p as { name: string }).name };
+const nameParam = textParam("name");
 
 /** Where to go after signing in: a console path of ours, never another site (`//evil`, `/\evil`). */
 export function safeNext(next: string | undefined): string {

@@ -89,6 +89,10 @@ export interface RouteSpec<G, P, Q, B> extends Omit<Declaration, "access" | "sur
 
 export type Handler<G, P, Q, B> = (input: Input3<P, Q, B>, ctx: Context<G>) => unknown;
 
+/** Every route defineRoute built: the served table may hold no other (test/routes.test.ts). */
+const defined = new WeakSet<Route>();
+export const isDefined = (route: Route): boolean => defined.has(route);
+
 const EMPTY: Body = { kind: "empty" };
 const NONE = Object.freeze({}) as never;
 
@@ -230,7 +234,7 @@ export function defineRoute<G, P = undefined, Q = undefined, B = undefined>(
     }
   };
 
-  return {
+  const route: Route = {
     ...declared,
     access: access.doc,
     surface: surface.name,
@@ -242,6 +246,8 @@ export function defineRoute<G, P = undefined, Q = undefined, B = undefined>(
     native,
     handle,
   };
+  defined.add(route);
+  return route;
 }
 
 /** A refusal answered as a value, or an error thrown. */

@@ -144,3 +144,9 @@ export const idParam: Input<number> = {
     return id;
   },
 };
+
+/** A path's one text parameter (`/book/{slug}`, a one-time link's `{token}`): its checks are the route's. */
+export const textParam = (name: string): Input<string> => ({
+  schema: t.Object({ [name]: t.String() }),
+  read: (params) => (params as Record<string, string>)[name] ?? "",
+});
