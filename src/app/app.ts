@@ -31,8 +31,8 @@ import { healthRoutes } from "./health";
 /** Every declared route of the service, /openapi.json and /docs (built from all the others) last. */
 export function declaredRoutes(deps: Deps): Route[] {
   const features = [
-    ...healthRoutes(deps.sql),
-    metricsRoute({ sql: deps.sql, clock: deps.clock, metricsToken: deps.config.metricsToken, baseUrl: deps.config.baseUrl }),
+    ...healthRoutes(deps),
+    metricsRoute(deps),
     ...leadRoutes(deps),
     ...conversationRoutes(deps),
     ...messageSendRoutes(deps),
@@ -46,7 +46,7 @@ export function declaredRoutes(deps: Deps): Route[] {
     ...demoRoutes(deps),
     ...consoleRoutes(deps),
   ];
-  return [...features, ...docsRoutes(features, eventWebhooks(), declaredPaths(deps))];
+  return [...features, ...docsRoutes(deps, features, eventWebhooks(), declaredPaths(deps))];
 }
 
 /** Every declared path: the query-routed ones with their dispatchers, and the other-methods answers. */

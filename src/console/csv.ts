@@ -2,7 +2,7 @@
 // million rows holds one batch in memory. Cells are quoted per RFC 4180, and a cell a spreadsheet
 // would read as a formula gets a leading apostrophe (OWASP's CSV injection advice), so a lead named
 // `=HYPERLINK(…)` stays text. Numbers are written as numbers.
-import type { Route } from "../http/route";
+import type { Answer } from "../http/route";
 
 /** Starting with = + - @, or a tab or carriage return that some spreadsheets strip first. */
 const FORMULA_START = /^[=+\-@\t\r]/;
@@ -37,7 +37,12 @@ export type CsvEnd = (rows: number, outcome: CsvOutcome) => Promise<void>;
  * when the client has taken the last, and a client that goes away cancels the stream, which ends
  * the iterator. `onEnd` hears how it ended, after the last byte (or the failure) has gone.
  */
-export function csvStream<T>(header: readonly string[], batches: AsyncIterable<T[]>, cells: (row: T) => readonly unknown[], onEnd?: CsvEnd): ReadableStream<Uint8Array> {
+export function csvStream<T>(
+  header: readonly string[],
+  batches: AsyncIterable<T[]>,
+  cells: (row: T) => readonly unknown[],
+  onEnd?: CsvEnd,
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let it: AsyncIterator<T[]> | null = null;
   let rows = 0;
@@ -77,7 +82,13 @@ export function csvStream<T>(header: readonly string[], batches: AsyncIterable<T
 }
 
 /** A streamed CSV download named `filename`; `onEnd` as csvStream's. */
-export function csvResponse<T>(filename: string, header: readonly string[], rows: AsyncIterable<T[]>, cells: (row: T) => readonly unknown[], onEnd?: CsvEnd): Response {
+export function csvResponse<T>(
+  filename: string,
+  header: readonly string[],
+  rows: AsyncIterable<T[]>,
+  cells: (row: T) => readonly unknown[],
+  onEnd?: CsvEnd,
+): Response {
   return new Response(csvStream(header, rows, cells, onEnd), {
     headers: {
       "content-type": "text/csv; charset=utf-8",
@@ -89,7 +100,5 @@ export function csvResponse<T>(filename: string, header: readonly string[], rows
 }
 
 /** A console page route whose 200 is a CSV file (csvResponse), documented so in /openapi.json. */
-export const csvRoute = (route: Route, description: string): Route => ({
-  ...route,
-  answers: { ...route.answers, 200: { description, contentType: "text/csv" } },
-});
+/** A CSV export's answer, beside every page's. */
+export const csvAnswer = (description: string): Record<number, Answer> => ({ 200: { description, contentType: "text/csv" } });

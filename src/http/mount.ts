@@ -1,9 +1,10 @@
 // Serving declared routes: each is mounted on Elysia's router, or on Bun's own routes table when it
 // is a hot path (src/http/native.ts). Query-routed paths are mounted once, by their dispatcher.
 import { Elysia } from "elysia";
-import { parseQueryFromURL } from "elysia/parse-query";
 import type { NativeRoutes } from "./native";
 import type { PeerSource } from "./client";
+import { dispatcher } from "./dispatch";
+import { allowOf, queryOf } from "./query";
 import { errorOf } from "./respond";
 import type { PathDeclaration, PathRoute, Route } from "./route";
 
@@ -11,20 +12,6 @@ const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, st
 
 /** `/book/{slug}` → `/book/:slug`, the form Elysia's and Bun's routers take. */
 export const routerPath = (path: string) => path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ":$1");
-
-/** The query of a URL, parsed as Elysia parses it (one parser for every route). */
-export function queryOf(url: string): Record<string, string | undefined> {
-  const q = url.indexOf("?");
-  return q < 0 ? Object.create(null) : parseQueryFromURL(url, q + 1);
-}
-
-const METHOD_ORDER = ["GET", "POST", "OPTIONS"] as const;
-
-/** `Allow` for a set of declared methods, in one order: "POST, OPTIONS". */
-export const allowOf = (methods: Iterable<string>): string => {
-  const set = new Set(methods);
-  return METHOD_ORDER.filter((m) => set.has(m)).join(", ");
-};
 
 /** The answer of a declared path to a method none of its routes declares. */
 export function otherMethodAnswer(path: PathDeclaration, methods: Iterable<string>): () => Response {
@@ -91,14 +78,15 @@ export function mountRoutes(routes: readonly Route[], paths: readonly PathRoute[
   for (const route of routes) {
     if (!route.select) continue;
     const path = byPath.get(route.path);
-    if (!path?.dispatch || path.select?.param !== route.select.param) {
+    if (path?.select?.param !== route.select.param) {
       throw new Error(`route ${route.id}: ${route.path} has no dispatcher on ${route.select.param}`);
     }
   }
   for (const path of paths) {
-    if (!path.dispatch) continue;
+    if (!path.select) continue;
     const selected = routes.filter((r) => r.path === path.path && r.select);
-    const dispatch = path.dispatch(selected);
+    const preflight = routes.some((r) => r.path === path.path && r.method === "OPTIONS");
+    const dispatch = dispatcher(path, selected, preflight);
     for (const method of new Set(selected.map((r) => r.method))) {
       once(`${method} ${path.path}`);
       served = mount(served, method, path.path, !!path.native, observe(path.path, dispatch));

@@ -58,13 +58,15 @@ function accessText(d: Declaration): string {
     );
   }
   if (a.kind === "provider") return `Called by the provider; requires a valid \`${a.signature}\` header${a.signedWith ? ` (signed with ${a.signedWith})` : ""}. No API key.`;
+  if (a.kind === "basic") return `HTTP Basic credentials: ${a.realm}; missing or wrong: 401 with \`WWW-Authenticate: Basic\`. No API key.`;
   const parts = ["Public: no API key."];
   if (a.cors) parts.push("CORS: answers carry `Access-Control-Allow-Origin: *`.");
   if (a.limit) parts.push(`Rate limit: ${a.limit}.`);
   return parts.join(" ");
 }
 
-const security = (d: Declaration): Record<string, string[]>[] => (d.access.kind === "key" ? [{ apiKey: [d.access.scope] }] : d.access.kind === "session" ? [{ consoleSession: [] }] : []);
+const security = (d: Declaration): Record<string, string[]>[] =>
+  d.access.kind === "key" ? [{ apiKey: [d.access.scope] }] : d.access.kind === "session" ? [{ consoleSession: [] }] : d.access.kind === "basic" ? [{ feedBasic: [] }] : [];
 
 /** `oneOf` of several titled schemas, or the one schema itself. */
 function oneOf(items: readonly { title: string; schema: Json }[]): Json {
@@ -313,6 +315,10 @@ export function openApiDocument(
           name: "leadline_session",
           description: "A console session, set by signing in at `/console/login` (docs/console.md).",
         },
+        // Only where a route is read with HTTP Basic (a conversions feed).
+        ...(routes.some((d) => d.access.kind === "basic")
+          ? { feedBasic: { type: "http", scheme: "basic", description: "A feed's id as the user and its secret as the password." } }
+          : {}),
       },
     },
   };

@@ -5,11 +5,14 @@
 // so there is nothing to count per address.
 import { createHash } from "node:crypto";
 import { Type as t } from "@sinclair/typebox";
-import { readBody } from "../http/body";
+import { statusOf } from "../errors";
+import { open } from "../http/access";
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import { escapeHtml } from "../http/html";
 import { errorResponse } from "../http/respond";
-import type { Route } from "../http/route";
+import { type Input, type Route, textParam } from "../http/route";
+import type { SurfaceRender } from "../http/surface";
 import { log, errorFields } from "../log";
 import { unsubscribe, unsubscribeTarget } from "./unsubscribe";
 
@@ -75,72 +78,90 @@ export const confirmPage = (company: string) =>
 export const donePage = (company: string) =>
   page("You are unsubscribed", `<p>${escapeHtml(company)} will not email this address again.</p>`);
 
-/** A database failure: the JSON error's status (503 while the database is away), as a page. */
-function failure(err: unknown): Response {
-  const answer = errorResponse(err, "public");
-  if (answer.status < 500) log.warn("unsubscribe failed", errorFields(err));
-  return page("Try again later", "<p>Your request could not be handled just now. Try the link again in a few minutes.</p>", answer.status);
-}
+/**
+ * The page's surface: a link that is not ours its 404 page, a body it could not read "try again",
+ * a failure (the database away: 503) "try again later", logged when it is not an outage.
+ */
+const PAGES: SurfaceRender = {
+  name: "public",
+  pages: true,
+  refuse: (code) => {
+    if (code === "not_found") return notOurs();
+    if (code === "body_too_large" || code === "body_timeout") return page("Try again", "<p>That request was not an unsubscribe.</p>", statusOf(code, "public"));
+    return page("Try again later", "<p>Your request could not be handled just now. Try the link again in a few minutes.</p>", statusOf(code, "public"));
+  },
+  error: (err) => {
+    const answer = errorResponse(err, "public");
+    if (answer.status < 500) log.warn("unsubscribe failed", errorFields(err));
+    return page("Try again later", "<p>Your request could not be handled just now. Try the link again in a few minutes.</p>", answer.status);
+  },
+  value: () => notOurs(),
+};
+
+const TAG = "Email unsubscribe";
+const HTML = "text/html; charset=utf-8";
+const tokenParam = textParam("token");
 
 export function unsubscribeRoutes(deps: Deps): Route[] {
   const key = deps.unsubscribeKey;
-  const answers404 = { 404: { description: "Not a link of ours (or its message is gone): a page", contentType: "text/html; charset=utf-8" } };
+  const answers404 = { 404: { description: "Not a link of ours (or its message is gone): a page", contentType: HTML } };
   return [
-    {
-      id: "unsubscribePage",
-      tag: "Email unsubscribe",
-      summary: "The page of an email's unsubscribe link",
-      description: "Shows who the emails come from and a button that makes the one-click POST. Changes nothing (mail scanners fetch links).",
-      method: "GET",
-      path: "/unsubscribe/{token}",
-      access: { kind: "public" },
-      answers: {
-        200: { description: "The confirm page", contentType: "text/html; charset=utf-8" },
-        ...answers404,
-        503: { description: "The database did not answer", contentType: "text/html; charset=utf-8" },
+    defineRoute(
+      deps,
+      {
+        id: "unsubscribePage",
+        tag: TAG,
+        summary: "The page of an email's unsubscribe link",
+        description: "Shows who the emails come from and a button that makes the one-click POST. Changes nothing (mail scanners fetch links).",
+        method: "GET",
+        path: "/unsubscribe/{token}",
+        params: tokenParam,
+        access: open(),
+        surface: PAGES,
+        answers: {
+          200: { description: "The confirm page", contentType: HTML },
+          ...answers404,
+          503: { description: "The database did not answer", contentType: HTML },
+        },
       },
-      errors: [],
-      handle: async (_request, _server, { params }) => {
-        try {
-          const target = await unsubscribeTarget(deps.sql, key, params.token);
-          return target === null ? notOurs() : confirmPage(target.company);
-        } catch (err) {
-          return failure(err);
-        }
+      async ({ params: token }) => {
+        const target = await unsubscribeTarget(deps.sql, key, token);
+        return target === null ? notOurs() : confirmPage(target.company);
       },
-    },
-    {
-      id: "unsubscribeOneClick",
-      tag: "Email unsubscribe",
-      summary: "One-click unsubscribe (RFC 8058)",
-      description:
-        "The address the email went to opts out of its organization's email (every lead of the organization on it: consent `out`, " +
-        "source `unsubscribe_link`); later sends to it are refused `opted_out`. Repeating it changes nothing. The body " +
-        "(`List-Unsubscribe=One-Click`) is not required: the signed link is what authorizes it.",
-      method: "POST",
-      path: "/unsubscribe/{token}",
-      access: { kind: "public" },
-      body: { schema: t.Object({ "List-Unsubscribe": t.Optional(t.Literal("One-Click")) }, { additionalProperties: true }), form: true, limit: BODY_LIMIT },
-      answers: {
-        200: { description: "Unsubscribed: a page saying so", contentType: "text/html; charset=utf-8" },
-        ...answers404,
-        408: { description: "The body did not arrive in time", contentType: "text/html; charset=utf-8" },
-        413: { description: "A body over 4 KiB", contentType: "text/html; charset=utf-8" },
-        503: { description: "The database did not answer", contentType: "text/html; charset=utf-8" },
+    ),
+    defineRoute(
+      deps,
+      {
+        id: "unsubscribeOneClick",
+        tag: TAG,
+        summary: "One-click unsubscribe (RFC 8058)",
+        description:
+          "The address the email went to opts out of its organization's email (every lead of the organization on it: consent `out`, " +
+          "source `unsubscribe_link`); later sends to it are refused `opted_out`. Repeating it changes nothing. The body " +
+          "(`List-Unsubscribe=One-Click`) is not required: the signed link is what authorizes it.",
+        method: "POST",
+        path: "/unsubscribe/{token}",
+        params: tokenParam,
+        access: open(),
+        surface: PAGES,
+        body: {
+          input: { schema: t.Object({ "List-Unsubscribe": t.Optional(t.Literal("One-Click")) }, { additionalProperties: true }), read: () => undefined },
+          limit: BODY_LIMIT,
+          form: true,
+          malformed: "absent",
+        },
+        answers: {
+          200: { description: "Unsubscribed: a page saying so", contentType: HTML },
+          ...answers404,
+          408: { description: "The body did not arrive in time", contentType: HTML },
+          413: { description: "A body over 4 KiB", contentType: HTML },
+          503: { description: "The database did not answer", contentType: HTML },
+        },
       },
-      errors: [],
-      handle: async (request, _server, { params }) => {
-        const body = await readBody(request, BODY_LIMIT, { deadlineMs: deps.config.bodyDeadlineMs });
-        if (body.kind === "too_large" || body.kind === "timeout") {
-          return page("Try again", "<p>That request was not an unsubscribe.</p>", body.kind === "too_large" ? 413 : 408);
-        }
-        try {
-          const target = await unsubscribe(deps.sql, key, params.token, deps.clock.now());
-          return target === null ? notOurs() : donePage(target.company);
-        } catch (err) {
-          return failure(err);
-        }
+      async ({ params: token }) => {
+        const target = await unsubscribe(deps.sql, key, token, deps.clock.now());
+        return target === null ? notOurs() : donePage(target.company);
       },
-    },
+    ),
   ];
 }
