@@ -22,7 +22,12 @@ export type Access =
   /** A provider's signed callback: `signature` is the header's name (Twilio's `X-Twilio-Signature`), `signedWith` what signs it. */
   | { kind: "provider"; signature: string; signedWith?: string }
   /** The console (src/console/): a signed-in user's session cookie, one of `roles`; POSTs need the session's CSRF token. */
-  | { kind: "session"; roles: readonly ("admin" | "manager" | "agent")[] };
+  | { kind: "session"; roles: readonly ("admin" | "manager" | "agent")[] }
+  /**
+   * HTTP Basic credentials of a thing the path names (a conversions feed: its id and secret), checked
+   * by the route; missing or wrong → 401 `unauthenticated` with `WWW-Authenticate: Basic realm=…`.
+   */
+  | { kind: "basic"; realm: string; user: string; password: string };
 
 export interface Answer {
   description: string;

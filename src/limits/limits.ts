@@ -24,6 +24,9 @@ export const LIMITS = {
   // address: guessing a password is slow whichever one an attacker varies.
   login_account: { perHour: 20, counter: "exact" },
   login_address: { perHour: 100, counter: "exact" },
+  // Refused conversions-feed credentials, per client address: a feed's secret is not guessed by
+  // trying (Google's fetchers, which share addresses across feeds, only count when they fail).
+  feed_auth: { perHour: 30, counter: "exact" },
 } as const;
 
 export type LimitName = keyof typeof LIMITS;

@@ -7,6 +7,7 @@ import { canonicalScopes, insertKey, notifyKeysChanged, putKey } from "../auth/a
 import { CHOSEN_KEY_MIN_LENGTH, hashKey } from "../auth/keys";
 import { inFormOf, openSecret, seal } from "../secrets/seal";
 import { checkStoredSecrets } from "../secrets/stored";
+import { DEFAULT_MIN_SECS, feedSecretHash, type FeedAction } from "../conversions/model";
 import type { ApiKeySpec, ProvisioningFile } from "./model";
 import { ProvisioningError, referenceProblems, referencedIds, type KnownRows } from "./validate";
 
@@ -107,6 +108,7 @@ export async function applyProvisioning(
     }
     if (file.webhooks) count("webhooks", file.webhooks.length, await upsertWebhooks(tx, file.webhooks, now, key));
     if (file.automations) count("automations", file.automations.length, await upsertAutomations(tx, file.automations, now));
+    if (file.conversion_feeds) count("conversion_feeds", file.conversion_feeds.length, await upsertFeeds(tx, file.conversion_feeds, now));
   });
   await notifyKeysChanged(sql);
   return summary;
@@ -467,5 +469,35 @@ function upsertAutomations(tx: Tx, autos: NonNullable<ProvisioningFile["automati
       is distinct from
       (excluded.org_id, excluded.trigger, excluded.channel, excluded.subject, excluded.body, excluded.delay_seconds,
        excluded.active)
+    returning (xmax = 0) as inserted`);
+}
+
+/**
+ * Conversion feeds (src/conversions/): the secret kept only as its hash (feedSecretHash), the
+ * actions with their defaults written out, so the feed reads them as stored.
+ */
+function upsertFeeds(tx: Tx, feeds: NonNullable<ProvisioningFile["conversion_feeds"]>, now: Date): Promise<Written> {
+  const rows = feeds.map((f) => ({
+    id: f.id,
+    org_id: f.org_id,
+    secret_hash: feedSecretHash(f.secret),
+    actions: tx.json(
+      f.actions.map((a): FeedAction => ({
+        name: a.name,
+        on: a.on,
+        min_secs: a.on === "call" ? (a.min_secs ?? DEFAULT_MIN_SECS) : 0,
+        value: a.value ?? 0,
+        currency: a.currency ?? "USD",
+      })) as never,
+    ),
+    created_at: now,
+    updated_at: now,
+  }));
+  return inBatches(rows, (batch) => tx<Written>`
+    insert into conversion_feeds ${tx(batch)}
+    on conflict (id) do update set
+      org_id = excluded.org_id, secret_hash = excluded.secret_hash, actions = excluded.actions, updated_at = excluded.updated_at
+    where (conversion_feeds.org_id, conversion_feeds.secret_hash, conversion_feeds.actions)
+      is distinct from (excluded.org_id, excluded.secret_hash, excluded.actions)
     returning (xmax = 0) as inserted`);
 }

@@ -1,0 +1,56 @@
+// A feed's fetch: its credentials checked, then its conversions of the last 90 days streamed as
+// Google Ads' CSV, page by page as the client reads (src/http/csv.ts pulls the next page only
+// when the last has been taken).
+import { timingSafeEqual } from "node:crypto";
+import type { Sql } from "../db/client";
+import { csvStream } from "../http/csv";
+import { conversionRows, FEED_DAYS, FEED_ID_PATTERN, feedHead, feedSecretHash, type Feed } from "./model";
+import { conversionPage, findFeed, positionOf, type FeedPosition, type FeedWindow } from "./queries";
+
+const DAY_MS = 86_400_000;
+/** Conversions read per statement: a page of CSV is about 150 KB. */
+export const FEED_PAGE = 1000;
+
+const FEED_ID = new RegExp(FEED_ID_PATTERN);
+
+// Compared when the feed is unknown, so that an unknown feed costs what a wrong secret does.
+const NO_FEED = feedSecretHash("no such feed");
+
+/** `Authorization: Basic …` as user and password, or null when absent or malformed. */
+export function basicCredentials(header: string | null): { user: string; password: string } | null {
+  const m = header === null ? null : /^\s*basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i.exec(header);
+  if (!m) return null;
+  const decoded = Buffer.from(m[1], "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  return colon < 0 ? null : { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+/**
+ * The feed `feedId` when the request's HTTP Basic credentials are its id and secret, else null
+ * (missing, malformed, another user, a wrong secret and an unknown feed alike). The secret's hash
+ * is compared in constant time.
+ */
+export async function feedAccess(sql: Sql, feedId: string, authorization: string | null): Promise<Feed | null> {
+  const given = basicCredentials(authorization);
+  if (given === null || given.user !== feedId || !FEED_ID.test(feedId)) return null;
+  const feed = await findFeed(sql, feedId);
+  const ok = timingSafeEqual(feedSecretHash(given.password), feed?.secret_hash ?? NO_FEED);
+  return ok && feed ? feed : null;
+}
+
+/** The feed's conversions as CSV rows, a page at a time, from `now` − 90 days to `now`. */
+export async function* feedRows(sql: Sql, feed: Feed, now: number, page = FEED_PAGE): AsyncGenerator<string[][]> {
+  const window: FeedWindow = { since: new Date(now - FEED_DAYS * DAY_MS), until: new Date(now) };
+  let after: FeedPosition | null = null;
+  for (;;) {
+    const read = await conversionPage(sql, feed, window, after, page);
+    const rows = read.flatMap((c) => conversionRows(feed.actions, c));
+    if (rows.length > 0) yield rows;
+    if (read.length < page) return;
+    after = positionOf(read[read.length - 1]);
+  }
+}
+
+/** The whole CSV answer's body: the time zone line, the header, every row. */
+export const feedCsv = (sql: Sql, feed: Feed, now: number): ReadableStream<Uint8Array> =>
+  csvStream(feedHead(feed.timezone), feedRows(sql, feed, now), (row) => row);
