@@ -8,7 +8,8 @@ import { dniEngine } from "../src/dni/instance";
 import { fileProblems } from "../src/provision/validate";
 import { applyProvisioning } from "../src/provision/service";
 import type { ProvisioningFile } from "../src/provision/model";
-import { FEED_PAGE } from "../src/conversions/service";
+import { FEED_PAGE, feedRows as feedRowsOf } from "../src/conversions/service";
+import { conversionPage, findFeed } from "../src/conversions/queries";
 import { call, startApp, type TestApp } from "./harness/app";
 import { ManualClock } from "./harness/clock";
 import { testDatabase, type TestDatabase } from "./harness/db";
@@ -284,24 +285,51 @@ describe("HTTP Basic: the feed's id and secret", () => {
 });
 
 describe("a feed of many pages", () => {
-  test("each conversion exactly once and in order across pages, ties of one instant included", async () => {
+  test("each conversion exactly once and in order across pages of time, on their bounds and in bursts too", async () => {
     const n = FEED_PAGE * 2 + 345;
-    // Three instants, so that pages end inside runs of conversions of one time; ids out of time order.
+    // Two or three leads on each whole second of 1,000 (page bounds fall on whole seconds), ids out
+    // of time order, then a burst of 1,500 in one second after a quiet stretch.
     await db.sql`
       insert into leads (list_id, phone, created_at, attribution)
       select 201, '7375' || lpad(i::text, 6, '0'),
-             ${new Date(T0 - 5 * DAY)}::timestamptz + ((i * 7) % 3) * interval '1 hour',
+             ${new Date(T0 - 5 * DAY)}::timestamptz + ((i * 7) % 1000) * interval '1 second',
              jsonb_build_object('pool', 'bolt-site', 'visitor', 'bulk' || i, 'gclid', 'BULK-' || i)
       from generate_series(1, ${n}) i`;
+    await db.sql`
+      insert into leads (list_id, phone, created_at, attribution)
+      select 201, '7376' || lpad(i::text, 6, '0'), ${new Date(T0 - 2 * DAY)}::timestamptz,
+             jsonb_build_object('pool', 'bolt-site', 'visitor', 'burst' || i, 'gclid', 'BURST-' || i)
+      from generate_series(1, 1500) i`;
     const rows = (await feedRows("bolt-ads", BOLT_SECRET)).slice(2);
-    const bulk = rows.filter((r) => r[0].startsWith("BULK-"));
-    expect(bulk).toHaveLength(n);
-    expect(new Set(bulk.map((r) => r[0])).size).toBe(n);
+    for (const [prefix, count] of [["BULK-", n], ["BURST-", 1500]] as const) {
+      const mine = rows.filter((r) => r[0].startsWith(prefix));
+      expect(mine).toHaveLength(count);
+      expect(new Set(mine.map((r) => r[0])).size).toBe(count);
+    }
     const times = rows.map((r) => r[2]);
     expect(times).toEqual([...times].sort());
     // Within one instant, in lead order.
+    const bulk = rows.filter((r) => r[0].startsWith("BULK-"));
     const ids = bulk.filter((r) => r[2] === bulk[0][2]).map((r) => Number(r[0].slice(5)));
+    expect(ids.length).toBeGreaterThan(1);
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    // Read in-process with pages of 50: the same rows, in many pages, none over four pages' worth
+    // but the one-second burst.
+    const feed = (await findFeed(db.sql, "bolt-ads"))!;
+    const pages: string[][][] = [];
+    for await (const p of feedRowsOf(db.sql, feed, clock.now(), 50)) pages.push(p);
+    expect(pages.flat()).toEqual(rows);
+    expect(pages.length).toBeGreaterThan(40);
+    expect(pages.filter((p) => p.length > 200).map((p) => p.length)).toEqual([1500]);
+    // A conversion on a page's bound is the next page's, and only its.
+    const at = T0 - 5 * DAY;
+    const page = async (a: number, b: number) => (await conversionPage(db.sql, feed, new Date(a), new Date(b))).map((c) => c.id);
+    const [before, after, both] = await Promise.all([page(at - 3_600_000, at), page(at, at + 3_600_000), page(at - 3_600_000, at + 3_600_000)]);
+    const onBound = await db.sql<{ id: number }[]>`select id from leads where created_at = ${new Date(at)} order by id`;
+    expect(onBound.length).toBeGreaterThan(0);
+    expect(after.slice(0, onBound.length)).toEqual(onBound.map((r) => r.id));
+    expect(before.some((id) => onBound.some((r) => r.id === id))).toBe(false);
+    expect([...before, ...after]).toEqual(both);
   });
 });
 

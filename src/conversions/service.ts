@@ -5,10 +5,12 @@ import { timingSafeEqual } from "node:crypto";
 import type { Sql } from "../db/client";
 import { csvStream } from "../http/csv";
 import { conversionRows, FEED_DAYS, FEED_ID_PATTERN, feedHead, feedSecretHash, type Feed } from "./model";
-import { conversionPage, findFeed, positionOf, type FeedPosition, type FeedWindow } from "./queries";
+import { conversionPage, findFeed } from "./queries";
 
 const DAY_MS = 86_400_000;
-/** Conversions read per statement: a page of CSV is about 150 KB. */
+const HOUR_MS = 3_600_000;
+const MIN_SPAN_MS = 1000;
+/** Conversions a page of time aims at: a page of CSV is about 150 KB. */
 export const FEED_PAGE = 1000;
 
 const FEED_ID = new RegExp(FEED_ID_PATTERN);
@@ -38,16 +40,32 @@ export async function feedAccess(sql: Sql, feedId: string, authorization: string
   return ok && feed ? feed : null;
 }
 
-/** The feed's conversions as CSV rows, a page at a time, from `now` − 90 days to `now`. */
+/**
+ * The feed's conversions as CSV rows, a page of time at a time, from `now` − 90 days to `now`
+ * (inclusive: a call reported for a time ahead waits for it). A page's span adapts to what the last
+ * one held, aiming at `page` conversions: an hour at first, then up to four times wider or
+ * narrower each page, so a sparse feed takes a few statements and a dense one pages of about
+ * `page`. A span that turns out to hold more than four pages (a burst after a quiet stretch) is
+ * read again an eighth as wide, so a page holds at most that many conversions (but a single
+ * second's, read whole).
+ */
 export async function* feedRows(sql: Sql, feed: Feed, now: number, page = FEED_PAGE): AsyncGenerator<string[][]> {
-  const window: FeedWindow = { since: new Date(now - FEED_DAYS * DAY_MS), until: new Date(now) };
-  let after: FeedPosition | null = null;
-  for (;;) {
-    const read = await conversionPage(sql, feed, window, after, page);
+  const end = now + 1;
+  const most = 4 * page;
+  let from = now - FEED_DAYS * DAY_MS;
+  let span = HOUR_MS;
+  while (from < end) {
+    const to = Math.min(end, from + span);
+    const whole = to - from <= MIN_SPAN_MS;
+    const read = await conversionPage(sql, feed, new Date(from), new Date(to), whole ? null : most + 1);
+    if (read.length > most && !whole) {
+      span = Math.max(MIN_SPAN_MS, Math.floor(span / 8));
+      continue;
+    }
     const rows = read.flatMap((c) => conversionRows(feed.actions, c));
     if (rows.length > 0) yield rows;
-    if (read.length < page) return;
-    after = positionOf(read[read.length - 1]);
+    from = to;
+    span = Math.max(MIN_SPAN_MS, Math.round(span * Math.min(4, Math.max(0.25, page / Math.max(1, read.length)))));
   }
 }
 
