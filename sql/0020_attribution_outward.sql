@@ -50,7 +50,7 @@ create table conversion_feeds (
   updated_at  timestamptz not null default now()
 );
 
--- The feed pages through each kind of conversion in time order (keyset, src/conversions/queries.ts):
--- new leads with a gclid by organization; bookings by their time. Calls read calls_time (0017).
+-- The feed reads each kind of conversion by spans of time (src/conversions/queries.ts): new leads
+-- with a gclid by organization and time; bookings by time. Calls read calls_time (0017).
 create index leads_gclid on leads (org_id, created_at, id) where (attribution->>'gclid') is not null;
 create index appointments_created on appointments (created_at, id);
