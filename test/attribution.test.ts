@@ -4,10 +4,13 @@
 // intake names (`dni_visitor`, `dni_pool`), the one who held the called pool number — and a lead
 // keeps the first it is given. The console's lead page and call log show the same first touch.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { dniEngine } from "../src/dni/instance";
+import { axeProblems, launchBrowser, pageProblems, SHOTS_DIR } from "./harness/browser";
 import { call, startApp, type TestApp } from "./harness/app";
 import { ManualClock } from "./harness/clock";
-import { signIn, makeUser, type ConsoleClient } from "./harness/console";
+import { browserSignIn, signIn, makeUser, type ConsoleClient, type MadeUser } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { expectEventsMatchModels } from "./harness/events";
 import { makeKey, seedWorld } from "./harness/factory";
@@ -26,6 +29,9 @@ let rx: WebhookReceiver;
 let acmeKey: string;
 let boltKey: string;
 let manager: ConsoleClient;
+let managerUser: MadeUser;
+/** The lead of the calls test, whose first touch the console pages show. */
+let touchedLead = 0;
 
 beforeAll(async () => {
   db = await testDatabase();
@@ -46,8 +52,8 @@ beforeAll(async () => {
   app = await startApp(db.url, ENV, { clock });
   acmeKey = (await makeKey(db.sql, { scopes: ["leads:write", "calls:write"], org: 1 })).key;
   boltKey = (await makeKey(db.sql, { scopes: ["leads:write", "calls:write"], org: 2 })).key;
-  const m = await makeUser(db.sql, { role: "manager", orgId: 1 });
-  manager = await signIn(app.base, m.email, m.password);
+  managerUser = await makeUser(db.sql, { role: "manager", orgId: 1 });
+  manager = await signIn(app.base, managerUser.email, managerUser.password);
 }, 60_000);
 afterAll(async () => {
   await app?.stop();
@@ -167,6 +173,7 @@ describe("call.completed, the lead's first attribution, and appointment.booked",
     const phone = newPhone();
     const lead = await intake({ phone });
     const leadId = lead.body.lead_id;
+    touchedLead = leadId;
     expect((await delivered("/acme", "lead.created", (d) => d.lead_id === leadId)).attribution).toBeNull();
 
     clock.advance(HOUR);
@@ -257,6 +264,30 @@ describe("call.completed, the lead's first attribution, and appointment.booked",
       for (const c of [a, b]) {
         expect((await delivered("/acme", "call.completed", (d) => d.call_id === c.body.call_id)).attribution).toEqual(kept.attribution);
       }
+    }
+  }, 60_000);
+
+  test("the lead page and the call log in Chromium: the first touch shown, axe-clean, screenshots at 1280 and 390 px", async () => {
+    const browser = await launchBrowser();
+    try {
+      const page = await (await browser.newContext({ bypassCSP: true })).newPage();
+      const problems = pageProblems(page);
+      await browserSignIn(page, app.base, managerUser.email, managerUser.password, `/console/leads/${touchedLead}`);
+      const touch = page.getByRole("region", { name: "First touch" });
+      for (const s of ["google", "cpc", "gclid-a", "msclkid", "ms-a", "acme-site"]) expect(await touch.textContent()).toContain(s);
+      expect(await touch.textContent()).not.toContain("fbclid");
+      mkdirSync(SHOTS_DIR, { recursive: true });
+      for (const [name, path] of [["lead-first-touch", `/console/leads/${touchedLead}`], ["calls-first-touch", "/console/calls"]] as const) {
+        await page.goto(app.base + path);
+        expect({ path, axe: await axeProblems(page) }).toEqual({ path, axe: [] });
+        for (const width of [1280, 390]) {
+          await page.setViewportSize({ width, height: 900 });
+          await page.screenshot({ path: join(SHOTS_DIR, `console-${name}-${width}.png`), fullPage: true });
+        }
+      }
+      expect(problems).toEqual([]);
+    } finally {
+      await browser.close();
     }
   }, 60_000);
 
