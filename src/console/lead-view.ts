@@ -175,7 +175,7 @@ function firstTouch(p: LeadPage): Html {
           ${row("Source", t.source)}${row("Medium", t.medium)}${row("Campaign", t.campaign)}${row("Term", t.term)}${row("Content", t.content)}
           <dt>Landing page</dt><dd class="wrap">${t.landing || html`<span class="muted">—</span>`}</dd>
           ${row("gclid", t.gclid)}${clicks.map((k) => row(k, t[k]))}${row("Referrer", t.referrer)}${row("Pool", t.pool)}
-          ${row("First visit", when(new Date(t.first_seen_at), p.lead.timezone))}
+          ${row("First visit", t.first_seen_at ? when(new Date(t.first_seen_at), p.lead.timezone) : null)}
         </dl>`}
   </section>`;
 }
