@@ -6,6 +6,7 @@ import { bookingApiPath, bookingRoutes } from "../booking/routes";
 import { callRoutes } from "../calls/routes";
 import { conversationRoutes } from "../conversations/routes";
 import { consoleRoutes } from "../console/routes";
+import { conversionRoutes } from "../conversions/routes";
 import { ctiRoutes } from "../cti/routes";
 import { demoRoutes } from "../demo/routes";
 import { dniPath, dniRoutes } from "../dni/routes";
@@ -43,6 +44,7 @@ export function declaredRoutes(deps: Deps): Route[] {
     ...callRoutes(deps),
     ...dniRoutes(deps),
     ...bookingRoutes(deps),
+    ...conversionRoutes(deps),
     ...demoRoutes(deps),
     ...consoleRoutes(deps),
   ];

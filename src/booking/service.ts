@@ -264,7 +264,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
             actorRole: ACTOR_ROLE,
             note: `${person.name} (${contact}) booked ${calendar.name || "an appointment"} through the booking link.`,
           },
-          { type: "appointment.booked", data },
+          { type: "appointment.booked", data, attribution: true },
           // Its automations' runs (confirmation, reminders) with their jobs, in the same statement.
           { appointment_time: slot.label, reschedule_url: rescheduleUrl },
         );

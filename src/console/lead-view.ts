@@ -178,17 +178,19 @@ function appointments(p: LeadPage): Html {
   </section>`;
 }
 
+/** The lead's first touch, as its events carry it (`attribution`): click ids only when the visit had them. */
 function firstTouch(p: LeadPage): Html {
   const t = p.firstTouch;
-  const row = (k: string, v: string) => html`<dt>${k}</dt><dd>${v === "" ? html`<span class="muted">—</span>` : v}</dd>`;
+  const row = (k: string, v: string | null) => html`<dt>${k}</dt><dd>${v ? v : html`<span class="muted">—</span>`}</dd>`;
+  const clicks = t === null ? [] : (["gbraid", "wbraid", "fbclid", "msclkid"] as const).filter((k) => t[k]);
   return html`<section class="card" aria-labelledby="h-touch"><h2 id="h-touch">First touch</h2>
     ${t === null
-      ? html`<p class="empty">No tracked call from this lead yet.</p>`
+      ? html`<p class="empty">No tracked visit behind this lead yet.</p>`
       : html`<dl class="fields">
-          ${row("Source", t.source)}${row("Medium", t.medium)}${row("Campaign", t.campaign)}
+          ${row("Source", t.source)}${row("Medium", t.medium)}${row("Campaign", t.campaign)}${row("Term", t.term)}${row("Content", t.content)}
           <dt>Landing page</dt><dd class="wrap">${t.landing || html`<span class="muted">—</span>`}</dd>
-          ${row("gclid", t.gclid)}${row("Referrer", t.referrer)}${row("Pool", t.pool)}
-          ${row("First visit", when(t.first_visit_at, p.lead.timezone))}${row("Called", when(t.called_at, p.lead.timezone))}
+          ${row("gclid", t.gclid)}${clicks.map((k) => row(k, t[k]))}${row("Referrer", t.referrer)}${row("Pool", t.pool)}
+          ${row("First visit", t.first_seen_at ? when(new Date(t.first_seen_at), p.lead.timezone) : null)}
         </dl>`}
   </section>`;
 }

@@ -24,6 +24,7 @@ import m0020 from "../../sql/0020_automations_work_the_lead.sql" with { type: "t
 import m0021 from "../../sql/0021_org_agents_export.sql" with { type: "text" };
 import m0022 from "../../sql/0022_do_not_contact.sql" with { type: "text" };
 import m0023 from "../../sql/0023_workspace.sql" with { type: "text" };
+import m0024 from "../../sql/0024_attribution_outward.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -49,4 +50,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 21, name: "0021_org_agents_export", sql: m0021 },
   { version: 22, name: "0022_do_not_contact", sql: m0022 },
   { version: 23, name: "0023_workspace", sql: m0023 },
+  { version: 24, name: "0024_attribution_outward", sql: m0024 },
 ];

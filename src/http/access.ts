@@ -75,16 +75,11 @@ export function signed<G>(
   };
 }
 
-/** HTTP Basic credentials of the request, or null when it carries none that can be read. */
-export function basicCredentials(request: Request): { user: string; password: string } | null {
-  const header = request.headers.get("authorization");
-  if (header === null || !/^basic /i.test(header)) return null;
-  let decoded: string;
-  try {
-    decoded = Buffer.from(header.slice(6).trim(), "base64").toString("utf8");
-  } catch {
-    return null;
-  }
+/** `Authorization: Basic …` as user and password, or null when absent or not Basic credentials that can be read. */
+export function basicCredentials(header: string | null): { user: string; password: string } | null {
+  const m = header === null ? null : /^\s*basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i.exec(header);
+  if (!m) return null;
+  const decoded = Buffer.from(m[1]!, "base64").toString("utf8");
   const colon = decoded.indexOf(":");
   return colon < 0 ? null : { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }

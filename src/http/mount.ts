@@ -10,8 +10,32 @@ import type { PathDeclaration, PathRoute, Route } from "./route";
 
 const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
-/** `/book/{slug}` → `/book/:slug`, the form Elysia's and Bun's routers take. */
-export const routerPath = (path: string) => path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ":$1");
+/**
+ * `/book/{slug}` → `/book/:slug`, the form Elysia's and Bun's routers take. A parameter followed
+ * by text in its segment (`/conversions/{feed_id}.csv`), which neither router takes, is routed as
+ * the whole segment; the route's handler checks and cuts the suffix (`suffixed`).
+ */
+export const routerPath = (path: string) => path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}[^/{}]*/g, ":$1");
+
+/** The parameters of `path` that have a suffix in their segment: name → suffix. */
+const suffixesOf = (path: string): [string, string][] =>
+  [...path.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}([^/{}]+)/g)].map((m) => [m[1], m[2]]);
+
+/** A segment routed as a whole answers not_found unless it ends with its suffix (with something before it), which is cut. */
+function suffixed(route: Route, handler: Handler): Handler {
+  const suffixes = suffixesOf(route.path);
+  if (suffixes.length === 0) return handler;
+  const surface = route.surface ?? (route.access.kind === "key" ? "key" : "public");
+  return (request, server, params = NO_PARAMS) => {
+    const cut: Record<string, string> = { ...params };
+    for (const [name, suffix] of suffixes) {
+      const v = cut[name] ?? "";
+      if (v.length <= suffix.length || !v.endsWith(suffix)) return errorOf("not_found", surface);
+      cut[name] = v.slice(0, -suffix.length);
+    }
+    return handler(request, server, cut);
+  };
+}
 
 /** The answer of a declared path to a method none of its routes declares. */
 export function otherMethodAnswer(path: PathDeclaration, methods: Iterable<string>): () => Response {
@@ -95,7 +119,7 @@ export function mountRoutes(routes: readonly Route[], paths: readonly PathRoute[
   for (const route of routes) {
     if (route.select) continue;
     once(`${route.method} ${route.path}`);
-    served = mount(served, route.method, route.path, !!route.native, observe(route.path, routeHandler(route)));
+    served = mount(served, route.method, route.path, !!route.native, observe(route.path, suffixed(route, routeHandler(route))));
   }
   for (const path of paths) {
     if (!path.otherMethods) continue;

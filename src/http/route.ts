@@ -23,10 +23,13 @@ export type Access =
   | { kind: "public"; cors?: boolean; limit?: string }
   /** A provider's signed callback: `signature` is the header's name (Twilio's `X-Twilio-Signature`), `signedWith` what signs it. */
   | { kind: "provider"; signature: string; signedWith?: string }
-  /** HTTP Basic credentials of a feed: `realm` names what they open (a conversions feed's id and secret). */
-  | { kind: "basic"; realm: string }
   /** The console (src/console/): a signed-in user's session cookie, one of `roles`; POSTs need the session's CSRF token. */
-  | { kind: "session"; roles: readonly ("admin" | "manager" | "agent")[] };
+  | { kind: "session"; roles: readonly ("admin" | "manager" | "agent")[] }
+  /**
+   * HTTP Basic credentials of a thing the path names (a conversions feed: its id and secret), checked
+   * by the route; missing or wrong → 401 `unauthenticated` with `WWW-Authenticate: Basic realm=…`.
+   */
+  | { kind: "basic"; realm: string; user: string; password: string };
 
 export interface Answer {
   description: string;

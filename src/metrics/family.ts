@@ -28,5 +28,6 @@ export function familyOf(path: string): Family {
   if (path.startsWith("/unsubscribe/")) return "unsubscribe";
   if (path === "/console" || path.startsWith("/console/")) return "console";
   if (path === "/book" || path.startsWith("/book/")) return "booking_page";
+  if (path.startsWith("/conversions/")) return "conversions";
   return "unknown";
 }

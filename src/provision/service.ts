@@ -11,6 +11,7 @@ import { CHOSEN_KEY_MIN_LENGTH } from "../auth/keys";
 import type { Sql, Tx } from "../db/client";
 import { addToDnc, dncAddress, type DncAddition } from "../leads/dnc";
 import { checkStoredSecrets } from "../secrets/stored";
+import { DEFAULT_MIN_SECS, feedSecretHash, type FeedAction } from "../conversions/model";
 import type { Fields } from "./fields";
 import { columnsOf, type Row } from "./merge";
 import { TABLES, type ProvisioningFile, type TableName } from "./model";
@@ -128,6 +129,21 @@ export async function applyProvisioning(sql: Sql, file: ProvisioningFile, opts: 
     if (file.do_not_contact) {
       const added = (await addDoNotContact(tx, file.do_not_contact, now)).length;
       summary.counts.do_not_contact = { created: added, updated: 0, unchanged: file.do_not_contact.length - added };
+    }
+    // Written whole by their id; the secret is kept only as its hash, so the audit says "changed".
+    if (file.conversion_feeds) {
+      const written = await upsertFeeds(tx, file.conversion_feeds, now);
+      const created = written.filter((w) => w.inserted);
+      summary.counts.conversion_feeds = {
+        created: created.length,
+        updated: written.length - created.length,
+        unchanged: file.conversion_feeds.length - written.length,
+      };
+      await auditMany(
+        tx,
+        ctx.actor,
+        written.map((w) => ({ action: `conversion_feed.${w.inserted ? "create" : "update"}`, target: `conversion_feed:${w.id}`, orgId: w.org_id })),
+      );
     }
   });
   if (!dryRun) await notifyKeysChanged(sql);
@@ -330,4 +346,32 @@ async function addDoNotContact(tx: Tx, entries: NonNullable<ProvisioningFile["do
     written.push(...added.map(() => ({ inserted: true })));
   }
   return written;
+}
+
+/**
+ * Conversion feeds (src/conversions/): the secret kept only as its hash (feedSecretHash), the
+ * actions with their defaults written out, so the feed reads them as stored.
+ */
+async function upsertFeeds(
+  tx: Tx,
+  feeds: NonNullable<ProvisioningFile["conversion_feeds"]>,
+  now: Date,
+): Promise<{ inserted: boolean; id: string; org_id: number }[]> {
+  const rows = feeds.map((f) => ({
+    id: f.id,
+    org_id: f.org_id,
+    secret_hash: feedSecretHash(f.secret),
+    actions: tx.json(
+      f.actions.map((a): FeedAction => ({
+        name: a.name,
+        on: a.on,
+        min_secs: a.on === "call" ? (a.min_secs ?? DEFAULT_MIN_SECS) : 0,
+        value: a.value ?? 0,
+        currency: a.currency ?? "USD",
+      })) as never,
+    ),
+  }));
+  const orgOf = new Map(rows.map((r) => [r.id, r.org_id]));
+  const written = await upsertRows(tx, "conversion_feeds", ["id"], rows, { column: "updated_at", at: now });
+  return written.map((w) => ({ inserted: w.inserted, id: w.id as string, org_id: orgOf.get(w.id as string)! }));
 }

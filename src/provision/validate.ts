@@ -163,6 +163,19 @@ function formatProblems(root: Record<string, unknown>): string[] {
       });
     }
   }
+  for (const [i, feed] of items(root.conversion_feeds)) {
+    for (const [j, action] of items(feed.actions)) {
+      const path = `conversion_feeds[${i}].actions[${j}]`;
+      if (typeof action.name === "string" && /^[=+\-@]/.test(action.name)) {
+        out.push(`${path}.name: must not start with =, +, - or @ (the feed writes names as they are, and no cell may start as a formula)`);
+      }
+      if (typeof action.name === "string" && /[\u0000-\u001f\u007f]/.test(action.name)) out.push(`${path}.name: must not hold control characters or line breaks`);
+      if (action.min_secs !== undefined && action.on !== "call") out.push(`${path}.min_secs: only a call action takes min_secs`);
+      if (typeof action.currency === "string" && /^[A-Z]{3}$/.test(action.currency) && !CURRENCIES.has(action.currency)) {
+        out.push(`${path}.currency: unknown currency ${JSON.stringify(action.currency)}`);
+      }
+    }
+  }
   return out;
 }
 
@@ -187,6 +200,9 @@ function dncProblems(out: string[], path: string, entry: Record<string, unknown>
     out.push(`${path}.${kind}: ${kind === "phone" ? "expected a phone number of at least 10 digits" : "expected an email address"}`);
   }
 }
+
+// ISO 4217 as the runtime's ICU knows it.
+const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf("currency"));
 
 function checkTimezone(out: string[], path: string, v: unknown) {
   if (typeof v === "string" && v !== "" && !isZone(v)) out.push(`${path}: unknown time zone ${JSON.stringify(v)}`);
@@ -242,6 +258,7 @@ const ID_FIELDS = {
   calendars: "id",
   webhooks: "id",
   automations: "id",
+  conversion_feeds: "id",
 } as const;
 
 function duplicateProblems(root: Record<string, unknown>): string[] {
@@ -311,7 +328,8 @@ export interface KnownRows {
 /** The identifiers a valid file refers to, so that only those are looked up. */
 export function referencedIds(file: ProvisioningFile) {
   const orgs = new Set<number>();
-  for (const s of [file.campaigns, file.users, file.api_keys, file.dni_pools, file.calendars, file.webhooks, file.automations, file.do_not_contact]) {
+  const sections = [file.campaigns, file.users, file.api_keys, file.dni_pools, file.calendars, file.webhooks, file.automations];
+  for (const s of [...sections, file.do_not_contact, file.conversion_feeds]) {
     for (const item of s ?? []) if (item.org_id !== null) orgs.add(item.org_id);
   }
   const users = new Set<string>();
@@ -370,6 +388,7 @@ export function referenceProblems(file: ProvisioningFile, known: KnownRows): str
   orgRef("webhooks", file.webhooks);
   orgRef("automations", file.automations);
   orgRef("do_not_contact", file.do_not_contact);
+  orgRef("conversion_feeds", file.conversion_feeds);
   return out;
 }
 
