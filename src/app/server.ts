@@ -13,6 +13,7 @@ import { automationHandler, automationWorkers } from "../automations/jobs";
 import { installerBanner, installerUrl, issueInstallerLink } from "../console/installer";
 import { sessionPruner } from "../console/sessions";
 import { demoBanner, provisionDemo, type DemoOutcome } from "../demo/provision";
+import { seedDemoWorkspace } from "../demo/workspace";
 import { dniWorkers } from "../dni/instance";
 import { eventWorkers, webhookDeliveryHandler } from "../events/jobs";
 import { FeedHub } from "../feed/hub";
@@ -57,6 +58,8 @@ export interface StartOptions {
   clock?: Clock;
   /** The console's password checks: how many at once, how many wait, Argon2id's cost (tests lower it). */
   passwords?: PasswordOptions;
+  /** Run with the service's deps before it listens or any background work starts (the demo's workspace). */
+  prepare?: (deps: Deps) => Promise<void>;
 }
 
 /** The job kinds of every feature: one runner claims them all. */
@@ -86,6 +89,7 @@ export async function start(given: Config, db: Database, options: StartOptions =
     await keys.listen(db.direct);
     await feed.listen(db.direct);
   }
+  if (options.prepare) await options.prepare(deps);
   // The access log is an info line per request: off at LOG_LEVEL warn or error, or with ACCESS_LOG=false.
   const accessLog = config.accessLog && (config.logLevel === "info" || config.logLevel === "debug") ? new AccessLog() : null;
   const app = buildApp(deps, new RequestObserver(accessLog, config.trustProxy, ipSalt));
@@ -179,7 +183,7 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
       await migrate(db.direct);
       demo = await provisionDemo(db.sql, new Date(systemClock.now()), config.secretKey);
     }
-    running = await start(config, db);
+    running = await start(config, db, demo?.applied ? { prepare: seedDemoWorkspace } : {});
   } catch (err) {
     await db.close().catch(() => {});
     throw err;
