@@ -66,13 +66,7 @@ export async function lookup(
 }
 
 /** A dial as cti_queue.php hands it out (QueueResult in model.ts). */
-export interface QueuedDial {
-  id: number;
-  lead_id: number | null;
-  phone: string;
-  name: string | null;
-  epoch: number;
-  dnc: boolean;
+export interface QueuedDial extends Omit<ClaimedDial, "state"> {
   outside_window: boolean;
   local_time: string | null;
 }
