@@ -25,6 +25,8 @@ function rules(timezone: string, hours: unknown, extra: Partial<CalendarRules> =
     capacity: 1,
     minNoticeMinutes: 0,
     horizonDays: 1,
+    bufferBeforeMinutes: 0,
+    bufferAfterMinutes: 0,
     windows: parseHours(hours),
     ...extra,
   };

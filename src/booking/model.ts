@@ -19,6 +19,7 @@ export type BookingCode = Extract<
   | "token_required"
   | "unknown_token"
   | "not_pending"
+  | "within_cancel_notice"
   | "rate_limited"
 >;
 
@@ -198,5 +199,5 @@ export const BookAnswerSchema = t.Union([
 ]);
 export const RescheduleAnswerSchema = t.Union([
   RescheduleResultSchema,
-  refusal(["token_required", "unknown_token", "not_pending", "bad_epoch", "slot_unavailable", ...BODY_CODES]),
+  refusal(["token_required", "unknown_token", "not_pending", "within_cancel_notice", "bad_epoch", "slot_unavailable", ...BODY_CODES]),
 ]);

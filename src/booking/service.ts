@@ -49,6 +49,7 @@ import {
   offeredCandidate,
   openSlots,
   parseHours,
+  reachOf,
   slotLabel,
   todayIn,
   type CalendarRules,
@@ -97,6 +98,8 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
       capacity: c.capacity,
       minNoticeMinutes: c.min_notice_minutes,
       horizonDays: c.horizon_days,
+      bufferBeforeMinutes: c.buffer_before_minutes,
+      bufferAfterMinutes: c.buffer_after_minutes,
       windows,
     };
   }
@@ -171,12 +174,13 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     const { calendar, rules, seats, now, kept, appointment } = read;
     const first = firstOffered(rules, now, kept.list);
     // The answer is a function of the candidates, the first one still ahead, the seats taken,
-    // and the calendar's capacity, zone and name: while those stay the same (most reads between
-    // two bookings), the text built last time is the answer.
+    // and the calendar's capacity, buffers, zone and name: while those stay the same (most reads
+    // between two bookings), the text built last time is the answer.
     const memo = answerCache.get(calendar.id);
+    const reach = reachOf(rules);
     let answer: Answer;
     if (
-      memo && memo.kept === kept && memo.first === first && memo.capacity === rules.capacity &&
+      memo && memo.kept === kept && memo.first === first && memo.capacity === rules.capacity && memo.reach === reach &&
       memo.tz === calendar.timezone && memo.name === calendar.name && sameSeats(memo.seats, seats)
     ) {
       answer = memo;
@@ -184,7 +188,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
       const parts: string[] = [];
       eachOpenSlot(rules, countSeats(seats), now, kept.list, (_, i, remaining) => parts.push(kept.json[i] + remaining + "}"));
       const body = `{"ok":true,"slots":[${parts.join(",")}],"tz":${JSON.stringify(calendar.timezone)},"name":${JSON.stringify(calendar.name)}`;
-      answer = { kept, first, capacity: rules.capacity, tz: calendar.timezone, name: calendar.name, seats, body, bytes: encoder.encode(body + "}") };
+      answer = { kept, first, capacity: rules.capacity, reach, tz: calendar.timezone, name: calendar.name, seats, body, bytes: encoder.encode(body + "}") };
       answerCache.set(calendar.id, answer);
     }
     return appointment === undefined ? answer.bytes : `${answer.body},"appointment":${JSON.stringify(appointment)}}`;
@@ -291,6 +295,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     if (!appt) return refuse("unknown_token");
     if (appt.status !== "pending") return refuse("not_pending");
     const now = clock.now();
+    if (withinCancelNotice(appt.slot_epoch, appt.calendar, now)) return refuse("within_cancel_notice");
     if (epoch === null || epoch * 1000 <= now) return refuse("bad_epoch");
     if (epoch === appt.slot_epoch) return { ok: true, appt_id: appt.id, epoch };
     const { calendar } = appt;
@@ -306,6 +311,8 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
         const current = await lockAppointment(tx, appt.id);
         if (!current || current.status !== "pending") return "not_pending" as const;
         if (current.slot_epoch === epoch) return "moved" as const;
+        // Moved meanwhile (by another request with the token) to a start within the notice.
+        if (withinCancelNotice(current.slot_epoch, calendar, now)) return "within_cancel_notice" as const;
         const previous = slotLabel(current.slot_epoch, calendar.timezone);
         await moveAppointment(
           tx,
@@ -350,7 +357,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
         });
         return "moved" as const;
       });
-      if (outcome === "not_pending") return refuse("not_pending");
+      if (outcome !== "moved") return refuse(outcome);
       return { ok: true, appt_id: appt.id, epoch };
     } catch (err) {
       if (isSlotFull(err)) return refuse("slot_unavailable");
@@ -383,6 +390,8 @@ interface Answer {
   kept: Kept;
   first: number;
   capacity: number;
+  /** reachOf the rules (the slot and its buffers). */
+  reach: number;
   tz: string;
   name: string;
   seats: readonly number[];
@@ -418,6 +427,17 @@ function safeJson(text: string): unknown {
   } catch {
     return null;
   }
+}
+
+/**
+ * Whether an appointment starting at `epoch` is too close for its person to move it:
+ * min_cancel_notice_minutes before its start and later (a start already past included). 0 sets no
+ * limit, as before the rule: a pending appointment can then be moved whenever. Staff in the
+ * console are not bound by it (src/booking/states.ts).
+ */
+export function withinCancelNotice(epoch: number, calendar: Pick<CalendarRow, "min_cancel_notice_minutes">, now: number): boolean {
+  const notice = calendar.min_cancel_notice_minutes;
+  return notice > 0 && now > epoch * 1000 - notice * 60_000;
 }
 
 /** The capacity trigger found the slot full (src/db/sqlstate.ts). */
