@@ -19,8 +19,10 @@ $$;
 -- starts are less than slot_minutes + buffer_before + buffer_after apart (the "reach"). An
 -- appointment may be written only while fewer than `capacity` live appointments conflict with it;
 -- written that way, no instant is ever held by more than `capacity` of them, buffers included.
--- With no buffers the reach is the slot itself: on one grid only the same start conflicts, which
--- is 0004's rule, and the slot's lock still suffices. Otherwise the calendar's lock is taken.
+-- A calendar without buffers keeps 0004's rule: only the same start conflicts (the reach is one
+-- second; on one grid that is the same thing, and appointments left off the grid by a change of
+-- the rules keep counting per start as they always did), and the slot's lock suffices. A calendar
+-- with buffers takes the calendar's lock.
 -- Under read committed each statement here takes a fresh snapshot, so the count runs after the
 -- lock is granted and sees every booking committed by the transactions it waited for.
 create or replace function appointments_capacity() returns trigger language plpgsql as $$
@@ -41,15 +43,18 @@ begin
       using errcode = 'LB002';
   end if;
   select * into cal from calendars where id = new.calendar_id;
-  if coalesce(cal.buffer_before_minutes, 0) + coalesce(cal.buffer_after_minutes, 0) > 0 then
+  if cal.buffer_before_minutes + cal.buffer_after_minutes > 0 then
     perform appointment_calendar_lock(new.calendar_id);
   else
     perform appointment_slot_lock(new.calendar_id, new.slot_epoch);
   end if;
   -- The rules as committed now (a fresh snapshot, after the lock).
   select * into cal from calendars where id = new.calendar_id;
-  reach := (greatest(coalesce(cal.slot_minutes, 1), 1)::bigint
-            + coalesce(cal.buffer_before_minutes, 0) + coalesce(cal.buffer_after_minutes, 0)) * 60;
+  if cal.buffer_before_minutes + cal.buffer_after_minutes > 0 then
+    reach := (cal.slot_minutes::bigint + cal.buffer_before_minutes + cal.buffer_after_minutes) * 60;
+  else
+    reach := 1;
+  end if;
   select count(*) into taken from appointments
    where calendar_id = new.calendar_id and status <> 'cancelled' and id <> new.id
      and slot_epoch > new.slot_epoch - reach and slot_epoch < new.slot_epoch + reach;

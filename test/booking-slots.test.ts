@@ -455,7 +455,18 @@ describe("buffers", () => {
 
   test("reachOf: the slot and both buffers, in seconds", () => {
     expect(reachOf({ slotMinutes: 30, bufferBeforeMinutes: 10, bufferAfterMinutes: 20 })).toBe(3600);
-    expect(reachOf({ slotMinutes: 45, bufferBeforeMinutes: 0, bufferAfterMinutes: 0 })).toBe(2700);
+    expect(reachOf({ slotMinutes: 45, bufferBeforeMinutes: 0, bufferAfterMinutes: 5 })).toBe(3000);
+    // Without buffers only the same start conflicts (the rule before buffers).
+    expect(reachOf({ slotMinutes: 45, bufferBeforeMinutes: 0, bufferAfterMinutes: 0 })).toBe(1);
+  });
+
+  test("without buffers an appointment off the grid (left by a change of the rules) holds only its own start", () => {
+    const r = chicago({ mon: [["09:00", "11:00"]] });
+    expect(times(dayOf(r, monday, new Map([[cst(10, 10), 1]])))).toEqual(["9:00 AM", "9:30 AM", "10:00 AM", "10:30 AM"]);
+    // With a buffer it holds its whole span, 10:10 to 10:45, which meets the 10:00 and 10:30 slots'
+    // (9:30's ends at 10:05).
+    const buffered = chicago({ mon: [["09:00", "11:00"]] }, { bufferAfterMinutes: 5 });
+    expect(times(dayOf(buffered, monday, new Map([[cst(10, 10), 1]])))).toEqual(["9:00 AM", "9:30 AM"]);
   });
 });
 

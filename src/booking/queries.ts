@@ -31,7 +31,9 @@ const calendarColumns = (sql: Sql | Tx) =>
  * Seconds within which two appointments' starts conflict (src/booking/slots.ts reachOf; the
  * capacity trigger computes the same in sql/0027_booking_buffers.sql).
  */
-const reach = (sql: Sql | Tx) => sql`((c.slot_minutes + c.buffer_before_minutes + c.buffer_after_minutes)::int8 * 60)`;
+const reach = (sql: Sql | Tx) =>
+  sql`(case when c.buffer_before_minutes + c.buffer_after_minutes > 0
+            then (c.slot_minutes + c.buffer_before_minutes + c.buffer_after_minutes)::int8 * 60 else 1 end)`;
 
 /**
  * What the booking page shows before its script runs: the business behind the link (the org's

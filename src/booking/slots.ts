@@ -13,8 +13,10 @@
 // Buffers (Cal.com's beforeEventBuffer/afterEventBuffer, as its getBusyTimes applies them): an
 // appointment holds [start - buffer_before, end + buffer_after], every appointment of a calendar
 // is slot_minutes long, and two conflict when those spans overlap, that is when their starts are
-// less than slot_minutes + buffer_before + buffer_after apart (`reachOf`). With no buffers that is
-// the slot itself, so on one grid only the same start conflicts. The capacity trigger
+// less than slot_minutes + buffer_before + buffer_after apart (`reachOf`). A calendar without
+// buffers keeps the rule it had before them: only the same start conflicts (on one grid that is
+// the same thing; it differs only for appointments left off the grid by a change of the rules,
+// which keep counting per start as they always did). The capacity trigger
 // (sql/0027_booking_buffers.sql) refuses a write by exactly this rule. Buffers only keep
 // appointments apart: they may lie outside the weekly hours (a 9:00 slot with a 15-minute buffer
 // before it is offered when the hours open at 9:00), as in Cal.com.
@@ -182,9 +184,12 @@ export type Booked = ReadonlyMap<number, number>;
 /**
  * Seconds: two appointments of the calendar conflict when their starts are less than this apart
  * ([start - before, start + slot + after] spans overlap; half-open, so spans that only touch do not).
+ * Without buffers, 1: only the same start conflicts, as before buffers existed.
  */
-export const reachOf = (rules: Pick<CalendarRules, "slotMinutes" | "bufferBeforeMinutes" | "bufferAfterMinutes">): number =>
-  (rules.slotMinutes + rules.bufferBeforeMinutes + rules.bufferAfterMinutes) * 60;
+export function reachOf(rules: Pick<CalendarRules, "slotMinutes" | "bufferBeforeMinutes" | "bufferAfterMinutes">): number {
+  const buffers = rules.bufferBeforeMinutes + rules.bufferAfterMinutes;
+  return buffers > 0 ? (rules.slotMinutes + buffers) * 60 : 1;
+}
 
 /** The earliest start (ms) offered at `now`: strictly in the future and at least the notice ahead. */
 export const earliestStart = (rules: CalendarRules, now: number): number =>
