@@ -112,6 +112,24 @@ describe("buffers", () => {
     expect((await book(a, "acme-pair", at(9, 30, 1))).body).toMatchObject({ ok: true });
   });
 
+  test("the reschedule view leaves out the appointment being moved (not its neighbours), and the move to a neighbour succeeds", async () => {
+    const booked = await book(a, "acme-buffered", at(10, 0, 4));
+    const other = await book(a, "acme-buffered", at(12, 0, 4));
+    expect([booked.body.ok, other.body.ok]).toEqual([true, true]);
+    const view = await api(a, `?action=slots&s=acme-buffered&r=${booked.body.token}`);
+    expect(view.body.appointment).toMatchObject({ appt_id: booked.body.appt_id, epoch: at(10, 0, 4), status: "pending" });
+    const open = new Set((view.body.slots as { epoch: number }[]).map((s) => s.epoch));
+    // Its own start is not offered (nothing to move to), its neighbours are; the other's are not.
+    expect([at(9, 30, 4), at(10, 0, 4), at(10, 30, 4), at(11, 0, 4), at(11, 30, 4), at(12, 30, 4), at(13, 0, 4)].map((e) => open.has(e)))
+      .toEqual([true, false, true, true, false, false, true]);
+    // The plain view (no token) still has them all blocked.
+    const plain = new Set((await slotsOf("acme-buffered")).map((s) => s.epoch));
+    expect([at(9, 30, 4), at(10, 30, 4)].map((e) => plain.has(e))).toEqual([false, false]);
+    expect((await api(b, "?action=reschedule", { token: booked.body.token, epoch: at(10, 30, 4) })).body).toEqual({ ok: true, appt_id: booked.body.appt_id, epoch: at(10, 30, 4) });
+    // Moving next to the other appointment is refused by the database as any write is.
+    expect((await api(b, "?action=reschedule", { token: booked.body.token, epoch: at(11, 30, 4) })).body).toEqual({ ok: false, error: "slot_unavailable" });
+  });
+
   test("across two instances: concurrent books of two neighbouring slots, in six rounds, one booking each", async () => {
     // Each round: 12 books split between the two instances and between two slots 30 minutes
     // apart (within the hour's reach). The service's read before writing sees none of the others

@@ -145,19 +145,42 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     // contract has no other); present only when a token came, null when it is not valid here.
     const token = tokenOf(fields);
     let appointment: AppointmentView | null | undefined;
+    let moving: number | null = null;
     if (token) {
       const appt = await appointmentOf(token);
-      appointment = appt && appt.calendar.id === calendar.id ? viewOf(appt) : null;
+      const mine = appt && appt.calendar.id === calendar.id ? appt : null;
+      appointment = mine ? viewOf(mine) : null;
+      // With buffers, the appointment being moved does not block the slots around it (Cal.com
+      // leaves the booking being rescheduled out of the busy times): its reach is where it may
+      // well move to, and the trigger, which leaves the row being moved out of its count, agrees.
+      if (mine && mine.status === "pending" && reachOf(rules) > 1) moving = mine.slot_epoch;
     }
-    return { calendar, rules, seats, now, kept: keptOf(calendar, rules, now), appointment };
+    return { calendar, rules, seats, now, kept: keptOf(calendar, rules, now), appointment, moving };
+  }
+
+  /**
+   * The slots of a reschedule view of a buffered calendar: without the seat of the appointment
+   * being moved, and without its own start (nothing to move to there). Built for each such read.
+   */
+  function slotsMoving(rules: CalendarRules, seats: readonly number[], now: number, kept: Kept, moving: number) {
+    const others = [...seats];
+    const at = others.indexOf(moving);
+    if (at >= 0) others.splice(at, 1); // a start read before the seats' window is not among them
+    const out: { index: number; remaining: number }[] = [];
+    eachOpenSlot(rules, countSeats(others), now, kept.list, (c, index, remaining) => c.epoch !== moving && out.push({ index, remaining }));
+    return out;
   }
 
   /** action=slots as a value. */
   async function slots(fields: Record<string, unknown>): Promise<SlotsAnswer> {
     const read = await readSlots(fields);
     if (!read) return unknownLink();
-    const { calendar, rules, seats, now, kept, appointment } = read;
-    const result: SlotsAnswer = { ok: true, slots: openSlots(rules, countSeats(seats), now, kept.list), tz: calendar.timezone, name: calendar.name };
+    const { calendar, rules, seats, now, kept, appointment, moving } = read;
+    const open =
+      moving === null
+        ? openSlots(rules, countSeats(seats), now, kept.list)
+        : slotsMoving(rules, seats, now, kept, moving).map(({ index, remaining }) => ({ ...kept.list[index], remaining }));
+    const result: SlotsAnswer = { ok: true, slots: open, tz: calendar.timezone, name: calendar.name };
     if (appointment !== undefined) result.appointment = appointment;
     return result;
   }
@@ -171,7 +194,11 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
   async function slotsJson(fields: Record<string, unknown>): Promise<string | Uint8Array> {
     const read = await readSlots(fields);
     if (!read) return JSON.stringify(unknownLink());
-    const { calendar, rules, seats, now, kept, appointment } = read;
+    const { calendar, rules, seats, now, kept, appointment, moving } = read;
+    if (moving !== null) {
+      const parts = slotsMoving(rules, seats, now, kept, moving).map(({ index, remaining }) => kept.json[index] + remaining + "}");
+      return `{"ok":true,"slots":[${parts.join(",")}],"tz":${JSON.stringify(calendar.timezone)},"name":${JSON.stringify(calendar.name)},"appointment":${JSON.stringify(appointment)}}`;
+    }
     const first = firstOffered(rules, now, kept.list);
     // The answer is a function of the candidates, the first one still ahead, the seats taken,
     // and the calendar's capacity, buffers, zone and name: while those stay the same (most reads
