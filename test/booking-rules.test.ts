@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Actor } from "../src/auth/actor";
 import { systemActor } from "../src/auth/actor";
+import { bookingService } from "../src/booking/service";
 import { changeAppointmentStatus } from "../src/booking/states";
 import { applyProvisioning } from "../src/provision/service";
 import { parseProvisioning, ProvisioningError } from "../src/provision/validate";
@@ -173,6 +174,40 @@ describe("minimum notice to reschedule", () => {
     const [row] = await db.sql`select slot_epoch, status from appointments where id = ${booked.body.appt_id}`;
     expect(row).toEqual({ slot_epoch: at(15, 0, 2), status: "pending" });
     clock.set(T0);
+  });
+
+  test("checked again on the locked row: a move that waited for another one bringing the appointment near is refused", async () => {
+    clock.set(T0);
+    const booked = await book(a, "acme-notice", at(14, 0, 2));
+    expect(booked.body).toMatchObject({ ok: true });
+    const svc = bookingService(db.sql, clock, { baseUrl: "https://book.acme.example", inboundListId: 900 });
+    // Another writer holds the row and moves it to 7:30 today, within the two hours' notice of 6:00.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const other = db.sql.begin(async (tx) => {
+      await tx`select id from appointments where id = ${booked.body.appt_id} for update`;
+      await tx`update appointments set slot_epoch = ${at(7, 30)} where id = ${booked.body.appt_id}`;
+      locked();
+      await held;
+    });
+    await isLocked;
+    // The token's read sees the committed start (Wednesday: outside the notice) and goes on to the lock.
+    const move = svc.reschedule({ token: booked.body.token, epoch: at(16, 0, 2) });
+    let queued = false;
+    while (!queued) {
+      // Waiting for the service's statement to queue on the row lock (an event, not time passing).
+      const [{ n }] = await db.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`;
+      queued = n > 0;
+      if (!queued) await Bun.sleep(5);
+    }
+    release();
+    await other;
+    expect(await move).toEqual({ ok: false, error: "within_cancel_notice" });
+    const [row] = await db.sql`select slot_epoch from appointments where id = ${booked.body.appt_id}`;
+    expect(row.slot_epoch).toBe(at(7, 30));
   });
 
   test("no notice set (0): a pending appointment moves up to its start, as before", async () => {
