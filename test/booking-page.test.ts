@@ -218,6 +218,12 @@ describe("booking page", () => {
       await shot(page, `notice-${width}-too-late`);
       expect(problems).toEqual([]);
       await ctx.close();
+      // Opened again now, the link says so at once, before any time is picked.
+      const again = await open(viewport, `/book/acme-visit?r=${booked.token}`);
+      await again.page.getByRole("heading", { name: "It's too close to your appointment to change it online" }).waitFor();
+      expect(await again.page.locator("button.time").count()).toBe(0);
+      expect(again.problems).toEqual([]);
+      await again.ctx.close();
     }
     clock.set(T0);
   }, 60_000);

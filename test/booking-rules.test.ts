@@ -132,14 +132,14 @@ describe("buffers", () => {
   });
 
   test("across two instances: concurrent books of two neighbouring slots, in six rounds, one booking each", async () => {
-    // Each round: 12 books split between the two instances and between two slots 30 minutes
+    // Each round: 8 books split between the two instances and between two slots 30 minutes
     // apart (within the hour's reach). The service's read before writing sees none of the others
     // (none has committed yet), so the capacity trigger alone decides: one booking per round.
     for (let round = 0; round < 6; round++) {
       const first = at(9 + round, 0, 3);
       const epochs = [first, first + 1800];
-      const replies = await Promise.all(Array.from({ length: 12 }, (_, i) => book(i % 2 ? a : b, "acme-buffered", epochs[(i >> 1) % 2])));
-      expect(replies.every((r) => r.status === 200)).toBe(true);
+      const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => book(i % 2 ? a : b, "acme-buffered", epochs[(i >> 1) % 2])));
+      expect(replies.map((r) => r.status === 200 ? 200 : `${r.status} ${JSON.stringify(r.body)}`)).toEqual(Array(8).fill(200));
       expect(replies.filter((r) => r.body.ok === true)).toHaveLength(1);
       expect(new Set(replies.filter((r) => r.body.ok === false).map((r) => r.body.error))).toEqual(new Set(["slot_unavailable"]));
     }
@@ -159,14 +159,18 @@ describe("minimum notice to reschedule", () => {
     const booked = await book(a, "acme-notice", at(13, 0, 2));
     expect(booked.body).toMatchObject({ ok: true });
     const token = booked.body.token as string;
+    const view = async () => (await api(a, `?action=slots&s=acme-notice&r=${token}`)).body.appointment;
+    expect(await view()).toMatchObject({ status: "pending", movable: true });
     // Exactly the notice (two hours) before 13:00: still allowed.
     clock.set(at(11, 0, 2) * 1000);
+    expect(await view()).toMatchObject({ movable: true });
     expect((await reschedule(a, token, at(15, 0, 2))).body).toEqual({ ok: true, appt_id: booked.body.appt_id, epoch: at(15, 0, 2) });
     // One millisecond inside the notice of its new start (15:00): refused, with the contract's 200.
     clock.set(at(13, 0, 2) * 1000 + 1);
     const refused = await reschedule(b, token, at(16, 0, 2));
     expect(refused.status).toBe(200);
     expect(refused.body).toEqual({ ok: false, error: "within_cancel_notice" });
+    expect(await view()).toMatchObject({ epoch: at(15, 0, 2), status: "pending", movable: false });
     // Also to the slot it holds, and once it has started.
     expect((await reschedule(a, token, at(15, 0, 2))).body).toEqual({ ok: false, error: "within_cancel_notice" });
     clock.set(at(15, 5, 2) * 1000);

@@ -45,6 +45,8 @@ export interface AppointmentView {
   epoch: number;
   label: string;
   status: string;
+  /** Whether its token can move it now: pending, and not within its calendar's notice to reschedule. */
+  movable: boolean;
 }
 
 export interface BookResult {
@@ -153,7 +155,13 @@ export const SlotSchema = t.Object(
 );
 
 export const AppointmentViewSchema = t.Object(
-  { appt_id: t.Integer(), epoch: t.Integer(), label: t.String(), status: t.String() },
+  {
+    appt_id: t.Integer(),
+    epoch: t.Integer(),
+    label: t.String(),
+    status: t.String(),
+    movable: t.Boolean({ description: "pending, and not within the calendar's min_cancel_notice_minutes of its start" }),
+  },
   closed,
 );
 

@@ -149,7 +149,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     if (token) {
       const appt = await appointmentOf(token);
       const mine = appt && appt.calendar.id === calendar.id ? appt : null;
-      appointment = mine ? viewOf(mine) : null;
+      appointment = mine ? viewOf(mine, now) : null;
       // With buffers, the appointment being moved does not block the slots around it (Cal.com
       // leaves the booking being rescheduled out of the busy times): its reach is where it may
       // well move to, and the trigger, which leaves the row being moved out of its count, agrees.
@@ -436,8 +436,14 @@ function sameSeats(a: readonly number[], b: readonly number[]): boolean {
   return true;
 }
 
-function viewOf(a: AppointmentRow): AppointmentView {
-  return { appt_id: a.id, epoch: a.slot_epoch, label: slotLabel(a.slot_epoch, a.calendar.timezone), status: a.status };
+function viewOf(a: AppointmentRow, now: number): AppointmentView {
+  return {
+    appt_id: a.id,
+    epoch: a.slot_epoch,
+    label: slotLabel(a.slot_epoch, a.calendar.timezone),
+    status: a.status,
+    movable: a.status === "pending" && !withinCancelNotice(a.slot_epoch, a.calendar, now),
+  };
 }
 
 const refuse = <C extends Refused["error"]>(error: C): Refused => ({ ok: false, error });

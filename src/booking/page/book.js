@@ -352,6 +352,11 @@
             "Please contact " + (state.business || state.name || "the business") + " directly to change it.");
           return;
         }
+        if (state.appointment.movable === false) {
+          renderHeader();
+          tooLateToMove();
+          return;
+        }
         $("pick-title").textContent = "Pick a new time";
         $("pick-hint").textContent = "Choose the time you'd like instead. Your current time stays booked until you confirm.";
       }
