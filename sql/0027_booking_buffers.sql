@@ -42,14 +42,14 @@ begin
     raise exception 'appointments are written under read committed or serializable isolation'
       using errcode = 'LB002';
   end if;
+  -- The rules decide the lock, so they are read before it (a change of them committed meanwhile
+  -- applies from the next write on); the appointments are counted after it.
   select * into cal from calendars where id = new.calendar_id;
   if cal.buffer_before_minutes + cal.buffer_after_minutes > 0 then
     perform appointment_calendar_lock(new.calendar_id);
   else
     perform appointment_slot_lock(new.calendar_id, new.slot_epoch);
   end if;
-  -- The rules as committed now (a fresh snapshot, after the lock).
-  select * into cal from calendars where id = new.calendar_id;
   if cal.buffer_before_minutes + cal.buffer_after_minutes > 0 then
     reach := (cal.slot_minutes::bigint + cal.buffer_before_minutes + cal.buffer_after_minutes) * 60;
   else
