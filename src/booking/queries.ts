@@ -59,9 +59,9 @@ export type CalendarSeats = { calendar: CalendarRow; seats: number[] } | null;
 
 /**
  * For each read, the link's calendar and the start of every seat taken in its horizon from
- * `from` (and within reach before it: an appointment that began a moment ago still conflicts with
- * the slots its buffer after covers), one entry per seat, in order (null when no link has the slug): what a slots request
- * reads, for many requests in one statement (src/db/batcher.ts). A slug read by several requests
+ * `from` (and within reach either side: an appointment that began a moment ago still conflicts
+ * with the slots its buffer after covers), one entry per seat, in order (null when no link has
+ * the slug): what a slots request reads, for many requests in one statement (src/db/batcher.ts). A slug read by several requests
  * is read once, from the earliest `from` among them (later seats are all they use).
  */
 export async function calendarsWithSeats(sql: Sql, reads: readonly SeatsRead[]): Promise<CalendarSeats[]> {
