@@ -463,14 +463,17 @@ function safeJson(text: string): unknown {
 }
 
 /**
- * Whether an appointment starting at `epoch` is too close for its person to move it:
- * min_cancel_notice_minutes before its start and later (a start already past included). 0 sets no
- * limit, as before the rule: a pending appointment can then be moved whenever. Staff in the
- * console are not bound by it (src/booking/states.ts).
+ * Whether an appointment starting at `epoch` is too close for its person to move it: less than
+ * min_cancel_notice_minutes before its start (exactly the notice before still moves), as Cal.com's
+ * isWithinMinimumRescheduleNotice has it. Like Cal.com's, the rule ends at the start: a pending
+ * appointment whose time has passed can be moved by its token as it always could (the person
+ * missed it and picks another time). 0 sets no limit. Staff in the console are not bound by it
+ * (src/booking/states.ts).
  */
 export function withinCancelNotice(epoch: number, calendar: Pick<CalendarRow, "min_cancel_notice_minutes">, now: number): boolean {
   const notice = calendar.min_cancel_notice_minutes;
-  return notice > 0 && now > epoch * 1000 - notice * 60_000;
+  const ahead = epoch * 1000 - now;
+  return notice > 0 && ahead > 0 && ahead < notice * 60_000;
 }
 
 /** The capacity trigger found the slot full (src/db/sqlstate.ts). */
