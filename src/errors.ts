@@ -52,6 +52,9 @@ const STATUS = {
   token_required: 422,
   unknown_token: 404,
   not_pending: 409,
+  // The appointment starts within its calendar's min_cancel_notice_minutes: its reschedule token
+  // can no longer move it (docs/booking.md).
+  within_cancel_notice: 409,
   internal: 500,
   unavailable: 503,
 } as const;

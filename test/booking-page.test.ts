@@ -9,7 +9,7 @@ import { startApp, type TestApp } from "./harness/app";
 import { ManualClock } from "./harness/clock";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
-import { launchBrowser, pageProblems, serveSite, SHOTS_DIR } from "./harness/browser";
+import { axeProblems, launchBrowser, pageProblems, serveSite, SHOTS_DIR } from "./harness/browser";
 
 let db: TestDatabase;
 let browser: Browser;
@@ -29,7 +29,10 @@ beforeAll(async () => {
   await db.sql`insert into calendars (id, org_id, name, timezone, slot_minutes, capacity, min_notice_minutes, horizon_days, hours)
                values (1, 1, 'Free roof estimate', 'America/Chicago', 30, 1, 60, 14, ${db.sql.json(hours)}),
                       (2, 1, 'Crew visit', 'America/Chicago', 60, 2, 60, 5, ${db.sql.json(hours)})`;
-  await db.sql`insert into calendar_links (slug, calendar_id) values ('acme-estimate', 1), ('acme-crew', 2)`;
+  await db.sql`insert into calendars (id, org_id, name, timezone, slot_minutes, capacity, min_notice_minutes, horizon_days, hours,
+                                      buffer_after_minutes, min_cancel_notice_minutes)
+               values (3, 1, 'Site visit', 'America/Chicago', 30, 1, 0, 14, ${db.sql.json(hours)}, 30, 120)`;
+  await db.sql`insert into calendar_links (slug, calendar_id) values ('acme-estimate', 1), ('acme-crew', 2), ('acme-visit', 3)`;
   // BASE_URL as an operator would set it behind a proxy: links in answers use it, the page does not.
   app = await startApp(db.url, { BASE_URL: "http://placeholder.invalid", COMMS_INBOUND_LIST_ID: "900" }, { clock });
   base = app.base;
@@ -42,8 +45,9 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function open(viewport = PHONE, path = "/book/acme-estimate"): Promise<{ ctx: BrowserContext; page: Page; problems: string[] }> {
-  const ctx = await browser.newContext({ viewport, deviceScaleFactor: 1, locale: "en-US", timezoneId: "America/New_York", acceptDownloads: true });
+async function open(viewport = PHONE, path = "/book/acme-estimate", bypassCSP = false): Promise<{ ctx: BrowserContext; page: Page; problems: string[] }> {
+  // bypassCSP only to inject axe-core (an inline script tag, which the page's CSP rightly refuses).
+  const ctx = await browser.newContext({ viewport, deviceScaleFactor: 1, locale: "en-US", timezoneId: "America/New_York", acceptDownloads: true, bypassCSP });
   const page = await ctx.newPage();
   const problems = pageProblems(page);
   await page.goto(base + path);
@@ -189,6 +193,40 @@ describe("booking page", () => {
     expect(problems).toEqual([]);
     await ctx.close();
   }, 30_000);
+
+  test("a move refused within the calendar's notice to reschedule says why in words (phone and desktop, axe-core)", async () => {
+    // Wed Nov 25 2026 at 13:00 CST; the calendar's notice is two hours.
+    const start = Date.UTC(2026, 10, 25, 19, 0) / 1000;
+    for (const [viewport, width] of [[{ width: 390, height: 844 }, 390], [DESKTOP, 1280]] as const) {
+      clock.set(T0);
+      const booked = await fetch(`${base}/book/api.php?action=book`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-forwarded-for": `198.51.100.${width % 250}` },
+        body: JSON.stringify({ slug: "acme-visit", epoch: start + (width === 390 ? 0 : 86400), name: "Near Soon", phone: `512555${width}0`.slice(0, 10) }),
+      }).then((x) => x.json() as Promise<{ ok: boolean; token: string }>);
+      expect(booked.ok).toBe(true);
+      const { ctx, page, problems } = await open(viewport, `/book/acme-visit?r=${booked.token}`, true);
+      await page.getByRole("heading", { name: "Pick a new time" }).waitFor();
+      await page.locator("button.time", { hasText: "4:00 PM" }).first().click();
+      // The person lingers: the notice begins before they confirm.
+      clock.set((start + (width === 390 ? 0 : 86400)) * 1000 - 119 * 60_000);
+      await page.getByRole("button", { name: "Confirm new time" }).click();
+      await page.getByRole("heading", { name: "It's too close to your appointment to change it online" }).waitFor();
+      expect(await page.locator("#message-text").textContent()).toBe("Please contact Acme Roofing LLC directly to change it.");
+      expect(await axeProblems(page)).toEqual([]);
+      await noHorizontalScroll(page);
+      await shot(page, `notice-${width}-too-late`);
+      expect(problems).toEqual([]);
+      await ctx.close();
+      // Opened again now, the link says so at once, before any time is picked.
+      const again = await open(viewport, `/book/acme-visit?r=${booked.token}`);
+      await again.page.getByRole("heading", { name: "It's too close to your appointment to change it online" }).waitFor();
+      expect(await again.page.locator("button.time").count()).toBe(0);
+      expect(again.problems).toEqual([]);
+      await again.ctx.close();
+    }
+    clock.set(T0);
+  }, 60_000);
 
   test("an unknown link gets a friendly 404 page", async () => {
     const { ctx, page } = await open(PHONE, "/book/no-such-link");

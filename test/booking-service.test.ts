@@ -416,7 +416,7 @@ describe("reschedule", () => {
   test("the slots read shows the appointment a valid token moves, null for a token of another calendar", async () => {
     const b = await booked(tue(10, 30));
     const r = await svc.slots({ s: "acme-estimate", r: b.token });
-    expect(r.ok && r.appointment).toEqual({ appt_id: b.appt_id, epoch: tue(10, 30), label: "Tuesday, November 24, 2026 at 10:30 AM CST", status: "pending" });
+    expect(r.ok && r.appointment).toEqual({ appt_id: b.appt_id, epoch: tue(10, 30), label: "Tuesday, November 24, 2026 at 10:30 AM CST", status: "pending", movable: true });
     const other = await svc.slots({ s: "acme-crew", r: b.token });
     expect(other.ok && other.appointment).toBeNull();
     expect((await svc.slots({ s: "acme-estimate", token: "junk" })).ok && (await svc.slots({ s: "acme-estimate", token: "junk" }) as { appointment: unknown }).appointment).toBeNull();

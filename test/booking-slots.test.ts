@@ -7,6 +7,7 @@ import {
   offeredCandidate,
   openSlots,
   parseHours,
+  reachOf,
   todayIn,
   type CalendarRules,
   type Slot,
@@ -25,6 +26,8 @@ function rules(timezone: string, hours: unknown, extra: Partial<CalendarRules> =
     capacity: 1,
     minNoticeMinutes: 0,
     horizonDays: 1,
+    bufferBeforeMinutes: 0,
+    bufferAfterMinutes: 0,
     windows: parseHours(hours),
     ...extra,
   };
@@ -382,4 +385,145 @@ describe("properties", () => {
       { numRuns: 250 },
     );
   }, 30_000);
+});
+
+// ---- buffers (docs/booking.md "Buffers") ------------------------------------------------------
+
+describe("buffers", () => {
+  const chicago = (hours: unknown, extra: Partial<CalendarRules> = {}) => rules("America/Chicago", hours, extra);
+  const monday = "2026-11-23T12:00:00Z"; // 06:00 CST
+  /** Mon Nov 23 2026 at hh:mm CST as epoch seconds. */
+  const cst = (hh: number, mm = 0) => Date.UTC(2026, 10, 23, hh + 6, mm) / 1000;
+  const times = (slots: Slot[]) => slots.map((s) => s.time);
+
+  test("a buffer after blocks the slots whose span meets the appointment's, on both sides", () => {
+    // 30-minute slots, 15 minutes after: starts less than 45 minutes apart conflict.
+    const r = chicago({ mon: [["09:00", "12:00"]] }, { bufferAfterMinutes: 15 });
+    expect(times(dayOf(r, monday, new Map([[cst(10), 1]])))).toEqual(["9:00 AM", "11:00 AM", "11:30 AM"]);
+    // Without the buffer only the booked slot goes.
+    expect(times(dayOf(chicago({ mon: [["09:00", "12:00"]] }), monday, new Map([[cst(10), 1]])))).toEqual(
+      ["9:00 AM", "9:30 AM", "10:30 AM", "11:00 AM", "11:30 AM"],
+    );
+  });
+
+  test("before and after add up: spans that only touch do not conflict", () => {
+    // 30 + 10 + 20 = 60 minutes of reach: 9:00 and 11:00 stay open around a 10:00 booking.
+    const r = chicago({ mon: [["09:00", "12:00"]] }, { bufferBeforeMinutes: 10, bufferAfterMinutes: 20 });
+    expect(times(dayOf(r, monday, new Map([[cst(10), 1]])))).toEqual(["9:00 AM", "11:00 AM", "11:30 AM"]);
+    // One minute more of buffer and they touch no longer: 9:00 and 11:00 go too.
+    const r2 = chicago({ mon: [["09:00", "12:00"]] }, { bufferBeforeMinutes: 11, bufferAfterMinutes: 20 });
+    expect(times(dayOf(r2, monday, new Map([[cst(10), 1]])))).toEqual(["11:30 AM"]);
+  });
+
+  test("buffers may lie outside the hours: the window's first and last slots are offered", () => {
+    const r = chicago({ mon: [["09:00", "10:00"]] }, { bufferBeforeMinutes: 60, bufferAfterMinutes: 60 });
+    expect(times(dayOf(r, monday))).toEqual(["9:00 AM", "9:30 AM"]);
+  });
+
+  test("an appointment that began before now still blocks the slots its buffer reaches", () => {
+    const r = chicago({ mon: [["09:00", "12:00"]] }, { bufferAfterMinutes: 15 });
+    // 10:05: the 10:00 appointment is under way; 10:30 is within its reach, 11:00 is not.
+    expect(times(openSlots(r, new Map([[cst(10), 1]]), ms("2026-11-23T16:05:00Z")))).toEqual(["11:00 AM", "11:30 AM"]);
+  });
+
+  test("capacity: a slot is open while fewer than capacity appointments conflict; remaining counts them", () => {
+    const r = chicago({ mon: [["09:00", "12:00"]] }, { capacity: 2, bufferAfterMinutes: 15 });
+    const one = dayOf(r, monday, new Map([[cst(10), 1]]));
+    expect(one.map((s) => [s.time, s.remaining])).toEqual([
+      ["9:00 AM", 2], ["9:30 AM", 1], ["10:00 AM", 1], ["10:30 AM", 1], ["11:00 AM", 2], ["11:30 AM", 2],
+    ]);
+    // A second appointment at 10:30: 10:00 and 10:30 conflict with both; 11:00 with 10:30 only.
+    const two = dayOf(r, monday, new Map([[cst(10), 1], [cst(10, 30), 1]]));
+    expect(two.map((s) => [s.time, s.remaining])).toEqual([["9:00 AM", 2], ["9:30 AM", 1], ["11:00 AM", 1], ["11:30 AM", 2]]);
+  });
+
+  test("across clocks going back, buffers are elapsed time: the repeated hour's times are told apart", () => {
+    // New York, Sun Nov 1 2026: 1:00-4:00 holds 8 half hours; 1:30 AM EDT booked, 30 minutes after.
+    const r = rules("America/New_York", { sun: [["01:00", "04:00"]] }, { bufferAfterMinutes: 30 });
+    const booked = new Map([[ms("2026-11-01T05:30:00Z") / 1000, 1]]);
+    const slots = openSlots(r, booked, ms("2026-11-01T04:00:00Z"));
+    expect(slots.map((s) => iso(s.epoch))).toEqual(["2026-11-01T06:30Z", "2026-11-01T07:00Z", "2026-11-01T07:30Z", "2026-11-01T08:00Z", "2026-11-01T08:30Z"]);
+    // 1:00 AM EDT (30 minutes before) and 1:00 AM EST (30 minutes after) both go; 1:30 AM EST stays.
+    expect(slots.map((s) => s.time)).toEqual(["1:30 AM EST", "2:00 AM", "2:30 AM", "3:00 AM", "3:30 AM"]);
+  });
+
+  test("across clocks going forward, 1:30 AM EST and 3:00 AM EDT are 30 minutes apart and conflict", () => {
+    const r = rules("America/New_York", { sun: [["01:00", "04:00"]] }, { bufferAfterMinutes: 30 });
+    const booked = new Map([[ms("2026-03-08T06:30:00Z") / 1000, 1]]); // 1:30 AM EST
+    expect(openSlots(r, booked, ms("2026-03-08T05:10:00Z")).map((s) => s.time)).toEqual(["3:30 AM"]);
+  });
+
+  test("reachOf: the slot and both buffers, in seconds", () => {
+    expect(reachOf({ slotMinutes: 30, bufferBeforeMinutes: 10, bufferAfterMinutes: 20 })).toBe(3600);
+    expect(reachOf({ slotMinutes: 45, bufferBeforeMinutes: 0, bufferAfterMinutes: 5 })).toBe(3000);
+    // Without buffers only the same start conflicts (the rule before buffers).
+    expect(reachOf({ slotMinutes: 45, bufferBeforeMinutes: 0, bufferAfterMinutes: 0 })).toBe(1);
+  });
+
+  test("without buffers an appointment off the grid (left by a change of the rules) holds only its own start", () => {
+    const r = chicago({ mon: [["09:00", "11:00"]] });
+    expect(times(dayOf(r, monday, new Map([[cst(10, 10), 1]])))).toEqual(["9:00 AM", "9:30 AM", "10:00 AM", "10:30 AM"]);
+    // With a buffer it holds its whole span, 10:10 to 10:45, which meets the 10:00 and 10:30 slots'
+    // (9:30's ends at 10:05).
+    const buffered = chicago({ mon: [["09:00", "11:00"]] }, { bufferAfterMinutes: 5 });
+    expect(times(dayOf(buffered, monday, new Map([[cst(10, 10), 1]])))).toEqual(["9:00 AM", "9:30 AM"]);
+  });
+});
+
+/** Brute force: the appointments whose span [start - before, start + slot + after) overlaps the slot's. */
+function conflicts(r: CalendarRules, booked: readonly number[], epoch: number): number {
+  const span = (e: number) => [e - r.bufferBeforeMinutes * 60, e + (r.slotMinutes + r.bufferAfterMinutes) * 60] as const;
+  const [a0, a1] = span(epoch);
+  return booked.filter((e) => {
+    const [b0, b1] = span(e);
+    return a0 < b1 && b0 < a1;
+  }).length;
+}
+
+describe("buffers and capacity, generated and booked", () => {
+  const bookArb = fc.record({
+    tz: fc.constantFrom(...ZONES),
+    slotMinutes: fc.constantFrom(5, 15, 20, 30, 45, 60),
+    capacity: fc.integer({ min: 1, max: 3 }),
+    before: fc.constantFrom(0, 5, 10, 15, 30, 60, 240),
+    after: fc.constantFrom(0, 5, 10, 15, 30, 60, 240),
+    now: fc.tuple(fc.constantFrom(...CHANGES), fc.integer({ min: -2 * 86400_000, max: 86400_000 })).map(([c, d]) => c + d),
+    // Each pick: an index into the slots open at that moment (modulo their number), and the time
+    // that passes before it (bookings keep blocking after they start).
+    picks: fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 3 * 3600_000 })), { minLength: 1, maxLength: 60 }),
+  });
+
+  test("whatever is booked from the offered slots, no instant holds more than capacity buffered appointments", () => {
+    fc.assert(
+      fc.property(bookArb, (c) => {
+        const hours = Object.fromEntries(DAYS.map((d) => [d, [["00:00", "24:00"]]]));
+        const r = rules(c.tz, hours, {
+          slotMinutes: c.slotMinutes, capacity: c.capacity, bufferBeforeMinutes: c.before, bufferAfterMinutes: c.after, horizonDays: 2,
+        });
+        const booked: number[] = [];
+        let now = c.now;
+        for (const [pick, wait] of c.picks) {
+          now += wait;
+          const counts = new Map<number, number>();
+          for (const e of booked) counts.set(e, (counts.get(e) ?? 0) + 1);
+          const open = openSlots(r, counts, now);
+          // Every offered slot has room by the brute-force rule, and remaining is exactly it...
+          for (const s of open) expect(s.remaining).toBe(c.capacity - conflicts(r, booked, s.epoch));
+          // ...and every candidate left out is full by it (or within the notice).
+          const offered = new Set(open.map((s) => s.epoch));
+          for (const s of openSlots(r, new Map(), now)) {
+            if (!offered.has(s.epoch)) expect(conflicts(r, booked, s.epoch)).toBeGreaterThanOrEqual(c.capacity);
+          }
+          if (open.length === 0) continue;
+          booked.push(open[pick % open.length].epoch);
+        }
+        // At every span's start (where the most spans overlap, if anywhere) at most capacity spans.
+        const spans = booked.map((e) => [e - c.before * 60, e + (c.slotMinutes + c.after) * 60] as const);
+        for (const [t] of spans) {
+          expect(spans.filter(([s0, s1]) => s0 <= t && t < s1).length).toBeLessThanOrEqual(c.capacity);
+        }
+      }),
+      { numRuns: 150 },
+    );
+  }, 60_000);
 });

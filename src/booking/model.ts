@@ -19,6 +19,7 @@ export type BookingCode = Extract<
   | "token_required"
   | "unknown_token"
   | "not_pending"
+  | "within_cancel_notice"
   | "rate_limited"
 >;
 
@@ -44,6 +45,8 @@ export interface AppointmentView {
   epoch: number;
   label: string;
   status: string;
+  /** Whether its token can move it now: pending, and not within its calendar's notice to reschedule. */
+  movable: boolean;
 }
 
 export interface BookResult {
@@ -152,7 +155,13 @@ export const SlotSchema = t.Object(
 );
 
 export const AppointmentViewSchema = t.Object(
-  { appt_id: t.Integer(), epoch: t.Integer(), label: t.String(), status: t.String() },
+  {
+    appt_id: t.Integer(),
+    epoch: t.Integer(),
+    label: t.String(),
+    status: t.String(),
+    movable: t.Boolean({ description: "pending, and not within the calendar's min_cancel_notice_minutes of its start" }),
+  },
   closed,
 );
 
@@ -198,5 +207,5 @@ export const BookAnswerSchema = t.Union([
 ]);
 export const RescheduleAnswerSchema = t.Union([
   RescheduleResultSchema,
-  refusal(["token_required", "unknown_token", "not_pending", "bad_epoch", "slot_unavailable", ...BODY_CODES]),
+  refusal(["token_required", "unknown_token", "not_pending", "within_cancel_notice", "bad_epoch", "slot_unavailable", ...BODY_CODES]),
 ]);

@@ -15,13 +15,25 @@ export interface CalendarRow {
   capacity: number;
   min_notice_minutes: number;
   horizon_days: number;
+  buffer_before_minutes: number;
+  buffer_after_minutes: number;
+  /** Minutes before the start from which the reschedule token can no longer move it. */
+  min_cancel_notice_minutes: number;
   /** The weekly hours as jsonb text: parsed only when the rules are not cached already. */
   hours: string;
 }
 
 const calendarColumns = (sql: Sql | Tx) =>
   sql`c.id, c.org_id, c.name, c.timezone, c.slot_minutes, c.capacity, c.min_notice_minutes, c.horizon_days,
-      c.hours::text as hours`;
+      c.buffer_before_minutes, c.buffer_after_minutes, c.min_cancel_notice_minutes, c.hours::text as hours`;
+
+/**
+ * Seconds within which two appointments' starts conflict (src/booking/slots.ts reachOf; the
+ * capacity trigger computes the same in sql/0025_booking_buffers.sql).
+ */
+const reach = (sql: Sql | Tx) =>
+  sql`(case when c.buffer_before_minutes + c.buffer_after_minutes > 0
+            then (c.slot_minutes + c.buffer_before_minutes + c.buffer_after_minutes)::int8 * 60 else 1 end)`;
 
 /**
  * What the booking page shows before its script runs: the business behind the link (the org's
@@ -47,8 +59,9 @@ export type CalendarSeats = { calendar: CalendarRow; seats: number[] } | null;
 
 /**
  * For each read, the link's calendar and the start of every seat taken in its horizon from
- * `from`, one entry per seat, in order (null when no link has the slug): what a slots request
- * reads, for many requests in one statement (src/db/batcher.ts). A slug read by several requests
+ * `from` (and within reach either side: an appointment that began a moment ago still conflicts
+ * with the slots its buffer after covers), one entry per seat, in order (null when no link has
+ * the slug): what a slots request reads, for many requests in one statement (src/db/batcher.ts). A slug read by several requests
  * is read once, from the earliest `from` among them (later seats are all they use).
  */
 export async function calendarsWithSeats(sql: Sql, reads: readonly SeatsRead[]): Promise<CalendarSeats[]> {
@@ -67,7 +80,8 @@ export async function calendarsWithSeats(sql: Sql, reads: readonly SeatsRead[]):
     select u.i, ${calendarColumns(sql)},
            array(select a.slot_epoch from appointments a
                  where a.calendar_id = c.id and a.status <> 'cancelled'
-                   and a.slot_epoch >= u.from_ and a.slot_epoch < u.from_ + (least(c.horizon_days, 366) + 2) * 86400
+                   and a.slot_epoch > u.from_ - ${reach(sql)}
+                   and a.slot_epoch < u.from_ + (least(c.horizon_days, 366) + 2) * 86400 + ${reach(sql)}
                  order by a.slot_epoch) as seats
     from unnest(${slugs}::text[], ${froms}::int8[]) with ordinality as u(slug, from_, i)
     join calendar_links l on l.slug = u.slug
@@ -77,7 +91,10 @@ export async function calendarsWithSeats(sql: Sql, reads: readonly SeatsRead[]):
   return reads.map((r) => found[index.get(r.slug)!]);
 }
 
-/** The link's calendar and the seats taken at one start: what a booking reads before it writes. */
+/**
+ * The link's calendar and the seats that conflict with one start (the same start, or within the
+ * buffers' reach): what a booking reads before it writes.
+ */
 export async function calendarWithSeatsAt(
   sql: Sql,
   slug: string,
@@ -86,7 +103,8 @@ export async function calendarWithSeatsAt(
   const [row] = await sql<(CalendarRow & { taken: number })[]>`
     select ${calendarColumns(sql)},
            (select count(*)::int from appointments a
-            where a.calendar_id = c.id and a.status <> 'cancelled' and a.slot_epoch = ${epoch}) as taken
+            where a.calendar_id = c.id and a.status <> 'cancelled'
+              and a.slot_epoch > ${epoch}::int8 - ${reach(sql)} and a.slot_epoch < ${epoch}::int8 + ${reach(sql)}) as taken
     from calendar_links l join calendars c on c.id = l.calendar_id
     where l.slug = ${slug}`;
   if (!row) return null;

@@ -49,6 +49,7 @@ import {
   offeredCandidate,
   openSlots,
   parseHours,
+  reachOf,
   slotLabel,
   todayIn,
   type CalendarRules,
@@ -97,6 +98,8 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
       capacity: c.capacity,
       minNoticeMinutes: c.min_notice_minutes,
       horizonDays: c.horizon_days,
+      bufferBeforeMinutes: c.buffer_before_minutes,
+      bufferAfterMinutes: c.buffer_after_minutes,
       windows,
     };
   }
@@ -142,19 +145,42 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     // contract has no other); present only when a token came, null when it is not valid here.
     const token = tokenOf(fields);
     let appointment: AppointmentView | null | undefined;
+    let moving: number | null = null;
     if (token) {
       const appt = await appointmentOf(token);
-      appointment = appt && appt.calendar.id === calendar.id ? viewOf(appt) : null;
+      const mine = appt && appt.calendar.id === calendar.id ? appt : null;
+      appointment = mine ? viewOf(mine, now) : null;
+      // With buffers, the appointment being moved does not block the slots around it (Cal.com
+      // leaves the booking being rescheduled out of the busy times): its reach is where it may
+      // well move to, and the trigger, which leaves the row being moved out of its count, agrees.
+      if (mine && mine.status === "pending" && reachOf(rules) > 1) moving = mine.slot_epoch;
     }
-    return { calendar, rules, seats, now, kept: keptOf(calendar, rules, now), appointment };
+    return { calendar, rules, seats, now, kept: keptOf(calendar, rules, now), appointment, moving };
+  }
+
+  /**
+   * The slots of a reschedule view of a buffered calendar: without the seat of the appointment
+   * being moved, and without its own start (nothing to move to there). Built for each such read.
+   */
+  function slotsMoving(rules: CalendarRules, seats: readonly number[], now: number, kept: Kept, moving: number) {
+    const others = [...seats];
+    const at = others.indexOf(moving);
+    if (at >= 0) others.splice(at, 1); // a start read before the seats' window is not among them
+    const out: { index: number; remaining: number }[] = [];
+    eachOpenSlot(rules, countSeats(others), now, kept.list, (c, index, remaining) => c.epoch !== moving && out.push({ index, remaining }));
+    return out;
   }
 
   /** action=slots as a value. */
   async function slots(fields: Record<string, unknown>): Promise<SlotsAnswer> {
     const read = await readSlots(fields);
     if (!read) return unknownLink();
-    const { calendar, rules, seats, now, kept, appointment } = read;
-    const result: SlotsAnswer = { ok: true, slots: openSlots(rules, countSeats(seats), now, kept.list), tz: calendar.timezone, name: calendar.name };
+    const { calendar, rules, seats, now, kept, appointment, moving } = read;
+    const open =
+      moving === null
+        ? openSlots(rules, countSeats(seats), now, kept.list)
+        : slotsMoving(rules, seats, now, kept, moving).map(({ index, remaining }) => ({ ...kept.list[index], remaining }));
+    const result: SlotsAnswer = { ok: true, slots: open, tz: calendar.timezone, name: calendar.name };
     if (appointment !== undefined) result.appointment = appointment;
     return result;
   }
@@ -168,15 +194,20 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
   async function slotsJson(fields: Record<string, unknown>): Promise<string | Uint8Array> {
     const read = await readSlots(fields);
     if (!read) return JSON.stringify(unknownLink());
-    const { calendar, rules, seats, now, kept, appointment } = read;
+    const { calendar, rules, seats, now, kept, appointment, moving } = read;
+    if (moving !== null) {
+      const parts = slotsMoving(rules, seats, now, kept, moving).map(({ index, remaining }) => kept.json[index] + remaining + "}");
+      return `{"ok":true,"slots":[${parts.join(",")}],"tz":${JSON.stringify(calendar.timezone)},"name":${JSON.stringify(calendar.name)},"appointment":${JSON.stringify(appointment)}}`;
+    }
     const first = firstOffered(rules, now, kept.list);
     // The answer is a function of the candidates, the first one still ahead, the seats taken,
-    // and the calendar's capacity, zone and name: while those stay the same (most reads between
-    // two bookings), the text built last time is the answer.
+    // and the calendar's capacity, buffers, zone and name: while those stay the same (most reads
+    // between two bookings), the text built last time is the answer.
     const memo = answerCache.get(calendar.id);
+    const reach = reachOf(rules);
     let answer: Answer;
     if (
-      memo && memo.kept === kept && memo.first === first && memo.capacity === rules.capacity &&
+      memo && memo.kept === kept && memo.first === first && memo.capacity === rules.capacity && memo.reach === reach &&
       memo.tz === calendar.timezone && memo.name === calendar.name && sameSeats(memo.seats, seats)
     ) {
       answer = memo;
@@ -184,7 +215,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
       const parts: string[] = [];
       eachOpenSlot(rules, countSeats(seats), now, kept.list, (_, i, remaining) => parts.push(kept.json[i] + remaining + "}"));
       const body = `{"ok":true,"slots":[${parts.join(",")}],"tz":${JSON.stringify(calendar.timezone)},"name":${JSON.stringify(calendar.name)}`;
-      answer = { kept, first, capacity: rules.capacity, tz: calendar.timezone, name: calendar.name, seats, body, bytes: encoder.encode(body + "}") };
+      answer = { kept, first, capacity: rules.capacity, reach, tz: calendar.timezone, name: calendar.name, seats, body, bytes: encoder.encode(body + "}") };
       answerCache.set(calendar.id, answer);
     }
     return appointment === undefined ? answer.bytes : `${answer.body},"appointment":${JSON.stringify(appointment)}}`;
@@ -291,6 +322,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
     if (!appt) return refuse("unknown_token");
     if (appt.status !== "pending") return refuse("not_pending");
     const now = clock.now();
+    if (withinCancelNotice(appt.slot_epoch, appt.calendar, now)) return refuse("within_cancel_notice");
     if (epoch === null || epoch * 1000 <= now) return refuse("bad_epoch");
     if (epoch === appt.slot_epoch) return { ok: true, appt_id: appt.id, epoch };
     const { calendar } = appt;
@@ -306,6 +338,8 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
         const current = await lockAppointment(tx, appt.id);
         if (!current || current.status !== "pending") return "not_pending" as const;
         if (current.slot_epoch === epoch) return "moved" as const;
+        // Moved meanwhile (by another request with the token) to a start within the notice.
+        if (withinCancelNotice(current.slot_epoch, calendar, now)) return "within_cancel_notice" as const;
         const previous = slotLabel(current.slot_epoch, calendar.timezone);
         await moveAppointment(
           tx,
@@ -350,7 +384,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
         });
         return "moved" as const;
       });
-      if (outcome === "not_pending") return refuse("not_pending");
+      if (outcome !== "moved") return refuse(outcome);
       return { ok: true, appt_id: appt.id, epoch };
     } catch (err) {
       if (isSlotFull(err)) return refuse("slot_unavailable");
@@ -383,6 +417,8 @@ interface Answer {
   kept: Kept;
   first: number;
   capacity: number;
+  /** reachOf the rules (the slot and its buffers). */
+  reach: number;
   tz: string;
   name: string;
   seats: readonly number[];
@@ -400,8 +436,14 @@ function sameSeats(a: readonly number[], b: readonly number[]): boolean {
   return true;
 }
 
-function viewOf(a: AppointmentRow): AppointmentView {
-  return { appt_id: a.id, epoch: a.slot_epoch, label: slotLabel(a.slot_epoch, a.calendar.timezone), status: a.status };
+function viewOf(a: AppointmentRow, now: number): AppointmentView {
+  return {
+    appt_id: a.id,
+    epoch: a.slot_epoch,
+    label: slotLabel(a.slot_epoch, a.calendar.timezone),
+    status: a.status,
+    movable: a.status === "pending" && !withinCancelNotice(a.slot_epoch, a.calendar, now),
+  };
 }
 
 const refuse = <C extends Refused["error"]>(error: C): Refused => ({ ok: false, error });
@@ -418,6 +460,20 @@ function safeJson(text: string): unknown {
   } catch {
     return null;
   }
+}
+
+/**
+ * Whether an appointment starting at `epoch` is too close for its person to move it: less than
+ * min_cancel_notice_minutes before its start (exactly the notice before still moves), as Cal.com's
+ * isWithinMinimumRescheduleNotice has it. Like Cal.com's, the rule ends at the start: a pending
+ * appointment whose time has passed can be moved by its token as it always could (the person
+ * missed it and picks another time). 0 sets no limit. Staff in the console are not bound by it
+ * (src/booking/states.ts).
+ */
+export function withinCancelNotice(epoch: number, calendar: Pick<CalendarRow, "min_cancel_notice_minutes">, now: number): boolean {
+  const notice = calendar.min_cancel_notice_minutes;
+  const ahead = epoch * 1000 - now;
+  return notice > 0 && ahead > 0 && ahead < notice * 60_000;
 }
 
 /** The capacity trigger found the slot full (src/db/sqlstate.ts). */

@@ -8,7 +8,18 @@
 // physically fit in it: 01:00-04:00 on the night clocks go forward holds two hours (01:00, 01:30,
 // 03:00, 03:30), on the night they go back four (the repeated hour's times are told apart by their
 // zone abbreviation in `time`). A slot is offered when it starts after now plus min_notice_minutes
-// and fewer than `capacity` live bookings hold it; `remaining` is what is left.
+// and fewer than `capacity` live bookings conflict with it; `remaining` is what is left.
+//
+// Buffers (Cal.com's beforeEventBuffer/afterEventBuffer, as its getBusyTimes applies them): an
+// appointment holds [start - buffer_before, end + buffer_after], every appointment of a calendar
+// is slot_minutes long, and two conflict when those spans overlap, that is when their starts are
+// less than slot_minutes + buffer_before + buffer_after apart (`reachOf`). A calendar without
+// buffers keeps the rule it had before them: only the same start conflicts (on one grid that is
+// the same thing; it differs only for appointments left off the grid by a change of the rules,
+// which keep counting per start as they always did). The capacity trigger
+// (sql/0025_booking_buffers.sql) refuses a write by exactly this rule. Buffers only keep
+// appointments apart: they may lie outside the weekly hours (a 9:00 slot with a 15-minute buffer
+// before it is offered when the hours open at 9:00), as in Cal.com.
 import { instantOf, isZone, offsetAt, wallOf } from "../zone";
 import { addDays, civilOf, dayKeyOf, dayText, timeText, wallAt, weekdayOf, zoneAbbr, type CivilDate } from "./zone";
 
@@ -24,6 +35,10 @@ export interface CalendarRules {
   capacity: number;
   minNoticeMinutes: number;
   horizonDays: number;
+  /** Minutes kept free before each appointment (0-240). */
+  bufferBeforeMinutes: number;
+  /** Minutes kept free after each appointment (0-240). */
+  bufferAfterMinutes: number;
   /** Indexed by weekday, 0 = Sunday. */
   windows: readonly (readonly Window[])[];
 }
@@ -84,6 +99,10 @@ function usable(rules: CalendarRules): boolean {
     Number.isInteger(rules.capacity) &&
     rules.capacity >= 1 &&
     Number.isFinite(rules.minNoticeMinutes) &&
+    Number.isInteger(rules.bufferBeforeMinutes) &&
+    rules.bufferBeforeMinutes >= 0 &&
+    Number.isInteger(rules.bufferAfterMinutes) &&
+    rules.bufferAfterMinutes >= 0 &&
     Number.isInteger(rules.horizonDays) &&
     rules.horizonDays >= 1 &&
     isZone(rules.timezone)
@@ -159,8 +178,18 @@ export function candidateSlots(rules: CalendarRules, today: CivilDate): Candidat
   }));
 }
 
-/** Live bookings per slot start (epoch seconds). */
+/** Live bookings per start (epoch seconds). */
 export type Booked = ReadonlyMap<number, number>;
+
+/**
+ * Seconds: two appointments of the calendar conflict when their starts are less than this apart
+ * ([start - before, start + slot + after] spans overlap; half-open, so spans that only touch do not).
+ * Without buffers, 1: only the same start conflicts, as before buffers existed.
+ */
+export function reachOf(rules: Pick<CalendarRules, "slotMinutes" | "bufferBeforeMinutes" | "bufferAfterMinutes">): number {
+  const buffers = rules.bufferBeforeMinutes + rules.bufferAfterMinutes;
+  return buffers > 0 ? (rules.slotMinutes + buffers) * 60 : 1;
+}
 
 /** The earliest start (ms) offered at `now`: strictly in the future and at least the notice ahead. */
 export const earliestStart = (rules: CalendarRules, now: number): number =>
@@ -189,9 +218,20 @@ export function eachOpenSlot(
   candidates: readonly Candidate[],
   visit: (c: Candidate, index: number, remaining: number) => void,
 ): void {
-  for (let i = firstOffered(rules, now, candidates); i < candidates.length; i++) {
+  const first = firstOffered(rules, now, candidates);
+  if (first >= candidates.length) return;
+  const reach = reachOf(rules);
+  // Bookings sorted by start; candidates are sorted too, so the bookings within reach of each
+  // candidate are a window [lo, hi) that only moves forward, its count kept as it moves.
+  const starts = [...booked.keys()].sort((a, b) => a - b);
+  let lo = 0;
+  let hi = 0;
+  let within = 0;
+  for (let i = first; i < candidates.length; i++) {
     const c = candidates[i];
-    const remaining = rules.capacity - (booked.get(c.epoch) ?? 0);
+    while (hi < starts.length && starts[hi] < c.epoch + reach) within += booked.get(starts[hi++])!;
+    while (lo < hi && starts[lo] <= c.epoch - reach) within -= booked.get(starts[lo++])!;
+    const remaining = rules.capacity - within;
     if (remaining > 0) visit(c, i, remaining);
   }
 }

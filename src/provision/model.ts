@@ -160,6 +160,12 @@ export const CALENDAR_FIELDS = {
   capacity: field(t.Integer({ minimum: 1, maximum: 10000 }), 1),
   min_notice_minutes: field(t.Integer({ minimum: 0, maximum: 525600 }), 0),
   horizon_days: field(t.Integer({ minimum: 1, maximum: 366 }), 14),
+  // Kept free before and after each appointment (docs/booking.md "Buffers").
+  buffer_before_minutes: field(t.Integer({ minimum: 0, maximum: 240 }), 0),
+  buffer_after_minutes: field(t.Integer({ minimum: 0, maximum: 240 }), 0),
+  // How long before its start an appointment can no longer be moved through its reschedule token
+  // (at most 30 days); staff in the console are not bound by it.
+  min_cancel_notice_minutes: field(t.Integer({ minimum: 0, maximum: 43200 }), 0),
   hours: clearable(WeeklyHours, {}, {}, { store: json("hours") }),
   // Rows of calendar_links: a slug given is added to this calendar (or moved from another); a file
   // never removes one, since a link handed out must keep working.

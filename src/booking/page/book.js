@@ -352,6 +352,11 @@
             "Please contact " + (state.business || state.name || "the business") + " directly to change it.");
           return;
         }
+        if (state.appointment.movable === false) {
+          renderHeader();
+          tooLateToMove();
+          return;
+        }
         $("pick-title").textContent = "Pick a new time";
         $("pick-hint").textContent = "Choose the time you'd like instead. Your current time stays booked until you confirm.";
       }
@@ -482,8 +487,16 @@
       var error = r && r.error;
       if (error === "slot_unavailable" || error === "bad_epoch") taken();
       else if (error === "unknown_token" || error === "token_required" || error === "not_pending") load();
+      else if (error === "within_cancel_notice") tooLateToMove();
       else failure(error);
     });
+  }
+
+  // The calendar's minimum notice to reschedule has begun: the token can no longer move it; the
+  // business can (its staff are not bound by the notice).
+  function tooLateToMove() {
+    message("It's too close to your appointment to change it online",
+      "Please contact " + (state.business || state.name || "the business") + " directly to change it.");
   }
 
   function copyLink() {
