@@ -1,0 +1,34 @@
+// Every settings form of the console writes through the provisioning service (src/provision/
+// service.ts applyProvisioning): the form becomes a provisioning-file fragment for the one object
+// it edits, checked by the file's own validation, merged with what is stored by the same rules
+// (a field left out keeps its value), written and audited with previous and new values (secrets as
+// "changed") under the console user as the actor. One validation and one set of rules for the CLI
+// and the browser. The caller has already confined the object to the viewer's organization in SQL.
+import type { Actor } from "../../auth/actor";
+import type { Deps } from "../../http/deps";
+import type { ProvisioningFile } from "../../provision/model";
+import { applyProvisioning, type ProvisionSummary } from "../../provision/service";
+import { fileProblems, ProvisioningError } from "../../provision/validate";
+
+export type Applied = { ok: true; summary: ProvisionSummary } | { ok: false; problems: string[] };
+
+/** A section's path prefix (`orgs[0].`) means nothing on a form that edits one object. */
+const onForm = (problem: string) => problem.replace(/^[a-z_]+\[0\]\.?/, "");
+
+export async function applySettings(deps: Deps, actor: Actor, fragment: ProvisioningFile): Promise<Applied> {
+  const problems = fileProblems(fragment);
+  if (problems.length > 0) return { ok: false, problems: problems.map(onForm) };
+  try {
+    const summary = await applyProvisioning(deps.sql, fragment, { actor, now: new Date(deps.clock.now()), secretKey: deps.config.secretKey });
+    return { ok: true, summary };
+  } catch (err) {
+    if (err instanceof ProvisioningError) return { ok: false, problems: err.problems.map(onForm) };
+    throw err;
+  }
+}
+
+/** A form's text field: trimmed; empty is "not given". */
+export const given = (v: string | undefined): string | undefined => {
+  const s = (v ?? "").trim();
+  return s === "" ? undefined : s;
+};

@@ -1,0 +1,9 @@
+// The settings pages (docs/console-settings.md): each form a provisioning-file fragment for one
+// object, applied by the provisioning service with the console user as the actor (apply.ts).
+import type { Deps } from "../../http/deps";
+import type { Route } from "../../http/route";
+import { orgSettingsRoutes } from "./org";
+
+export function settingsRoutes(deps: Deps): Route[] {
+  return [...orgSettingsRoutes(deps)];
+}
