@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { startApp, type TestApp } from "./harness/app";
 import { makeUser, signIn, type ConsoleClient } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
-import { seedWorld } from "./harness/factory";
+import { makeKey, seedWorld } from "./harness/factory";
 
 setDefaultTimeout(60_000);
 
@@ -17,6 +17,7 @@ let acme: ConsoleClient;
 let bolt: ConsoleClient;
 let agent: ConsoleClient;
 let admin: ConsoleClient;
+let acmeId = "";
 
 const TOKEN = "tok-acme-very-secret-1";
 const SMTP = "smtp://acme:pw-acme-very-secret@mail.example.test:587";
@@ -53,6 +54,7 @@ beforeAll(async () => {
     makeUser(db.sql, { role: "agent", orgId: 1 }),
     makeUser(db.sql, { role: "admin", orgId: null }),
   ]);
+  acmeId = m.id;
   [acme, bolt, agent, admin] = await Promise.all([
     signIn(app.base, m.email, m.password),
     signIn(app.base, b.email, b.password),
@@ -183,5 +185,139 @@ describe("organization settings", () => {
     const r = await acme.post("/console/settings/org/1", { ...acmeForm({ name: "Forged" }), _csrf: "nope" });
     expect(r.status).toBe(403);
     expect((await orgRow(1)).name).not.toBe("Forged");
+  });
+});
+
+describe("users", () => {
+  const linkOf = (body: string) => /<code id="invite-link">([^<]+)<\/code>/.exec(body)?.[1];
+  /** The link as the app under test serves it (its BASE_URL is not the test server's address). */
+  const opened = (link: string) => fetch(app.base + new URL(link).pathname, { redirect: "manual" });
+
+  test("agents get the 404 page for every users route", async () => {
+    expect((await agent.get("/console/settings/users")).status).toBe(404);
+    expect((await agent.post("/console/settings/users", { email: "x@example.test", role: "agent" })).status).toBe(404);
+    expect(await db.sql`select 1 from users where email = 'x@example.test'`).toHaveLength(0);
+  });
+
+  test("a manager invites into their organization: the link is shown once, works, and is audited", async () => {
+    const r = await acme.post("/console/settings/users", { email: "New.Agent@acme.example", name: "Nia", role: "agent" });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("cache-control")).toContain("no-store");
+    const link = linkOf(r.body as string)!;
+    expect(new URL(link).pathname).toMatch(/^\/console\/invite\/[A-Za-z0-9_-]{43}$/);
+    const [u] = await db.sql<{ id: string; org_id: string; role: string }[]>`select id, org_id, role from users where email = 'new.agent@acme.example'`;
+    expect([Number(u!.org_id), u!.role]).toEqual([1, "agent"]);
+    expect(await db.sql`select 1 from audit_log where action = 'user.create' and target = ${`user:${u!.id}`} and org_id = 1`).toHaveLength(1);
+    // Never again on the page.
+    expect((await acme.get("/console/settings/users")).body).not.toContain(link);
+    // The link sets the password (the invite flow of src/console/invite.ts).
+    const open = await opened(link);
+    expect(open.status).toBe(303);
+    // A manager cannot make an admin, nor invite into another organization.
+    const admin1 = await acme.post("/console/settings/users", { email: "boss@acme.example", role: "admin" });
+    expect(admin1.status).toBe(422);
+    const other = await acme.post("/console/settings/users", { email: "spy@bolt.example", role: "agent", org: "2" });
+    expect(other.status).toBe(200);
+    const [spy] = await db.sql<{ org_id: string }[]>`select org_id from users where email = 'spy@bolt.example'`;
+    expect(Number(spy!.org_id)).toBe(1);
+    expect(await db.sql`select 1 from users where email = 'boss@acme.example'`).toHaveLength(0);
+    // A taken email: the CLI's refusal, not a 500.
+    const taken = await acme.post("/console/settings/users", { email: "new.agent@acme.example", role: "agent" });
+    expect(taken.status).toBe(422);
+    expect(taken.body).toContain("already user");
+  });
+
+  test("a manager of another organization neither lists nor acts on this one's users; the 404 names nothing", async () => {
+    const [u] = await db.sql<{ id: string }[]>`select id from users where email = 'new.agent@acme.example'`;
+    const list = await bolt.get("/console/settings/users");
+    expect(list.body).not.toContain("acme.example");
+    for (const [path, form] of [
+      [`/console/settings/users/${u!.id}/role`, { role: "manager" }],
+      [`/console/settings/users/${u!.id}/invite`, {}],
+      [`/console/settings/users/${u!.id}/two-step`, {}],
+      [`/console/settings/users/${u!.id}/disable`, { confirm: "1" }],
+    ] as const) {
+      const r = await bolt.post(path, form);
+      expect(r.status).toBe(404);
+      expect(r.body).not.toContain("acme.example");
+    }
+    expect((await bolt.get(`/console/settings/users/${u!.id}/disable`)).status).toBe(404);
+    const [after] = await db.sql`select role, disabled_at from users where id = ${u!.id}`;
+    expect(after).toEqual({ role: "agent", disabled_at: null });
+  });
+
+  test("a role change goes through provisioning and is audited with previous and new values", async () => {
+    const [u] = await db.sql<{ id: string }[]>`select id from users where email = 'new.agent@acme.example'`;
+    const r = await acme.post(`/console/settings/users/${u!.id}/role`, { role: "manager" });
+    expect(r.status).toBe(303);
+    const [after] = await db.sql`select role from users where id = ${u!.id}`;
+    expect(after!.role).toBe("manager");
+    const [entry] = await db.sql<{ details: { changes: Record<string, unknown> } }[]>`select details from audit_log where action = 'user.update' and target = ${`user:${u!.id}`}`;
+    expect(entry!.details.changes.role).toEqual({ from: "agent", to: "manager" });
+    expect((await acme.post(`/console/settings/users/${u!.id}/role`, { role: "admin" })).status).toBe(422);
+    expect((await acme.post(`/console/settings/users/${u!.id}/role`, { role: "agent" })).status).toBe(303);
+  });
+
+  test("disabling is confirmed on the server: without the box nothing happens; with it sessions end and bound keys are revoked", async () => {
+    const victim = await makeUser(db.sql, { role: "agent", orgId: 1, id: "agent7" });
+    const session = await signIn(app.base, victim.email, victim.password);
+    const key = await makeKey(db.sql, { scopes: ["cti"], org: 1, agent: "agent7", name: "dialer" });
+    const confirm = await acme.get("/console/settings/users/agent7/disable");
+    expect(confirm.status).toBe(200);
+    expect(confirm.body).toContain('name="confirm"');
+    const stray = await acme.post("/console/settings/users/agent7/disable", {});
+    expect(stray.status).toBe(303);
+    expect(stray.headers.get("location")).toBe("/console/settings/users/agent7/disable");
+    expect((await session.get("/console/account")).status).toBe(200);
+    const r = await acme.post("/console/settings/users/agent7/disable", { confirm: "1" });
+    expect(r.status).toBe(303);
+    expect((await session.get("/console/account")).status).toBe(303);
+    const [k] = await db.sql`select active, revoked_at is not null as revoked from api_keys where id = ${key!.id}`;
+    expect(k!.revoked).toBe(true);
+    const [entry] = await db.sql<{ actor_id: string; details: { revoked_keys: number[] } }[]>`select actor_id, details from audit_log where action = 'user.disable' and target = 'user:agent7'`;
+    expect(entry!.details.revoked_keys).toEqual([key!.id]);
+    // Nobody disables themselves here.
+    const self = await acme.post(`/console/settings/users/${acmeId}/disable`, { confirm: "1" });
+    expect(self.status).toBe(422);
+    expect(await db.sql`select 1 from users where id = ${acmeId} and disabled_at is null`).toHaveLength(1);
+  });
+
+  test("a new link revokes the older one; two-step reset ends the user's sessions; both audited", async () => {
+    const person = await makeUser(db.sql, { role: "agent", orgId: 1 });
+    const first = linkOf((await acme.post(`/console/settings/users/${person.id}/invite`)).body as string)!;
+    const second = linkOf((await acme.post(`/console/settings/users/${person.id}/invite`)).body as string)!;
+    expect(first).not.toBe(second);
+    expect((await opened(first)).status).toBe(404);
+    expect((await opened(second)).status).toBe(303);
+    await db.sql`update users set totp_secret = 'x' where id = ${person.id}`;
+    const session = await signIn(app.base, person.email, person.password).catch(() => null);
+    const r = await acme.post(`/console/settings/users/${person.id}/two-step`);
+    expect(r.status).toBe(303);
+    const [after] = await db.sql`select totp_secret from users where id = ${person.id}`;
+    expect(after!.totp_secret).toBeNull();
+    if (session) expect((await session.get("/console/account")).status).toBe(303);
+    expect(await db.sql`select 1 from audit_log where action = 'user.invite' and target = ${`user:${person.id}`}`).toHaveLength(2);
+    expect(await db.sql`select 1 from audit_log where action = 'user.two_step_reset' and target = ${`user:${person.id}`}`).toHaveLength(1);
+  });
+
+  test("a user changes their own password with the current one; a wrong one changes nothing", async () => {
+    const me = await makeUser(db.sql, { role: "agent", orgId: 2 });
+    const s = await signIn(app.base, me.email, me.password);
+    const page = await s.get("/console/account");
+    expect(page.body).toContain('action="/console/account/password"');
+    const fresh = "a brand new long password";
+    const wrong = await s.post("/console/account/password", { current: "not it at all", password: fresh, confirm: fresh });
+    expect(wrong.headers.get("location")).toBe("/console/account?pw=wrong#password-h");
+    const mismatch = await s.post("/console/account/password", { current: me.password, password: fresh, confirm: fresh + "x" });
+    expect(mismatch.headers.get("location")).toBe("/console/account?pw=mismatch#password-h");
+    const short = await s.post("/console/account/password", { current: me.password, password: "short", confirm: "short" });
+    expect(short.headers.get("location")).toBe("/console/account?pw=rule#password-h");
+    await expect(signIn(app.base, me.email, fresh)).rejects.toThrow();
+    const ok = await s.post("/console/account/password", { current: me.password, password: fresh, confirm: fresh });
+    expect(ok.headers.get("location")).toBe("/console/login?done=password");
+    expect((await s.get("/console/account")).status).toBe(303);
+    await expect(signIn(app.base, me.email, me.password)).rejects.toThrow();
+    expect((await signIn(app.base, me.email, fresh)).csrf).toBeTruthy();
+    expect(await db.sql`select 1 from audit_log where action = 'user.password_change' and target = ${`user:${me.id}`}`).toHaveLength(1);
   });
 });

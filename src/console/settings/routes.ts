@@ -3,7 +3,8 @@
 import type { Deps } from "../../http/deps";
 import type { Route } from "../../http/route";
 import { orgSettingsRoutes } from "./org";
+import { userSettingsRoutes } from "./users";
 
 export function settingsRoutes(deps: Deps): Route[] {
-  return [...orgSettingsRoutes(deps)];
+  return [...orgSettingsRoutes(deps), ...userSettingsRoutes(deps)];
 }
