@@ -8,6 +8,8 @@ import { startApp, type TestApp } from "./harness/app";
 import { makeUser, signIn, type ConsoleClient } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { makeKey, seedWorld } from "./harness/factory";
+import { WebhookReceiver } from "./harness/webhook-receiver";
+import { signature } from "../src/events/sign";
 
 setDefaultTimeout(60_000);
 
@@ -18,6 +20,7 @@ let bolt: ConsoleClient;
 let agent: ConsoleClient;
 let admin: ConsoleClient;
 let acmeId = "";
+let rx: WebhookReceiver;
 
 const TOKEN = "tok-acme-very-secret-1";
 const SMTP = "smtp://acme:pw-acme-very-secret@mail.example.test:587";
@@ -47,7 +50,8 @@ beforeAll(async () => {
   await seedWorld(db.sql);
   await db.sql`update orgs set sms = ${db.sql.json({ base_url: "https://api.twilio.example", account_sid: "AC123", auth_token: TOKEN, from: "5550001111" })},
                 email = ${db.sql.json({ smtp_url: SMTP, from: "team@acme.example" })} where id = 1`;
-  app = await startApp(db.url);
+  rx = await WebhookReceiver.start();
+  app = await startApp(db.url, { WEBHOOK_ALLOW_PRIVATE: "true" });
   const [m, b, a, s] = await Promise.all([
     makeUser(db.sql, { role: "manager", orgId: 1 }),
     makeUser(db.sql, { role: "manager", orgId: 2 }),
@@ -64,6 +68,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await app?.stop();
+  await rx?.stop();
   await db?.drop();
 });
 
@@ -319,5 +324,106 @@ describe("users", () => {
     await expect(signIn(app.base, me.email, me.password)).rejects.toThrow();
     expect((await signIn(app.base, me.email, fresh)).csrf).toBeTruthy();
     expect(await db.sql`select 1 from audit_log where action = 'user.password_change' and target = ${`user:${me.id}`}`).toHaveLength(1);
+  });
+});
+
+describe("webhook endpoints", () => {
+  const secretOf = (body: string) => /<code id="webhook-secret">(whsec_[A-Za-z0-9+/=]+)<\/code>/.exec(body)?.[1];
+  const hook = (id: number) => db.sql<{ org_id: string | null; url: string; secret: string; events: string[]; active: boolean }[]>`select * from webhooks where id = ${id}`.then((r) => r[0]);
+  let acmeHook = 0;
+
+  test("a manager adds an endpoint of their organization: the secret is shown once, audited as a create", async () => {
+    expect((await acme.get("/console/settings/webhooks")).status).toBe(200);
+    const r = await acme.post("/console/settings/webhooks", { url: rx.url("/acme"), "event.lead.created": "1", "event.call.completed": "1", org: "2" });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("cache-control")).toContain("no-store");
+    const secret = secretOf(r.body as string)!;
+    expect(secret).toBeTruthy();
+    const [row] = await db.sql<{ id: number }[]>`select id::float8 as id from webhooks where url = ${rx.url("/acme")}`;
+    acmeHook = row!.id;
+    const h = (await hook(acmeHook))!;
+    // The manager's own organization, whatever the form said.
+    expect(Number(h.org_id)).toBe(1);
+    expect(h.events).toEqual(["lead.created", "call.completed"]);
+    const [entry] = await db.sql<{ details: { changes: Record<string, unknown> } }[]>`select details from audit_log where action = 'webhook.create' and target = ${`webhook:${acmeHook}`}`;
+    expect(entry!.details.changes.secret).toBe("changed");
+    expect(JSON.stringify(entry)).not.toContain(secret);
+    // Never shown again.
+    expect((await acme.get(`/console/settings/webhooks/${acmeHook}`)).body).not.toContain(secret);
+    // A bad URL or event list: the provisioning problems, nothing written.
+    const bad = await acme.post("/console/settings/webhooks", { url: "ftp://x" });
+    expect(bad.status).toBe(422);
+    expect(bad.body).toContain("url");
+    expect(await db.sql`select 1 from webhooks where url = 'ftp://x'`).toHaveLength(0);
+  });
+
+  test("two adds at once get two endpoints: neither overwrites the other", async () => {
+    const [a, b] = await Promise.all([
+      acme.post("/console/settings/webhooks", { url: rx.url("/race-a"), "event.*": "1" }),
+      bolt.post("/console/settings/webhooks", { url: rx.url("/race-b"), "event.*": "1" }),
+    ]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    const rows = await db.sql<{ url: string; org_id: string }[]>`select url, org_id from webhooks where url like '%/race-%' order by url`;
+    expect(rows.map((r) => [r.url.slice(-6), Number(r.org_id)])).toEqual([["race-a", 1], ["race-b", 2]]);
+    // Admins are confined to nothing: only the create-only run keeps the second from updating the first.
+    const both = await Promise.all([1, 2, 3, 4].map((n) => admin.post("/console/settings/webhooks", { url: rx.url(`/admin-race-${n}`), "event.*": "1", org: String(1 + (n % 2)) })));
+    expect(both.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(await db.sql`select 1 from webhooks where url like '%/admin-race-%'`).toHaveLength(4);
+  });
+
+  test("another organization's manager neither reads nor changes the endpoint; the 404 names nothing", async () => {
+    for (const path of ["", "/rotate", "/disable"]) expect((await bolt.get(`/console/settings/webhooks/${acmeHook}${path}`)).status).toBe(404);
+    for (const [path, form] of [
+      ["", { url: rx.url("/stolen"), "event.*": "1", active: "1" }],
+      ["/rotate", { confirm: "1" }],
+      ["/disable", { confirm: "1" }],
+      ["/test", {}],
+    ] as const) {
+      const r = await bolt.post(`/console/settings/webhooks/${acmeHook}${path}`, form);
+      expect(r.status).toBe(404);
+      expect(r.body).not.toContain(rx.url("/acme"));
+    }
+    const h = (await hook(acmeHook))!;
+    expect([h.url, h.active]).toEqual([rx.url("/acme"), true]);
+    expect(rx.at("/acme")).toHaveLength(0);
+  });
+
+  test("edit events through provisioning; the test event arrives signed with the endpoint's secret", async () => {
+    const r = await acme.post(`/console/settings/webhooks/${acmeHook}`, { url: rx.url("/acme"), "event.*": "1", active: "1" });
+    expect(r.status).toBe(303);
+    expect((await hook(acmeHook))!.events).toEqual(["*"]);
+    const [entry] = await db.sql<{ details: { changes: Record<string, unknown> } }[]>`select details from audit_log where action = 'webhook.update' and target = ${`webhook:${acmeHook}`} order by id desc limit 1`;
+    expect(entry!.details.changes.events).toEqual({ from: ["lead.created", "call.completed"], to: ["*"] });
+    const badEvent = await acme.post(`/console/settings/webhooks/${acmeHook}`, { url: "not a url", active: "1" });
+    expect(badEvent.status).toBe(422);
+
+    const t = await acme.post(`/console/settings/webhooks/${acmeHook}/test`);
+    expect(t.status).toBe(200);
+    expect(t.body).toContain("answered HTTP 200");
+    const [got] = rx.at("/acme");
+    const body = JSON.parse(got!.body);
+    expect(body.type).toBe("webhook.test");
+    const secret = (await hook(acmeHook))!.secret;
+    const ts = Number(got!.headers["webhook-timestamp"]);
+    expect(got!.headers["webhook-signature"]).toContain(signature(secret, got!.headers["webhook-id"]!, ts, got!.body));
+    expect(await db.sql`select 1 from audit_log where action = 'webhook.test' and target = ${`webhook:${acmeHook}`}`).toHaveLength(1);
+  });
+
+  test("rotate and disable are confirmed on the server; rotation shows the new secret once", async () => {
+    const before = (await hook(acmeHook))!.secret;
+    const stray = await acme.post(`/console/settings/webhooks/${acmeHook}/rotate`, {});
+    expect(stray.status).toBe(303);
+    expect((await hook(acmeHook))!.secret).toBe(before);
+    const confirm = await acme.get(`/console/settings/webhooks/${acmeHook}/rotate`);
+    expect(confirm.body).toContain('name="confirm"');
+    const r = await acme.post(`/console/settings/webhooks/${acmeHook}/rotate`, { confirm: "1" });
+    const secret = secretOf(r.body as string)!;
+    expect((await hook(acmeHook))!.secret).toBe(secret);
+    expect(secret).not.toBe(before);
+    expect((await acme.post(`/console/settings/webhooks/${acmeHook}/disable`, {})).status).toBe(303);
+    expect((await hook(acmeHook))!.active).toBe(true);
+    const d = await acme.post(`/console/settings/webhooks/${acmeHook}/disable`, { confirm: "1" });
+    expect(d.headers.get("location")).toBe(`/console/settings/webhooks/${acmeHook}?done=disabled`);
+    expect((await hook(acmeHook))!.active).toBe(false);
   });
 });

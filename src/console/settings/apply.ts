@@ -7,22 +7,29 @@
 import type { Actor } from "../../auth/actor";
 import type { Deps } from "../../http/deps";
 import type { ProvisioningFile } from "../../provision/model";
-import { applyProvisioning, type ProvisionSummary } from "../../provision/service";
+import { applyProvisioning, EXISTS, type ProvisionSummary } from "../../provision/service";
 import { fileProblems, ProvisioningError } from "../../provision/validate";
 
-export type Applied = { ok: true; summary: ProvisionSummary } | { ok: false; problems: string[] };
+/** `exists`: a createOnly run found its object stored already (pick another id). */
+export type Applied = { ok: true; summary: ProvisionSummary } | { ok: false; problems: string[]; exists: boolean };
 
 /** A section's path prefix (`orgs[0].`) means nothing on a form that edits one object. */
-const onForm = (problem: string) => problem.replace(/^[a-z_]+\[0\]\.?/, "");
+const onForm = (problem: string) => problem.replace(/^[a-z_]+\[0\](\.|: )?/, "");
 
-export async function applySettings(deps: Deps, actor: Actor, fragment: ProvisioningFile): Promise<Applied> {
+/**
+ * A createOnly run whose object is stored already: EXISTS, or for an organization's user the
+ * confinement's answer when it is another organization's (plan.ts: "webhook 7 does not exist").
+ */
+const stored = (problem: string) => problem.endsWith(EXISTS) || /^[a-z_]+\[0\]: [a-z]+ \S+ does not exist$/.test(problem);
+
+export async function applySettings(deps: Deps, actor: Actor, fragment: ProvisioningFile, createOnly = false): Promise<Applied> {
   const problems = fileProblems(fragment);
-  if (problems.length > 0) return { ok: false, problems: problems.map(onForm) };
+  if (problems.length > 0) return { ok: false, problems: problems.map(onForm), exists: false };
   try {
-    const summary = await applyProvisioning(deps.sql, fragment, { actor, now: new Date(deps.clock.now()), secretKey: deps.config.secretKey });
+    const summary = await applyProvisioning(deps.sql, fragment, { actor, now: new Date(deps.clock.now()), secretKey: deps.config.secretKey, createOnly });
     return { ok: true, summary };
   } catch (err) {
-    if (err instanceof ProvisioningError) return { ok: false, problems: err.problems.map(onForm) };
+    if (err instanceof ProvisioningError) return { ok: false, problems: err.problems.map(onForm), exists: createOnly && err.problems.some(stored) };
     throw err;
   }
 }

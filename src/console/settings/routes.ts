@@ -4,7 +4,8 @@ import type { Deps } from "../../http/deps";
 import type { Route } from "../../http/route";
 import { orgSettingsRoutes } from "./org";
 import { userSettingsRoutes } from "./users";
+import { webhookSettingsRoutes } from "./webhooks";
 
 export function settingsRoutes(deps: Deps): Route[] {
-  return [...orgSettingsRoutes(deps), ...userSettingsRoutes(deps)];
+  return [...orgSettingsRoutes(deps), ...userSettingsRoutes(deps), ...webhookSettingsRoutes(deps)];
 }
