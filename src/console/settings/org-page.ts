@@ -17,9 +17,10 @@ export interface OrgView {
 
 const state = (set: boolean) => (set ? html`<span class="badge badge-ok">set</span>` : html`<span class="badge">not set</span>`);
 
-export function orgPicker(orgs: { id: number; name: string }[], selected: number | null, path: string): Html {
+/** An admin's organization picker; `all`: with "Every organization" (a list, not one object's form). */
+export function orgPicker(orgs: { id: number; name: string }[], selected: number | null, path: string, all = false): Html {
   if (orgs.length === 0) return html``;
-  return html`<form method="get" action="${path}" class="filters picker"><div class="field"><label for="pick-org">Organization</label><select id="pick-org" name="org">${orgs.map(
+  return html`<form method="get" action="${path}" class="filters picker"><div class="field"><label for="pick-org">Organization</label><select id="pick-org" name="org">${all ? html`<option value="">Every organization</option>` : ""}${orgs.map(
     (o) => html`<option value="${o.id}"${o.id === selected ? html` selected` : ""}>${o.id} · ${o.name}</option>`,
   )}</select></div><button class="btn" type="submit">Show</button></form>`;
 }

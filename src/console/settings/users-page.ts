@@ -55,13 +55,13 @@ function row(v: UsersView, u: UserRow): Html {
       ? html`${ROLE_TEXT[u.role]}`
       : html`<form method="post" action="/console/settings/users/${u.id}/role" class="row-actions">${v.csrf}<label class="visually-hidden" for="role-${u.id}">Role of ${who}</label><select id="role-${u.id}" name="role">${(["agent", "manager"] as const).map(
           (r) => html`<option value="${r}"${r === u.role ? html` selected` : ""}>${ROLE_TEXT[r]}</option>`,
-        )}</select><button class="btn" type="submit" aria-label="Save the role of ${who}">Save</button></form>`;
+        )}</select><button class="btn" type="submit" aria-label="Save role of ${who}">Save</button></form>`;
   const actions = self
     ? html`<span class="muted">you</span>`
     : html`<div class="row-actions">
-<form method="post" action="/console/settings/users/${u.id}/invite">${v.csrf}<button class="btn" type="submit" aria-label="New sign-in link for ${who}">New link</button></form>
-${u.two_step ? html`<form method="post" action="/console/settings/users/${u.id}/two-step" data-confirm="Turn off two-step sign-in for ${who}? Their sessions end.">${v.csrf}<button class="btn" type="submit" aria-label="Reset two-step sign-in of ${who}">Reset two-step</button></form>` : ""}
-<a class="btn btn-danger" href="/console/settings/users/${u.id}/disable" aria-label="Disable ${who}">Disable…</a>
+<form method="post" action="/console/settings/users/${u.id}/invite">${v.csrf}<button class="btn" type="submit" aria-label="New link for ${who}">New link</button></form>
+${u.two_step ? html`<form method="post" action="/console/settings/users/${u.id}/two-step" data-confirm="Turn off two-step sign-in for ${who}? Their sessions end.">${v.csrf}<button class="btn" type="submit" aria-label="Reset two-step for ${who}">Reset two-step</button></form>` : ""}
+<a class="btn btn-danger" href="/console/settings/users/${u.id}/disable" aria-label="Disable ${who}">Disable</a>
 </div>`;
   return html`<tr>
 <td>${u.email}${u.name ? html`<br><span class="muted">${u.name}</span>` : ""}</td>
@@ -77,7 +77,7 @@ ${v.orgs.length > 0 ? html`<td>${u.org_id === null ? "All" : u.org_id}</td>` : "
 
 export function usersBody(v: UsersView): Html {
   return html`${settingsTabs("users", v.org !== null && v.orgs.length > 0 ? `?org=${v.org}` : "")}
-${v.orgs.length > 0 ? orgPicker(v.orgs, v.org, "/console/settings/users") : ""}
+${v.orgs.length > 0 ? orgPicker(v.orgs, v.org, "/console/settings/users", true) : ""}
 ${flashOf(v.done)}${v.error ? notice(v.error, "error") : ""}
 ${v.invited ? linkBox(v.invited) : ""}
 ${inviteForm(v)}
