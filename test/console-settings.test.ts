@@ -427,3 +427,52 @@ describe("webhook endpoints", () => {
     expect((await hook(acmeHook))!.active).toBe(false);
   });
 });
+
+describe("automations", () => {
+  let autoId = 0;
+
+  test("a manager adds an automation through provisioning; bad input gets the provisioning problems", async () => {
+    const bad = await acme.post("/console/settings/automations", { trigger: "new_lead", channel: "fax", body: "", delay_minutes: "x" });
+    expect(bad.status).toBe(422);
+    for (const field of ["channel", "body", "delay_seconds"]) expect(bad.body).toContain(field);
+    const r = await acme.post("/console/settings/automations", { trigger: "new_lead", channel: "sms", body: "Hi {first_name}, thanks from {company}!", delay_minutes: "5", active: "1", org: "2" });
+    expect(r.status).toBe(303);
+    autoId = Number(/automations\/(\d+)/.exec(r.headers.get("location")!)![1]);
+    const [a] = await db.sql`select org_id, channel, delay_seconds, active from automations where id = ${autoId}`;
+    expect([Number(a!.org_id), a!.channel, a!.delay_seconds, a!.active]).toEqual([1, "sms", 300, true]);
+    expect(await db.sql`select 1 from audit_log where action = 'automation.create' and target = ${`automation:${autoId}`} and org_id = 1`).toHaveLength(1);
+  });
+
+  test("the preview renders the saved text for a real lead of the organization through the send path's merge", async () => {
+    const [lead] = await db.sql<{ id: number }[]>`insert into leads (list_id, phone, first_name, last_name) values (101, '5551230000', 'Ada', 'Lovelace') returning id::float8 as id`;
+    const [other] = await db.sql<{ id: number }[]>`insert into leads (list_id, phone, first_name, last_name) values (201, '5559870000', 'Boltina', 'Secret') returning id::float8 as id`;
+    const page = await acme.get(`/console/settings/automations/${autoId}?lead=${lead!.id}`);
+    expect(page.status).toBe(200);
+    expect(page.body).toContain("{first_name}");
+    expect(page.body).toMatch(/Hi Ada, thanks from (Acme Roofing|Acme)/);
+    // Another organization's lead is not previewed, nor named.
+    const foreign = await acme.get(`/console/settings/automations/${autoId}?lead=${other!.id}`);
+    expect(foreign.status).toBe(200);
+    expect(foreign.body).not.toContain("Boltina");
+    expect(foreign.body).toContain("not one of this organization");
+  });
+
+  test("another organization's manager neither reads nor changes the automation", async () => {
+    expect((await bolt.get(`/console/settings/automations/${autoId}`)).status).toBe(404);
+    const r = await bolt.post(`/console/settings/automations/${autoId}`, { trigger: "new_lead", channel: "sms", body: "hijacked", active: "1" });
+    expect(r.status).toBe(404);
+    expect((await bolt.get("/console/settings/automations")).body).not.toContain("thanks from");
+    const [a] = await db.sql`select body from automations where id = ${autoId}`;
+    expect(a!.body).toBe("Hi {first_name}, thanks from {company}!");
+  });
+
+  test("saving audits previous and new values; off is a checkbox left empty", async () => {
+    const r = await acme.post(`/console/settings/automations/${autoId}`, { trigger: "new_lead", channel: "sms", body: "Hello {first_name}", delay_minutes: "5" });
+    expect(r.status).toBe(303);
+    const [a] = await db.sql`select body, active from automations where id = ${autoId}`;
+    expect(a).toEqual({ body: "Hello {first_name}", active: false });
+    const [entry] = await db.sql<{ details: { changes: Record<string, unknown> } }[]>`select details from audit_log where action = 'automation.update' and target = ${`automation:${autoId}`}`;
+    expect(entry!.details.changes.active).toEqual({ from: true, to: false });
+    expect(entry!.details.changes.body).toEqual({ from: "Hi {first_name}, thanks from {company}!", to: "Hello {first_name}" });
+  });
+});

@@ -6,7 +6,7 @@
 // and the browser. The caller has already confined the object to the viewer's organization in SQL.
 import type { Actor } from "../../auth/actor";
 import type { Deps } from "../../http/deps";
-import type { ProvisioningFile } from "../../provision/model";
+import { TABLES, type ProvisioningFile } from "../../provision/model";
 import { applyProvisioning, EXISTS, type ProvisionSummary } from "../../provision/service";
 import { fileProblems, ProvisioningError } from "../../provision/validate";
 
@@ -32,6 +32,26 @@ export async function applySettings(deps: Deps, actor: Actor, fragment: Provisio
     if (err instanceof ProvisioningError) return { ok: false, problems: err.problems.map(onForm), exists: createOnly && err.problems.some(stored) };
     throw err;
   }
+}
+
+/**
+ * A new object of a section keyed by an integer id (webhooks, automations, calendars): the next
+ * free id, applied create-only; taken meanwhile by another run (the provisioning lock decides),
+ * the next is tried. Answers the id used.
+ */
+export async function createNext(
+  deps: Deps,
+  actor: Actor,
+  section: "webhooks" | "automations" | "calendars",
+  object: Record<string, unknown>,
+): Promise<{ ok: true; id: number } | { ok: false; problems: string[] }> {
+  for (let tries = 0; tries < 5; tries++) {
+    const [{ next }] = await deps.sql<{ next: number }[]>`select (coalesce(max(id), 0) + 1 + ${tries})::float8 as next from ${deps.sql(TABLES[section].table)}`;
+    const r = await applySettings(deps, actor, { [section]: [{ id: next, ...object }] } as unknown as ProvisioningFile, true);
+    if (r.ok) return { ok: true, id: next };
+    if (!r.exists) return { ok: false, problems: r.problems };
+  }
+  return { ok: false, problems: ["Another one was being added at the same moment: try again."] };
 }
 
 /** A form's text field: trimmed; empty is "not given". */

@@ -1,11 +1,12 @@
 // What the settings pages share: their tabs, a labelled field, the problems of a refused form.
 import { html, notice, type Html } from "../html";
 
-export type SettingsTab = "org" | "users" | "webhooks";
+export type SettingsTab = "org" | "users" | "webhooks" | "automations";
 
 const TABS: readonly { id: SettingsTab; label: string; href: string }[] = [
   { id: "org", label: "Organization", href: "/console/settings/org" },
   { id: "webhooks", label: "Webhook endpoints", href: "/console/webhooks" },
+  { id: "automations", label: "Automations", href: "/console/settings/automations" },
   { id: "users", label: "Users", href: "/console/settings/users" },
 ];
 

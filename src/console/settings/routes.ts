@@ -2,10 +2,11 @@
 // object, applied by the provisioning service with the console user as the actor (apply.ts).
 import type { Deps } from "../../http/deps";
 import type { Route } from "../../http/route";
+import { automationSettingsRoutes } from "./automations";
 import { orgSettingsRoutes } from "./org";
 import { userSettingsRoutes } from "./users";
 import { webhookSettingsRoutes } from "./webhooks";
 
 export function settingsRoutes(deps: Deps): Route[] {
-  return [...orgSettingsRoutes(deps), ...userSettingsRoutes(deps), ...webhookSettingsRoutes(deps)];
+  return [...orgSettingsRoutes(deps), ...userSettingsRoutes(deps), ...webhookSettingsRoutes(deps), ...automationSettingsRoutes(deps)];
 }

@@ -14,7 +14,7 @@ import type { ProvisioningFile } from "../../provision/model";
 import { openSecret, SecretError } from "../../secrets/seal";
 import { isSink } from "../../sink";
 import { audit } from "../audit";
-import { applySettings } from "./apply";
+import { applySettings, createNext } from "./apply";
 
 export interface Endpoint {
   id: number;
@@ -45,19 +45,11 @@ export type WebhookAnswer<T> = { ok: true; value: T } | { ok: false; problems: s
 
 const fragment = (hook: Record<string, unknown>) => ({ webhooks: [hook] }) as unknown as ProvisioningFile;
 
-/**
- * A new endpoint of `orgId` (null: the house's, admins only). Its id is the next free one; taken
- * meanwhile by another run (the provisioning lock decides), the next is tried.
- */
+/** A new endpoint of `orgId` (null: the house's, admins only), with the next free id (createNext). */
 export async function addEndpoint(deps: Deps, actor: Actor, orgId: number | null, url: string, events: string[]): Promise<WebhookAnswer<{ id: number; secret: string }>> {
   const secret = newSecret();
-  for (let tries = 0; tries < 5; tries++) {
-    const [{ next }] = await deps.sql<{ next: number }[]>`select (coalesce(max(id), 0) + 1 + ${tries})::float8 as next from webhooks`;
-    const r = await applySettings(deps, actor, fragment({ id: next, org_id: orgId, url: url.trim(), secret, events, active: true }), true);
-    if (r.ok) return { ok: true, value: { id: next, secret } };
-    if (!r.exists) return { ok: false, problems: r.problems };
-  }
-  return { ok: false, problems: ["Another endpoint was being added at the same moment: try again."] };
+  const r = await createNext(deps, actor, "webhooks", { org_id: orgId, url: url.trim(), secret, events, active: true });
+  return r.ok ? { ok: true, value: { id: r.id, secret } } : r;
 }
 
 /** URL, events and active of an endpoint the caller found with scopedEndpoint. */
