@@ -476,3 +476,38 @@ describe("automations", () => {
     expect(entry!.details.changes.body).toEqual({ from: "Hi {first_name}, thanks from {company}!", to: "Hello {first_name}" });
   });
 });
+
+describe("calendars", () => {
+  let calId = 0;
+
+  test("the form's fields come from the provisioning field table; add and edit go through provisioning, audited", async () => {
+    const page = await acme.get("/console/settings/calendars");
+    expect(page.status).toBe(200);
+    const { CALENDAR_FIELDS } = await import("../src/provision/model");
+    for (const name of Object.keys(CALENDAR_FIELDS).filter((n) => !["org_id", "hours", "links"].includes(n))) expect(page.body).toContain(`name="${name}"`);
+    const bad = await acme.post("/console/settings/calendars", { name: "Visits", timezone: "Nowhere/Else", slot_minutes: "2", "hours.mon": "9am to 5pm" });
+    expect(bad.status).toBe(422);
+    for (const field of ["timezone", "slot_minutes", "hours.mon"]) expect(bad.body).toContain(field);
+    const r = await acme.post("/console/settings/calendars", { name: "Visits", timezone: "America/Chicago", slot_minutes: "45", capacity: "2", "hours.mon": "09:00-12:00, 13:00-17:00", org: "2" });
+    expect(r.status).toBe(303);
+    calId = Number(/calendars\/(\d+)/.exec(r.headers.get("location")!)![1]);
+    const [c] = await db.sql`select org_id, slot_minutes, capacity, hours from calendars where id = ${calId}`;
+    expect([Number(c!.org_id), c!.slot_minutes, c!.capacity, c!.hours]).toEqual([1, 45, 2, { mon: [["09:00", "12:00"], ["13:00", "17:00"]] }]);
+    const form = await acme.get(`/console/settings/calendars/${calId}`);
+    expect(form.body).toContain('value="09:00-12:00, 13:00-17:00"');
+    const saved = await acme.post(`/console/settings/calendars/${calId}`, { name: "Visits", timezone: "America/Chicago", slot_minutes: "60", capacity: "2", "hours.tue": "10:00-14:00" });
+    expect(saved.status).toBe(303);
+    const [entry] = await db.sql<{ details: { changes: Record<string, unknown> } }[]>`select details from audit_log where action = 'calendar.update' and target = ${`calendar:${calId}`}`;
+    expect(entry!.details.changes.slot_minutes).toEqual({ from: 45, to: 60 });
+    expect(entry!.details.changes.hours).toEqual({ from: { mon: [["09:00", "12:00"], ["13:00", "17:00"]] }, to: { tue: [["10:00", "14:00"]] } });
+  });
+
+  test("another organization's manager neither reads nor changes the calendar", async () => {
+    expect((await bolt.get(`/console/settings/calendars/${calId}`)).status).toBe(404);
+    const r = await bolt.post(`/console/settings/calendars/${calId}`, { name: "Stolen", timezone: "UTC" });
+    expect(r.status).toBe(404);
+    expect((await bolt.get("/console/settings/calendars")).body).not.toContain("Visits");
+    const [c] = await db.sql`select name from calendars where id = ${calId}`;
+    expect(c!.name).toBe("Visits");
+  });
+});

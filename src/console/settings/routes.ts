@@ -3,10 +3,11 @@
 import type { Deps } from "../../http/deps";
 import type { Route } from "../../http/route";
 import { automationSettingsRoutes } from "./automations";
+import { calendarSettingsRoutes } from "./calendars";
 import { orgSettingsRoutes } from "./org";
 import { userSettingsRoutes } from "./users";
 import { webhookSettingsRoutes } from "./webhooks";
 
 export function settingsRoutes(deps: Deps): Route[] {
-  return [...orgSettingsRoutes(deps), ...userSettingsRoutes(deps), ...webhookSettingsRoutes(deps), ...automationSettingsRoutes(deps)];
+  return [...orgSettingsRoutes(deps), ...userSettingsRoutes(deps), ...webhookSettingsRoutes(deps), ...automationSettingsRoutes(deps), ...calendarSettingsRoutes(deps)];
 }
