@@ -1,5 +1,5 @@
 // The signed-in user's own page: who they are, where they are signed in, and a way to end every
-// session at once (a lost phone, a shared computer).
+// session at once (a lost phone, a shared computer); their password, changed with the current one.
 import { Type as t } from "@sinclair/typebox";
 import { audit } from "./audit";
 import { defineRoute } from "../http/define";
@@ -8,12 +8,14 @@ import type { Route } from "../http/route";
 import { consoleHtml, csrfField, flash, html, seeOther, when } from "./html";
 import { pageQuery, pageSpec } from "./route";
 import { clearedCookie } from "./sessions";
+import { passwordRoutes, passwordSection } from "./settings/password";
 import { totpState, twoStepRoutes, twoStepSection } from "./two-step";
 
 export function accountRoutes(deps: Deps): Route[] {
   const secure = deps.config.baseUrl.startsWith("https:");
   return [
     ...twoStepRoutes(deps),
+    ...passwordRoutes(deps),
     defineRoute(
       deps,
       pageSpec(deps, {
@@ -21,7 +23,7 @@ export function accountRoutes(deps: Deps): Route[] {
         summary: "Your account and sessions",
         method: "GET",
         path: "/console/account",
-        query: pageQuery(t.Object({ done: t.Optional(t.String()) })),
+        query: pageQuery(t.Object({ done: t.Optional(t.String()), pw: t.Optional(t.String({ description: "a refused password change's reason" })) })),
       }),
       async ({ query }, { grant: viewer }) => {
         const sessions = await deps.sql<{ created_at: Date; seen_at: Date; current: boolean }[]>`
@@ -33,6 +35,7 @@ export function accountRoutes(deps: Deps): Route[] {
         return consoleHtml(deps, viewer, {
           title: "Your account",
           nav: null,
+          styles: ["operations.css"],
           body: html`${flash(query.done, {
           "two-step-on": "Two-step sign-in is on. Your other sessions have ended.",
           "two-step-moved": "Two-step sign-in has moved to the new device. Your other sessions have ended.",
@@ -51,7 +54,7 @@ ${sessions.map((s) => html`<tr><td>${when(s.created_at, zone)}</td><td>${when(s.
 <form method="post" action="/console/account/sign-out-everywhere" class="actions" data-confirm="Sign out of every browser, this one included?">${csrfField(viewer)}
 <button type="submit" class="btn btn-danger">Sign out everywhere</button></form>
 ${twoStepSection(viewer, totp.secret !== null)}
-<p class="muted">To change your password, ask an administrator for a new link (<code>leadline users invite</code>).</p>`,
+${passwordSection(viewer, query.pw)}`,
         });
       },
     ),

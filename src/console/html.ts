@@ -51,7 +51,7 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   "x-frame-options": "DENY",
 };
 
-export type NavId = "inbox" | "leads" | "calls" | "dni" | "appointments" | "webhooks" | "keys" | "kpi" | "billing" | "audit";
+export type NavId = "inbox" | "leads" | "calls" | "dni" | "appointments" | "webhooks" | "keys" | "kpi" | "billing" | "audit" | "settings";
 
 const ALL: readonly Role[] = ["admin", "manager", "agent"];
 const MANAGERS: readonly Role[] = ["admin", "manager"];
@@ -68,6 +68,7 @@ export const NAV: readonly { id: NavId; label: string; href: string; roles: read
   { id: "webhooks", label: "Webhooks", href: "/console/webhooks", roles: MANAGERS },
   { id: "keys", label: "API keys", href: "/console/keys", roles: MANAGERS },
   { id: "audit", label: "Audit log", href: "/console/audit", roles: MANAGERS },
+  { id: "settings", label: "Settings", href: "/console/settings/org", roles: MANAGERS },
 ];
 
 export interface PageOptions {

@@ -14,6 +14,7 @@ import { keyRoutes } from "./keys/routes";
 import { kpiRoutes } from "./kpi";
 import { leadPageRoutes } from "./lead";
 import { leadsRoutes } from "./leads";
+import { settingsRoutes } from "./settings/routes";
 import { signInRoutes } from "./sign-in";
 import { webhookRoutes } from "./webhooks/routes";
 
@@ -33,5 +34,6 @@ export function consoleRoutes(deps: Deps): Route[] {
     ...webhookRoutes(deps),
     ...keyRoutes(deps),
     ...auditRoutes(deps),
+    ...settingsRoutes(deps),
   ];
 }

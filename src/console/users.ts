@@ -4,7 +4,7 @@
 // session of the user. A link is exchanged, when first opened, for a cookie's token that works
 // half an hour (openInvite), so the token in the link (and in any access log) is dead once used.
 import { createHash, randomBytes } from "node:crypto";
-import { systemActor } from "../auth/actor";
+import { systemActor, type Actor } from "../auth/actor";
 import { notifyKeysChanged, revokeKeysOfAgent } from "../auth/admin";
 import { ARGON2_COST, hashWith, type Argon2Cost } from "../auth/passwords";
 import type { Sql, Tx } from "../db/client";
@@ -127,12 +127,16 @@ export async function takeTotpStep(sql: Sql, userId: string, step: number): Prom
   return rows.length === 1;
 }
 
-/** Turns two-step sign-in off (`users totp-off`, a lost phone) and ends the user's sessions. */
-export async function turnOffTotp(sql: Sql, email: string, now: number): Promise<void> {
+/**
+ * Turns two-step sign-in off (`users totp-off`, a lost phone) and ends the user's sessions; with
+ * `actor` (a manager in the console), audited as `user.two_step_reset` in the same transaction.
+ */
+export async function turnOffTotp(sql: Sql, email: string, now: number, actor?: Actor): Promise<void> {
   const user = await requireUser(sql, email);
   await sql.begin(async (tx) => {
     await tx`update users set totp_secret = null, totp_pending = null where id = ${user.id}`;
     await tx`update console_sessions set revoked_at = ${new Date(now)} where user_id = ${user.id} and revoked_at is null`;
+    if (actor) await audit(tx, actor, "user.two_step_reset", `user:${user.id}`, {}, user.orgId);
   });
 }
 
@@ -236,16 +240,16 @@ export async function revokeSessions(sql: Sql, email: string, now: number): Prom
  * Takes away the right to sign in (the CTI user stays), ending its sessions, and revokes the API
  * keys bound to the user: revoked, not suspended, since revocation is final and there is no
  * re-enabling a user (a returning person gets new keys). Audited as `user.disable` by the
- * operator, in the user's organization's log. Answers the user and the keys revoked.
+ * operator (or `actor`, the console's manager), in the user's organization's log. Answers the user and the keys revoked.
  */
-export async function disableUser(sql: Sql, email: string, now: number): Promise<{ user: ConsoleUser; revokedKeys: number[] }> {
+export async function disableUser(sql: Sql, email: string, now: number, actor?: Actor): Promise<{ user: ConsoleUser; revokedKeys: number[] }> {
   const user = await requireUser(sql, email);
   const at = new Date(now);
   const revokedKeys = await sql.begin(async (tx) => {
     await tx`update users set disabled_at = ${at} where id = ${user.id}`;
     await tx`update console_sessions set revoked_at = ${at} where user_id = ${user.id} and revoked_at is null`;
     const keys = await revokeKeysOfAgent(tx, user.id, at);
-    await audit(tx, systemActor("operator", "cli", user.orgId), "user.disable", `user:${user.id}`, { revoked_keys: keys }, user.orgId);
+    await audit(tx, actor ?? systemActor("operator", "cli", user.orgId), "user.disable", `user:${user.id}`, { revoked_keys: keys }, user.orgId);
     return keys;
   });
   // Running servers cache keys: tell them, after the commit.

@@ -30,6 +30,9 @@ export const LIMITS = {
   login_address: { perHour: 100, counter: "exact" },
   // Wrong two-step codes per user: at sign-in (after a right password) and on the account page.
   two_step_code: { perHour: 10, counter: "exact" },
+  // Wrong current passwords per user on the account page's password change (a stolen session
+  // must not become a password oracle).
+  current_password: { perHour: 10, counter: "exact" },
   // Audit rows of refusals by the limits above: one per refused bucket and hour (the rest are
   // refused from memory, and a flood of them must not become a flood of rows).
   refusal_audit: { perHour: 1, counter: "exact" },

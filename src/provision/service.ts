@@ -55,7 +55,16 @@ export interface ProvisionOptions {
   actor?: Actor;
   /** Check the file and plan the run, write nothing. */
   dryRun?: boolean;
+  /**
+   * Every object of the file must be new: one that exists refuses the run (ProvisioningError,
+   * nothing written). The console creates an object with an id it picked; checked under the
+   * run's lock, so two creating the same id never have the second overwrite the first.
+   */
+  createOnly?: boolean;
 }
+
+/** The problem createOnly reports for an object that exists (the console retries another id). */
+export const EXISTS = "exists already";
 
 /** The operator running `leadline provision`: the platform, acting for every organization. */
 export const PROVISIONING_OPERATOR: Actor = systemActor("operator", "provision", null);
@@ -98,6 +107,7 @@ export async function applyProvisioning(sql: Sql, file: ProvisioningFile, opts: 
       planned.push(...plan.objects);
       problems.push(...plan.problems);
     }
+    if (opts.createOnly) for (const o of planned) if (!o.created) problems.push(`${o.path}: ${EXISTS}`);
     if (problems.length > 0) throw new ProvisioningError(problems);
     summary.plan = planned;
     count(summary, planned);

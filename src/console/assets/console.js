@@ -34,4 +34,14 @@
       });
     });
   });
+  // A copy button (a secret or link shown once): copies the text of the element it names.
+  document.addEventListener("click", function (event) {
+    var button = event.target instanceof Element ? event.target.closest("button[data-copy]") : null;
+    if (!button || !navigator.clipboard) return;
+    var source = document.getElementById(button.getAttribute("data-copy"));
+    if (!source) return;
+    navigator.clipboard.writeText(source.textContent || "").then(function () {
+      button.textContent = "Copied";
+    });
+  });
 })();

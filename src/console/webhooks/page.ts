@@ -24,7 +24,8 @@ function enableForm(e: EndpointListing, csrf: Html, back: string): Html {
 
 export function endpointsBody(v: { endpoints: EndpointListing[]; zone: string; csrf: Html; flash: Flash }): Html {
   return html`${flashOf(v.flash)}
-<p class="muted">Endpoints and their deliveries; times in ${v.zone}. Endpoints are set in the provisioning file.</p>
+<p class="muted">Endpoints and their deliveries; times in ${v.zone}.</p>
+<p><a class="btn btn-primary" href="/console/settings/webhooks">Add an endpoint</a></p>
 ${v.endpoints.length === 0
     ? html`<p class="empty">No webhook endpoints.</p>`
     : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Endpoints"><table class="data">
@@ -38,7 +39,7 @@ ${v.endpoints.length === 0
   <td>${e.pending}</td>
   <td>${e.failed > 0 ? html`<span class="badge badge-bad">${e.failed}</span>` : "0"}</td>
   <td>${at(e.last_delivered_at, v.zone)}</td>
-  <td>${enableForm(e, v.csrf, "/console/webhooks")}</td>
+  <td><div class="row-actions"><a class="btn" href="/console/settings/webhooks/${e.id}" aria-label="Edit endpoint ${e.id}">Edit</a>${enableForm(e, v.csrf, "/console/webhooks")}</div></td>
 </tr>`,
       )}</tbody></table></div>`}`;
 }

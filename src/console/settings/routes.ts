@@ -1,0 +1,13 @@
+// The settings pages (docs/console-settings.md): each form a provisioning-file fragment for one
+// object, applied by the provisioning service with the console user as the actor (apply.ts).
+import type { Deps } from "../../http/deps";
+import type { Route } from "../../http/route";
+import { automationSettingsRoutes } from "./automations";
+import { calendarSettingsRoutes } from "./calendars";
+import { orgSettingsRoutes } from "./org";
+import { userSettingsRoutes } from "./users";
+import { webhookSettingsRoutes } from "./webhooks";
+
+export function settingsRoutes(deps: Deps): Route[] {
+  return [...orgSettingsRoutes(deps), ...userSettingsRoutes(deps), ...webhookSettingsRoutes(deps), ...automationSettingsRoutes(deps), ...calendarSettingsRoutes(deps)];
+}
