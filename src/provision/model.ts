@@ -3,6 +3,8 @@
 // wording validate.ts uses when a value does not match it.
 import { Type as t, type Static, type TLiteral, type TSchema } from "@sinclair/typebox";
 import { SCOPES } from "../auth/keys";
+import { LeadStatusList } from "../leads/statuses";
+import { SavedReplyFields } from "../replies/service";
 
 export const HHMM = "^([01][0-9]|2[0-3]):[0-5][0-9]$";
 export const PHONE10 = "^[0-9]{10}$";
@@ -60,6 +62,8 @@ export const Org = closed({
   email: t.Optional(EmailProvider),
   /** Automation sends a day, in the org's time zone; null or absent: the default (1,000). */
   automation_daily_cap: t.Optional(nullable(t.Integer({ minimum: 0, maximum: 10_000_000 }), "integer from 0 to 10000000 or null")),
+  /** The lead statuses in order ([{code, label}], NEW among them); null: the default list; absent: unchanged. */
+  statuses: t.Optional(nullable(LeadStatusList, "list of {code, label} or null")),
 });
 
 export const Campaign = closed({ id: textId, org_id: orgRef, name: t.Optional(t.String()) });
@@ -147,6 +151,9 @@ export const Automation = closed({
   active: t.Optional(t.Boolean()),
 });
 
+/** A saved reply (src/replies/service.ts): its fields as the console and the CLI give them, with its id and org. */
+export const SavedReply = closed({ id: intId, org_id: intId, ...SavedReplyFields.properties });
+
 export const ProvisioningFile = closed({
   settings: t.Optional(Settings),
   orgs: t.Optional(t.Array(Org)),
@@ -158,6 +165,7 @@ export const ProvisioningFile = closed({
   calendars: t.Optional(t.Array(Calendar)),
   webhooks: t.Optional(t.Array(Webhook)),
   automations: t.Optional(t.Array(Automation)),
+  saved_replies: t.Optional(t.Array(SavedReply)),
 });
 
 export type ProvisioningFile = Static<typeof ProvisioningFile>;

@@ -2,7 +2,10 @@
 // identifier and fully described by the file: an optional field left out takes its default
 // (an absent `billing` removes the org's billing row). Updates are guarded by
 // `is distinct from`, so applying the same file again writes nothing, not even updated_at.
+import { systemActor, type Actor } from "../auth/actor";
 import type { Sql, Tx } from "../db/client";
+import { setLeadStatusesIn } from "../leads/statuses";
+import { putSavedReply } from "../replies/service";
 import { canonicalScopes, insertKey, notifyKeysChanged, putKey } from "../auth/admin";
 import { CHOSEN_KEY_MIN_LENGTH, hashKey } from "../auth/keys";
 import { inFormOf, openSecret, seal } from "../secrets/seal";
@@ -75,6 +78,7 @@ export async function applyProvisioning(
     if (file.orgs) {
       count("orgs", file.orgs.length, await upsertOrgs(tx, file.orgs, now, key));
       await applyAutomationCaps(tx, file.orgs, now);
+      await applyLeadStatuses(tx, file.orgs, now);
       const [written, removed] = await applyBilling(tx, file.orgs, now);
       count("org_billing", file.orgs.filter((o) => o.billing).length, written, removed);
     }
@@ -108,6 +112,7 @@ export async function applyProvisioning(
     }
     if (file.webhooks) count("webhooks", file.webhooks.length, await upsertWebhooks(tx, file.webhooks, now, key));
     if (file.automations) count("automations", file.automations.length, await upsertAutomations(tx, file.automations, now));
+    if (file.saved_replies) count("saved_replies", file.saved_replies.length, await applySavedReplies(tx, file.saved_replies, now));
   });
   await notifyKeysChanged(sql);
   return summary;
@@ -204,6 +209,33 @@ async function applyAutomationCaps(tx: Tx, orgs: NonNullable<ProvisioningFile["o
     update orgs o set automation_daily_cap = nullif(c.cap, -1)::integer, updated_at = ${now}
     from unnest(${given.map((o) => o.id)}::bigint[], ${given.map((o) => o.automation_daily_cap ?? -1)}::int[]) as c(id, cap)
     where o.id = c.id and o.automation_daily_cap is distinct from nullif(c.cap, -1)::integer`;
+}
+
+/** Who the audit log names for a provisioning run's changes made through a feature's service. */
+export const PROVISIONING_OPERATOR: Actor = systemActor("operator", "provision", null);
+
+/**
+ * `orgs[].statuses` through the service the console's settings use (src/leads/statuses.ts: its
+ * rules, its audit row with the previous and new lists): given, the list replaces the org's;
+ * `null` restores the default; absent, the stored list stays.
+ */
+async function applyLeadStatuses(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, now: Date): Promise<void> {
+  for (const o of orgs) if (o.statuses !== undefined) await setLeadStatusesIn(tx, PROVISIONING_OPERATOR, o.id, o.statuses, now);
+}
+
+/**
+ * `saved_replies[]` through the writer the CLI and the console use (src/replies/service.ts), by id:
+ * created, or its fields replaced (audited field by field); a name its org already has elsewhere
+ * is refused, naming both.
+ */
+async function applySavedReplies(tx: Tx, replies: NonNullable<ProvisioningFile["saved_replies"]>, now: Date): Promise<Written> {
+  const written: Written = [];
+  for (const [i, { id, org_id, ...fields }] of replies.entries()) {
+    const r = await putSavedReply(tx, PROVISIONING_OPERATOR, id, org_id, fields, now);
+    if (!r.ok) throw new ProvisioningError([`saved_replies[${i}].name: org ${org_id} already has a saved reply named ${JSON.stringify(fields.name.trim())}`]);
+    if (r.changed) written.push({ inserted: r.created });
+  }
+  return written;
 }
 
 /**
