@@ -28,7 +28,7 @@ export const CONSOLE_SOURCE = "console";
  * answers the existing lead (`deduped: true`), which the console opens. A lead created is audited
  * (`lead.create`) in its own transaction.
  */
-export function createLead(
+export async function createLead(
   sql: Sql,
   actor: Actor,
   fields: Record<string, unknown>,

@@ -102,6 +102,8 @@ export async function putSavedReply(tx: Tx, actor: Actor, id: number | null, org
   const problems = savedReplyProblems(spec);
   if (problems.length > 0) throw new AppError("invalid_input", problems.join("; "));
   const next = stored(spec);
+  const [org] = await tx`select 1 from orgs where id = ${orgId}`;
+  if (!org) throw new AppError("not_found", `no organization ${orgId}`);
   const [old] = id === null ? [] : await tx<SavedReply[]>`select * from saved_replies where id = ${id} for update`;
   if (old) {
     const changes: Record<string, { from: unknown; to: unknown }> = {};
@@ -191,7 +193,7 @@ export interface ReplyPick {
  * The picker: an organization's replies whose name starts with the prefix, by name. The admin
  * (orgId of the actor null) names the organization (a lead's); `orgId` null lists every one's.
  */
-export function listSavedReplies(sql: Sql, actor: Actor, orgId: number | null, pick: ReplyPick = {}): Promise<SavedReply[]> {
+export async function listSavedReplies(sql: Sql, actor: Actor, orgId: number | null, pick: ReplyPick = {}): Promise<SavedReply[]> {
   if (actor.orgId !== null && orgId !== actor.orgId) throw new AppError("not_found");
   const prefix = cleanText(pick.prefix ?? "");
   return sql<SavedReply[]>`
