@@ -120,6 +120,15 @@ describe("message text and notes", () => {
     expect(await ids(acme, "roof", { messages: false })).toEqual([]);
   });
 
+  test("another organization's newer messages never crowd out the organization's own", async () => {
+    await db.sql`insert into messages (lead_id, org_id, channel, direction, body, status) values (${w.josePerez}, 1, 'sms', 'out', 'Your invoice is attached', 'sent')`;
+    await db.sql`
+      insert into messages (lead_id, org_id, channel, direction, body, status)
+      select ${w.boltJose}, 2, 'sms', 'out', 'invoice ' || g, 'sent' from generate_series(1, 250) g`;
+    expect(await ids(acme, "invoice")).toEqual([w.josePerez]);
+    expect(await ids(bolt, "invoice")).toEqual([w.boltJose]);
+  });
+
   test("at most `limit` leads, however many messages match", async () => {
     expect(await ids(acme, "hello", { limit: 3 })).toHaveLength(3);
     expect((await ids(acme, "hello", { limit: 50 })).length).toBe(w.helloLeads);
