@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import type { Actor } from "../src/auth/actor";
 import { searchLeads } from "../src/leads/search";
+import { connect } from "../src/db/client";
+import { messageRead } from "../src/search/messages";
 import { searchWorkspace, workspaceQuery } from "../src/search/workspace";
 import { snippetOf } from "../src/search/snippet";
 import { testDatabase, type TestDatabase } from "./harness/db";
@@ -127,6 +129,22 @@ describe("message text and notes", () => {
       select ${w.boltJose}, 2, 'sms', 'out', 'invoice ' || g, 'sent' from generate_series(1, 250) g`;
     expect(await ids(acme, "invoice")).toEqual([w.josePerez]);
     expect(await ids(bolt, "invoice")).toEqual([w.boltJose]);
+  });
+
+  test("messages are walked newest first for words most of them hold, read from the index for rare ones (the planner's statistics)", async () => {
+    await db.sql`analyze messages`;
+    // Statistics are kept per pool for minutes: a pool that has not read them yet.
+    const fresh = connect(db.url, { max: 1, statementTimeoutMs: 0, applicationName: "leadline-test" });
+    try {
+      expect(await messageRead(fresh, ["invoice"])).toBe("walk"); // 251 of the 268 messages
+      expect(await messageRead(fresh, ["INVOICE", "your"])).toBe("index"); // one of them
+      expect(await messageRead(fresh, ["warranty"])).toBe("index");
+      // Either read finds the same messages.
+      expect(await ids(acme, "invoice")).toEqual([w.josePerez]);
+      expect(await ids(bolt, "invoice")).toEqual([w.boltJose]);
+    } finally {
+      await fresh.end({ timeout: 5 });
+    }
   });
 
   test("at most `limit` leads, however many messages match", async () => {

@@ -10,6 +10,7 @@ import type { Sql } from "../db/client";
 import { cleanText } from "../http/fields";
 import { inTenant } from "../leads/scope";
 import { likePrefix, listColumns, prefixEnd, searchLeads, withValuesPlanned, type LeadFilter, type LeadListRow } from "../leads/search";
+import { messageRead, newestFirst, readSettings } from "./messages";
 import { snippetOf } from "./snippet";
 
 /** What the text box was taken for. */
@@ -155,20 +156,24 @@ interface MessageRow {
 
 /**
  * The newest messages and notes holding every word (each as a word's start: "lea" finds "leak"),
- * by the full-text column and index of sql/0027 (messages.search); their leads join `hits` after the leads
- * found by their own fields, each with the snippet of its newest matching message. Planned with
- * the words' values (withValuesPlanned): a word in one message of a million is read from the index,
- * one in every tenth by walking the newest messages until enough match.
+ * by the full-text column and index of sql/0027 (messages.search); their leads join `hits` after
+ * the leads found by their own fields, each with the snippet of its newest matching message. A
+ * word in one message of a million is read from the index, one in every tenth by walking the
+ * newest messages until enough match: messageRead chooses (./messages.ts).
  */
 async function byMessages(sql: Sql, orgId: number | null, tokens: string[], hits: Map<number, WorkspaceHit>, limit: number): Promise<void> {
   const query = tokens.map((t) => `${t}:*`).join(" & ");
-  const rows = await withValuesPlanned(sql, (tx) => tx<MessageRow[]>`
-    select m.id, m.lead_id, m.channel, m.direction, m.created_at, m.subject, m.body
-    from messages m join leads l on l.id = m.lead_id
-    where m.search @@ to_tsquery('simple', leadline_fold(${query}))
-      and ${inTenant(sql, orgId)}
-    order by m.id desc
-    limit ${MESSAGE_ROWS}`);
+  const read = await messageRead(sql, tokens);
+  const rows = (await sql.begin(async (tx) => {
+    await readSettings(tx, read);
+    return tx<MessageRow[]>`
+      select m.id, m.lead_id, m.channel, m.direction, m.created_at, m.subject, m.body
+      from messages m join leads l on l.id = m.lead_id
+      where m.search @@ to_tsquery('simple', leadline_fold(${query}))
+        and ${inTenant(sql, orgId)}
+      order by ${newestFirst(tx, read)}
+      limit ${MESSAGE_ROWS}`;
+  })) as MessageRow[];
   const fresh: number[] = [];
   for (const m of rows) {
     const hit = hits.get(m.lead_id);
