@@ -82,7 +82,7 @@ try {
   t0 = performance.now();
   await sql`alter table messages add column search tsvector generated always as (to_tsvector('simple', leadline_fold(subject || ' ' || body))) stored`;
   await sql`alter table messages alter column search set statistics 1000`;
-  console.log(`full-text column (sql/0027 messages.search) added in ${secs(t0)} s`);
+  console.log(`full-text column (sql/0025 messages.search) added in ${secs(t0)} s`);
   t0 = performance.now();
   await sql`create index messages_search on messages using gin (search)`;
   console.log(`its index (messages_search) built in ${secs(t0)} s`);

@@ -389,7 +389,7 @@ describe("statuses", () => {
     await applyProvisioning(db.sql, parseProvisioning(org()), { now: at(2) });
     expect(await leadStatuses(db.sql, eli, 2)).toEqual(list);
     expect(() => parseProvisioning(org([{ code: "ESTIMATE", label: "Estimate" }]))).toThrow("orgs[0].statuses: must include NEW");
-    expect(() => parseProvisioning(org([{ code: "NEW", label: "New", color: "red" }]))).toThrow("orgs[0].statuses: expected list of {code, label} or null");
+    expect(() => parseProvisioning(org([{ code: "NEW", label: "New", color: "red" }]))).toThrow("orgs[0].statuses[0].color: unknown field");
     await applyProvisioning(db.sql, parseProvisioning(org(null)), { now: at(3) });
     expect(await leadStatuses(db.sql, eli, 2)).toEqual(DEFAULT_LEAD_STATUSES);
     const rows = (await audits("org:2")).filter((a) => a.action === "lead_statuses.update" && a.actor_id === "provision");

@@ -1,7 +1,7 @@
 // Lead search by one name word (src/leads/search.ts): the loose index walk over the prefix's
 // distinct names and the range read it falls back to return exactly what a plain scan of every
 // lead returns, page by page through equal timestamps, in each organization and for the platform.
-// Names are matched folded (sql/0027 leadline_fold): "e" finds "é", "be" finds "bé".
+// Names are matched folded (sql/0025 leadline_fold): "e" finds "é", "be" finds "bé".
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { byNameWalk, NAME_WALK_CAP, prefixEnd, searchLeads, type LeadFilter } from "../src/leads/search";

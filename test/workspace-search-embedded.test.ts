@@ -1,5 +1,5 @@
 // Find anything and a lead's edit on the embedded database (PGlite, what `leadline serve` uses
-// without DATABASE_URL): migration 0027 applies there (no extension needed), "jose" finds José and
+// without DATABASE_URL): migration 0025 applies there (no extension needed), "jose" finds José and
 // "nunez" Núñez, phones by their last digits, message text by full-text search, and the tag
 // counters' triggers run.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

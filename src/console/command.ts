@@ -50,7 +50,7 @@ export async function usersCommand(sql: Sql, args: string[], config: Pick<Config
       const url = inviteUrl(config.baseUrl, invite.token);
       if (flags.has("--json")) printJson(io, { email: invite.user.email, invite_url: url, invite_expires_at: invite.expiresAt.toISOString() });
       else {
-        io.err(`a link for ${textCell(invite.user.email)} to set a password; it works once, for 72 hours:\n`);
+        io.err(`a link for ${textCell(invite.user.email)} to set a password; it works once, for 72 hours (older links no longer work):\n`);
         io.out(url + "\n");
       }
       return 0;

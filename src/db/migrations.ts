@@ -22,7 +22,10 @@ import m0018 from "../../sql/0018_console_leads.sql" with { type: "text" };
 import m0019 from "../../sql/0019_lead_name_order.sql" with { type: "text" };
 import m0020 from "../../sql/0020_automations_work_the_lead.sql" with { type: "text" };
 import m0021 from "../../sql/0021_org_agents_export.sql" with { type: "text" };
-import m0027 from "../../sql/0027_lead_workspace.sql" with { type: "text" };
+import m0022 from "../../sql/0022_do_not_contact.sql" with { type: "text" };
+import m0023 from "../../sql/0023_workspace.sql" with { type: "text" };
+import m0024 from "../../sql/0024_attribution_outward.sql" with { type: "text" };
+import m0025 from "../../sql/0025_lead_workspace.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -46,12 +49,8 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 19, name: "0019_lead_name_order", sql: m0019 },
   { version: 20, name: "0020_automations_work_the_lead", sql: m0020 },
   { version: 21, name: "0021_org_agents_export", sql: m0021 },
-  // BRANCH PLACEHOLDERS (lead-model branch): 0022-0026 belong to other branches; these empty
-  // entries only keep the list contiguous until they land. The merge replaces them with the real ones.
-  { version: 22, name: "0022_placeholder", sql: "select 1" },
-  { version: 23, name: "0023_placeholder", sql: "select 1" },
-  { version: 24, name: "0024_placeholder", sql: "select 1" },
-  { version: 25, name: "0025_placeholder", sql: "select 1" },
-  { version: 26, name: "0026_placeholder", sql: "select 1" },
-  { version: 27, name: "0027_lead_workspace", sql: m0027 },
+  { version: 22, name: "0022_do_not_contact", sql: m0022 },
+  { version: 23, name: "0023_workspace", sql: m0023 },
+  { version: 24, name: "0024_attribution_outward", sql: m0024 },
+  { version: 25, name: "0025_lead_workspace", sql: m0025 },
 ];

@@ -35,7 +35,7 @@ export async function provisionDemo(sql: Sql, now: Date, secretKey: Buffer | nul
   return {
     applied: true,
     users,
-    keys: (file.api_keys ?? []).map((k) => ({ key: k.key!, scopes: k.scopes, agent: k.agent ?? null })),
+    keys: (file.api_keys ?? []).map((k) => ({ key: k.key!, scopes: k.scopes ?? [], agent: k.agent ?? null })),
     slug: file.calendars![0].links![0].slug,
   };
 }

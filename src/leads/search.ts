@@ -1,8 +1,8 @@
 // Lead search for the console: one text box (a name, a phone in any format, or an email), filters
 // by campaign, list, status and creation date, keyset pages ordered newest first. Every query is
 // confined to the actor's organization in SQL (scope.ts). The indexes that keep a page cheap at a
-// million leads are sql/0018's, 0019's and 0027's; docs/console-leads.md has their plans. Names
-// are matched folded (sql/0027 leadline_fold: "jose" finds José), the typed words folded by the
+// million leads are sql/0018's, 0019's and 0025's; docs/console-leads.md has their plans. Names
+// are matched folded (sql/0025 leadline_fold: "jose" finds José), the typed words folded by the
 // same function in the database (foldWords).
 import type { PendingQuery, Row } from "postgres";
 import type { Sql, Tx } from "../db/client";
@@ -84,7 +84,7 @@ export function dateOrNull(s: string | null | undefined): string | null {
 export const likePrefix = (s: string) => s.replace(/[\\%_]/g, (c) => "\\" + c) + "%";
 
 /**
- * Words folded by the database's leadline_fold (sql/0027), the function the name indexes are built
+ * Words folded by the database's leadline_fold (sql/0025), the function the name indexes are built
  * on, so what is typed and what is stored are folded alike whatever the server's locale; words
  * that fold to nothing are dropped. One round trip of a few microseconds of work.
  */
@@ -95,14 +95,14 @@ export async function foldWords(sql: Sql | Tx, words: string[]): Promise<string[
   return row!.f.filter((w) => w !== "");
 }
 
-/** A name column as the indexes of sql/0027 hold it: folded. */
+/** A name column as the indexes of sql/0025 hold it: folded. */
 const folded = (sql: Sql | Tx, col: Fragment) => sql`leadline_fold(${col})`;
 
 /**
  * The filter as SQL over the alias `l`. A name of one word matches a first or last name that
  * starts with it; of several, the first name starts with the first word and the last name with
  * the last. Name words come folded (foldWords); prefix matches on leadline_fold(…) use the
- * text_pattern_ops indexes of sql/0027.
+ * text_pattern_ops indexes of sql/0025.
  */
 function filterSql(sql: Sql, orgId: number | null, f: LeadFilter, only?: Fragment): Fragment {
   const m = textMatch(f.q);

@@ -1,4 +1,4 @@
-// Tags: free text per organization on its leads (sql/0027 lead_tags). A tag is trimmed, its inner
+// Tags: free text per organization on its leads (sql/0025 lead_tags). A tag is trimmed, its inner
 // blanks made one space; on a lead it is unique by its lowercase form (its key), the spelling of
 // its first use kept. Added and removed through updateLead (edit.ts), which audits and emits
 // lead.updated; suggested from the organization's tags by prefix, most used first (org_tags,

@@ -51,7 +51,7 @@ function statsOf(sql: Sql): Promise<WordStats | null> {
 }
 
 /**
- * A word as the column's lexemes hold it, near enough for an estimate (sql/0027 leadline_fold
+ * A word as the column's lexemes hold it, near enough for an estimate (sql/0025 leadline_fold
  * decides what matches; this only guesses how often).
  */
 const lexemeOf = (word: string) => word.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();

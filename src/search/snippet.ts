@@ -1,5 +1,5 @@
 // The text shown under a lead found by one of its messages: the message around its first match.
-// Display only: which messages match is the database's decision (full-text, sql/0027); this finds
+// Display only: which messages match is the database's decision (full-text, sql/0025); this finds
 // where, folding in JavaScript the way leadline_fold does for Latin letters (a letter it folds
 // otherwise is merely not highlighted: the snippet then starts at the beginning).
 import { htmlToText } from "../messages/merge";

@@ -4,7 +4,7 @@
 // grouped by lead, those whose own fields match first (newest first), then those whose messages do
 // (newest message first), each with the matching message's text around the match. Every statement
 // is confined to the actor's organization in SQL (src/leads/scope.ts); docs/leads.md has the
-// indexes (sql/0027) and bench/RESULTS.md their times at a million leads.
+// indexes (sql/0025) and bench/RESULTS.md their times at a million leads.
 import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
 import { cleanText } from "../http/fields";
@@ -121,7 +121,7 @@ const filter = (q: string): LeadFilter => ({ q, campaign: null, list: null, stat
 
 /**
  * Leads whose phone ends with `digits` (4 to 9 of them), newest first: the stored last 10
- * reversed is an index prefix (sql/0027 leads_phone_reversed). Four digits match one lead in
+ * reversed is an index prefix (sql/0025 leads_phone_reversed). Four digits match one lead in
  * 10,000, so the range is read whole and sorted. Planned with its values: a generic plan cannot
  * tell the narrow range from a wide one and walked the organization's leads newest first instead
  * (60 ms at 100,000 leads, bench/search.ts).
@@ -156,7 +156,7 @@ interface MessageRow {
 
 /**
  * The newest messages and notes holding every word (each as a word's start: "lea" finds "leak"),
- * by the full-text column and index of sql/0027 (messages.search); their leads join `hits` after
+ * by the full-text column and index of sql/0025 (messages.search); their leads join `hits` after
  * the leads found by their own fields, each with the snippet of its newest matching message. A
  * word in one message of a million is read from the index, one in every tenth by walking the
  * newest messages until enough match: messageRead chooses (./messages.ts).

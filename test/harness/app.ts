@@ -1,8 +1,7 @@
 // The real service, in-process, on a test database, listening on a free port: tests talk HTTP.
 import { loadConfig } from "../../src/config";
 import { servePools } from "../../src/db/open";
-import { start, type Running } from "../../src/app/server";
-import type { Clock } from "../../src/clock";
+import { start, type Running, type StartOptions } from "../../src/app/server";
 import { setLogLevel } from "../../src/log";
 
 export interface TestApp {
@@ -14,11 +13,12 @@ export interface TestApp {
 setLogLevel("error");
 
 /** Starts an instance on `url` with its own pool and caches, like a separate process would have. */
-export async function startApp(url: string, env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<TestApp> {
+export async function startApp(url: string, env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestApp> {
   const config = loadConfig({ DATABASE_URL: url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", ...env });
   // The pools `serve` opens (src/db/open.ts).
-  const { sql, background } = servePools(url, 4, "leadline-test-app");
+  const { sql, background, breaker } = servePools(url, 4, "leadline-test-app");
   const close = async () => {
+    breaker.stop();
     await Promise.all([sql.end({ timeout: 5 }), background.end({ timeout: 5 })]);
   };
   const running = await start(config, { sql, direct: sql, background, embedded: false, close }, options);

@@ -4,6 +4,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import type { Sql } from "../../src/db/client";
+import type { Argon2Cost } from "../../src/auth/passwords";
 import { createUser, hashPassword, type Role } from "../../src/console/users";
 import type { Reply } from "./app";
 import { SHOTS_DIR } from "./browser";
@@ -16,13 +17,19 @@ export interface MadeUser {
   password: string;
 }
 
-/** A console user with a password; `id` may name an existing CTI user (agent7), who gets the role. */
-export async function makeUser(sql: Sql, o: { role: Role; orgId: number | null; email?: string; password?: string; id?: string; name?: string }): Promise<MadeUser> {
+/**
+ * A console user with a password; `id` may name an existing CTI user (agent7), who gets the role.
+ * `cost`: Argon2id's, default the real one (a test that checks passwords by the dozen lowers it).
+ */
+export async function makeUser(
+  sql: Sql,
+  o: { role: Role; orgId: number | null; email?: string; password?: string; id?: string; name?: string; cost?: Argon2Cost },
+): Promise<MadeUser> {
   const n = ++made;
   const email = (o.email ?? `${o.role}${n}-${process.pid}@example.test`).toLowerCase();
   const password = o.password ?? `correct horse battery ${n}`;
   const user = await createUser(sql, { email, role: o.role, orgId: o.orgId, id: o.id, name: o.name });
-  await sql`update users set password_hash = ${await hashPassword(password)} where id = ${user.id}`;
+  await sql`update users set password_hash = ${await hashPassword(password, o.cost)} where id = ${user.id}`;
   return { id: user.id, email, password };
 }
 
@@ -90,11 +97,11 @@ export async function browserSignIn(page: Page, base: string, email: string, pas
   await Promise.all([page.waitForURL((url) => !url.pathname.startsWith("/console/login")), page.getByRole("button", { name: "Sign in" }).click()]);
 }
 
-/** Screenshots of the page as it is, full length, at 1280 and 375 px: SHOTS_DIR/console-NAME-WIDTH.png. */
-export async function shoot(page: Page, name: string): Promise<void> {
+/** Screenshots of the page as it is, full length, at 1280 and 375 px (or `widths`): SHOTS_DIR/console-NAME-WIDTH.png. */
+export async function shoot(page: Page, name: string, widths: readonly number[] = [1280, 375]): Promise<void> {
   mkdirSync(SHOTS_DIR, { recursive: true });
   const size = page.viewportSize() ?? { width: 1280, height: 800 };
-  for (const width of [1280, 375]) {
+  for (const width of widths) {
     await page.setViewportSize({ width, height: 800 });
     await page.screenshot({ path: join(SHOTS_DIR, `console-${name}-${width}.png`), fullPage: true });
   }
