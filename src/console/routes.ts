@@ -13,6 +13,7 @@ import { installerRoutes } from "./installer";
 import { keyRoutes } from "./keys/routes";
 import { kpiRoutes } from "./kpi";
 import { leadPageRoutes } from "./lead";
+import { leadEditRoutes } from "./lead-edit";
 import { leadsRoutes } from "./leads";
 import { signInRoutes } from "./sign-in";
 import { webhookRoutes } from "./webhooks/routes";
@@ -25,6 +26,7 @@ export function consoleRoutes(deps: Deps): Route[] {
     ...inboxRoutes(deps),
     ...leadsRoutes(deps),
     ...leadPageRoutes(deps),
+    ...leadEditRoutes(deps),
     ...callRoutes(deps),
     ...appointmentRoutes(deps),
     ...dniRoutes(deps),

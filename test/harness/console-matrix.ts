@@ -100,6 +100,8 @@ const leadPages: Record<string, ConsoleRoute> = {
   consoleLeadConsent: ofLead("POST /console/leads/{id}/consent", "/consent", "POST"),
   consoleLeadDial: ofLead("POST /console/leads/{id}/dial", "/dial", "POST"),
   consoleLeadDnc: ofLead("POST /console/leads/{id}/dnc", "/dnc", "POST"),
+  consoleLeadEditPage: ofLead("GET /console/leads/{id}/edit", "/edit"),
+  consoleLeadEdit: ofLead("POST /console/leads/{id}/edit", "/edit", "POST"),
   consoleLeadTimeline: {
     name: "GET /console/api/leads/{id}/timeline",
     session: asAgent,

@@ -1,0 +1,98 @@
+// Editing a lead from the console (/console/leads/{id}/edit): the form goes through updateLead
+// (intake's field rules, audited, lead.updated in the outbox), confined to the viewer's organization.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startApp, type TestApp } from "./harness/app";
+import { makeUser, signIn, type ConsoleClient } from "./harness/console";
+import { testDatabase, type TestDatabase } from "./harness/db";
+import { seedWorld } from "./harness/factory";
+
+let db: TestDatabase;
+let app: TestApp;
+let agent: ConsoleClient;
+let boltAgent: ConsoleClient;
+
+beforeAll(async () => {
+  db = await testDatabase();
+  await seedWorld(db.sql);
+  app = await startApp(db.url);
+  const a = await makeUser(db.sql, { role: "agent", orgId: 1 });
+  agent = await signIn(app.base, a.email, a.password);
+  const b = await makeUser(db.sql, { role: "agent", orgId: 2 });
+  boltAgent = await signIn(app.base, b.email, b.password);
+});
+afterAll(async () => {
+  await app?.stop();
+  await db?.drop();
+});
+
+let seq = 0;
+async function lead(list = 101): Promise<number> {
+  const phone = `512558${String(++seq).padStart(4, "0")}`;
+  const [row] = await db.sql<{ id: number }[]>`
+    insert into leads (list_id, phone, first_name, last_name, email) values (${list}, ${phone}, 'Jose', 'Perez', ${`jose${seq}@example.com`}) returning id`;
+  return row.id;
+}
+const stored = async (id: number) =>
+  (await db.sql<{ first_name: string; phone: string; status: string }[]>`select first_name, phone, status from leads where id = ${id}`)[0];
+const tags = async (id: number) => (await db.sql<{ tag: string }[]>`select tag from lead_tags where lead_id = ${id} order by lower(tag)`).map((r) => r.tag);
+const events = (id: number) => db.sql<{ payload: any }[]>`select payload from outbox_events where type = 'lead.updated' and (payload->'data'->>'lead_id')::bigint = ${id} order by id`;
+
+describe("the edit form", () => {
+  test("shows the lead's fields, the organization's statuses and its tags; the lead page links to it", async () => {
+    const id = await lead();
+    const page = await agent.get(`/console/leads/${id}/edit`);
+    expect(page.status).toBe(200);
+    expect(page.body).toContain(`action="/console/leads/${id}/edit"`);
+    expect(page.body).toContain('name="first_name" value="Jose"');
+    expect(page.body).toContain('<option value="NEW" selected>New</option>');
+    expect(page.body).toContain('<option value="WRONG_NUMBER">Wrong number</option>');
+    expect((await agent.get(`/console/leads/${id}`)).body).toContain(`href="/console/leads/${id}/edit"`);
+  });
+
+  test("saves what changed: fields, status, tags added and removed, audited, lead.updated with the previous values", async () => {
+    const id = await lead();
+    const first = await agent.post(`/console/leads/${id}/edit`, { first_name: "José", status: "CONTACTED", tags: "VIP, spanish" });
+    expect(first.status).toBe(303);
+    expect(first.headers.get("location")).toBe(`/console/leads/${id}?done=lead_updated`);
+    expect(await stored(id)).toMatchObject({ first_name: "José", status: "CONTACTED" });
+    expect(await tags(id)).toEqual(["spanish", "VIP"]);
+    const second = await agent.post(`/console/leads/${id}/edit`, { first_name: "José", status: "CONTACTED", tags: "vip" });
+    expect(second.headers.get("location")).toBe(`/console/leads/${id}?done=lead_updated`);
+    expect(await tags(id)).toEqual(["VIP"]);
+    const sent = await events(id);
+    expect(sent.map((e) => e.payload.data.changes)).toEqual([
+      { first_name: { from: "Jose", to: "José" }, status: { from: "NEW", to: "CONTACTED" }, tags: { from: [], to: ["spanish", "VIP"] } },
+      { tags: { from: ["spanish", "VIP"], to: ["VIP"] } },
+    ]);
+    const audits = await db.sql`select action from audit_log where target = ${`lead:${id}`} and action = 'lead.update'`;
+    expect(audits).toHaveLength(2);
+  });
+
+  test("a value intake refuses changes nothing and says so", async () => {
+    const id = await lead();
+    const bad = await agent.post(`/console/leads/${id}/edit`, { first_name: "Joe", phone: "555-12" });
+    expect(bad.status).toBe(303);
+    expect(bad.headers.get("location")).toBe(`/console/leads/${id}/edit?done=invalid`);
+    expect((await stored(id)).first_name).toBe("Jose");
+    const status = await agent.post(`/console/leads/${id}/edit`, { status: "NO_SUCH" });
+    expect(status.headers.get("location")).toBe(`/console/leads/${id}/edit?done=invalid`);
+    expect((await stored(id)).status).toBe("NEW");
+    expect(await events(id)).toEqual([]);
+    expect((await agent.get(`/console/leads/${id}/edit?done=invalid`)).body).toContain("The lead was not changed");
+  });
+
+  test("a phone another lead of the list has is refused", async () => {
+    const a = await lead();
+    const b = await lead();
+    const [{ phone }] = await db.sql<{ phone: string }[]>`select phone from leads where id = ${a}`;
+    const r = await agent.post(`/console/leads/${b}/edit`, { phone });
+    expect(r.headers.get("location")).toBe(`/console/leads/${b}/edit?done=duplicate_phone`);
+  });
+
+  test("another organization's lead is a 404 like a missing one, and is not changed", async () => {
+    const id = await lead();
+    expect((await boltAgent.get(`/console/leads/${id}/edit`)).status).toBe(404);
+    expect((await boltAgent.post(`/console/leads/${id}/edit`, { first_name: "Mallory" })).status).toBe(404);
+    expect((await stored(id)).first_name).toBe("Jose");
+  });
+});
