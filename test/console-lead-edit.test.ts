@@ -77,7 +77,7 @@ describe("the edit form", () => {
     const status = await agent.post(`/console/leads/${id}/edit`, { status: "NO_SUCH" });
     expect(status.headers.get("location")).toBe(`/console/leads/${id}/edit?done=invalid`);
     expect((await stored(id)).status).toBe("NEW");
-    expect(await events(id)).toEqual([]);
+    expect(await events(id)).toHaveLength(0);
     expect((await agent.get(`/console/leads/${id}/edit?done=invalid`)).body).toContain("The lead was not changed");
   });
 
@@ -94,5 +94,39 @@ describe("the edit form", () => {
     expect((await boltAgent.get(`/console/leads/${id}/edit`)).status).toBe(404);
     expect((await boltAgent.post(`/console/leads/${id}/edit`, { first_name: "Mallory" })).status).toBe(404);
     expect((await stored(id)).first_name).toBe("Jose");
+  });
+});
+
+describe("a new lead", () => {
+  test("the leads page links to the form, which offers the organization's lists only", async () => {
+    expect((await agent.get("/console/leads")).body).toContain('href="/console/new-lead"');
+    const form = await agent.get("/console/new-lead");
+    expect(form.status).toBe(200);
+    expect(form.body).toContain('<option value="101">');
+    expect(form.body).not.toContain('<option value="201">');
+  });
+
+  test("is intake with source console: created and audited, then a duplicate opens the existing lead", async () => {
+    const phone = `512557${String(++seq).padStart(4, "0")}`;
+    const made = await agent.post("/console/new-lead", { list_id: "102", phone: `(${phone.slice(0, 3)}) ${phone.slice(3, 6)}-${phone.slice(6)}`, first_name: "Walk", last_name: "In" });
+    expect(made.status).toBe(303);
+    const [row] = await db.sql<{ id: number; source: string; list_id: number }[]>`select id, source, list_id from leads where phone = ${phone}`;
+    expect(row).toMatchObject({ source: "console", list_id: 102 });
+    expect(made.headers.get("location")).toBe(`/console/leads/${row.id}?done=lead_created`);
+    expect(await db.sql`select 1 from audit_log where action = 'lead.create' and target = ${`lead:${row.id}`}`).toHaveLength(1);
+    expect(await db.sql`select 1 from outbox_events where type = 'lead.created' and (payload->'data'->>'lead_id')::bigint = ${row.id}`).toHaveLength(1);
+    const again = await agent.post("/console/new-lead", { list_id: "102", phone, first_name: "Someone else" });
+    expect(again.headers.get("location")).toBe(`/console/leads/${row.id}?done=lead_duplicate`);
+    expect((await agent.get(`/console/leads/${row.id}?done=lead_duplicate`)).body).toContain("already had that phone");
+    expect(await db.sql`select 1 from leads where phone = ${phone}`).toHaveLength(1);
+  });
+
+  test("intake's refusals: a bad phone, another organization's list; nothing created", async () => {
+    const before = (await db.sql`select count(*)::int as n from leads`)[0].n;
+    expect((await agent.post("/console/new-lead", { list_id: "101", phone: "512-55" })).headers.get("location")).toBe("/console/new-lead?done=bad_phone");
+    expect((await agent.post("/console/new-lead", { list_id: "201", phone: "5125570999" })).headers.get("location")).toBe("/console/new-lead?done=invalid_list");
+    expect((await boltAgent.post("/console/new-lead", { list_id: "101", phone: "5125570998" })).headers.get("location")).toBe("/console/new-lead?done=invalid_list");
+    expect((await db.sql`select count(*)::int as n from leads`)[0].n).toBe(before);
+    expect((await agent.get("/console/new-lead?done=bad_phone")).body).toContain("No lead was created");
   });
 });

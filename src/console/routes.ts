@@ -14,6 +14,7 @@ import { keyRoutes } from "./keys/routes";
 import { kpiRoutes } from "./kpi";
 import { leadPageRoutes } from "./lead";
 import { leadEditRoutes } from "./lead-edit";
+import { newLeadRoutes } from "./lead-new";
 import { leadsRoutes } from "./leads";
 import { signInRoutes } from "./sign-in";
 import { webhookRoutes } from "./webhooks/routes";
@@ -27,6 +28,7 @@ export function consoleRoutes(deps: Deps): Route[] {
     ...leadsRoutes(deps),
     ...leadPageRoutes(deps),
     ...leadEditRoutes(deps),
+    ...newLeadRoutes(deps),
     ...callRoutes(deps),
     ...appointmentRoutes(deps),
     ...dniRoutes(deps),
