@@ -2,7 +2,8 @@
 // (intake's field rules, audited, lead.updated in the outbox), confined to the viewer's organization.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startApp, type TestApp } from "./harness/app";
-import { makeUser, signIn, type ConsoleClient } from "./harness/console";
+import { axeProblems, launchBrowser, pageProblems } from "./harness/browser";
+import { browserSignIn, makeUser, shoot, signIn, type ConsoleClient, type MadeUser } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 
@@ -10,12 +11,13 @@ let db: TestDatabase;
 let app: TestApp;
 let agent: ConsoleClient;
 let boltAgent: ConsoleClient;
+let agentUser: MadeUser;
 
 beforeAll(async () => {
   db = await testDatabase();
   await seedWorld(db.sql);
   app = await startApp(db.url);
-  const a = await makeUser(db.sql, { role: "agent", orgId: 1 });
+  const a = (agentUser = await makeUser(db.sql, { role: "agent", orgId: 1 }));
   agent = await signIn(app.base, a.email, a.password);
   const b = await makeUser(db.sql, { role: "agent", orgId: 2 });
   boltAgent = await signIn(app.base, b.email, b.password);
@@ -129,4 +131,29 @@ describe("a new lead", () => {
     expect((await db.sql`select count(*)::int as n from leads`)[0].n).toBe(before);
     expect((await agent.get("/console/new-lead?done=bad_phone")).body).toContain("No lead was created");
   });
+});
+
+describe("in Chromium", () => {
+  test("the edit and new-lead forms: axe-clean, no page errors, screenshots at 1280 and 390 px; the edit form saves", async () => {
+    const id = await lead();
+    const browser = await launchBrowser();
+    try {
+      const page = await (await browser.newContext({ bypassCSP: true })).newPage();
+      const problems = pageProblems(page);
+      await browserSignIn(page, app.base, agentUser.email, agentUser.password, `/console/leads/${id}/edit`);
+      expect(await axeProblems(page)).toEqual([]);
+      await shoot(page, "lead-edit", [1280, 390]);
+      await page.getByLabel("City").fill("Austin");
+      await page.getByLabel("Status").selectOption("QUALIFIED");
+      await Promise.all([page.waitForURL((u) => !u.pathname.endsWith("/edit")), page.getByRole("button", { name: "Save" }).click()]);
+      expect(await page.textContent("body")).toContain("Lead updated.");
+      expect((await db.sql`select city, status from leads where id = ${id}`)[0]).toEqual({ city: "Austin", status: "QUALIFIED" });
+      await page.goto(app.base + "/console/new-lead");
+      expect(await axeProblems(page)).toEqual([]);
+      await shoot(page, "new-lead", [1280, 390]);
+      expect(problems).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  }, 60_000);
 });
