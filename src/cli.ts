@@ -45,6 +45,11 @@ commands:
   webhooks replay DELIVERY_ID [--json]
                              send a delivery again now, as a new attempt of the same event id
   webhooks enable ID         enable an endpoint disabled by a 410 response
+  replies list [--org N] [--prefix P] [--json]
+                             saved replies (the composer's / picker), by organization and name
+  replies add --org N --name NAME --body TEXT [--subject S] [--channels sms,email,note] [--json]
+                             a saved reply; merge fields such as {first_name} are filled when sent
+  replies remove ID          delete a saved reply
   secrets rotate             re-seal stored provider credentials and webhook secrets under
                              LEADLINE_SECRET_KEY (the previous key in LEADLINE_SECRET_KEY_OLD)
   secrets status             how many stored secrets are in clear and under which key
@@ -202,6 +207,29 @@ example: leadline dni report --pool acme-site --since 2026-11-01
 Visitors, page views, form events and attributed calls per pool and first-touch source/medium/campaign.
 example: leadline dni report --pool acme-site --since 2026-11-01
 `,
+  replies: `usage: leadline replies list|add|remove ...
+  replies list [--org N] [--prefix P] [--json]
+  replies add --org N --name NAME --body TEXT [--subject S] [--channels sms,email,note] [--json]
+  replies remove ID
+example: leadline replies add --org 1 --name hours --body "Hi {first_name}, we are open 8-6, Mon-Sat."
+`,
+  "replies list": `usage: leadline replies list [--org N] [--prefix P] [--json]
+Lists saved replies (every organization's without --org), by organization and name; --prefix keeps
+those whose name starts with P (any case), as the composer's / picker does.
+example: leadline replies list --org 1 --json
+`,
+  "replies add": `usage: leadline replies add --org N --name NAME --body TEXT [--subject S] [--channels sms,email,note] [--json]
+Adds a saved reply to an organization. NAME (up to 60 characters) is unique in the organization
+regardless of case; agents pick it by typing / and its start. BODY (and an email's SUBJECT) may hold
+the lead's merge fields {first_name} {last_name} {full_name} {company} {phone} {email} {city}
+{state} {postal_code}, filled when the message is sent; any other {name} is refused. --channels:
+where it may be used (default all three). Audited.
+example: leadline replies add --org 1 --name "missed call" --channels sms --body "Hi {first_name}, sorry we missed you!"
+`,
+  "replies remove": `usage: leadline replies remove ID
+Deletes a saved reply (audited with what it held).
+example: leadline replies remove 12
+`,
   dnc: `usage: leadline dnc add|remove|list ...
   dnc add --org N (--phone P | --email E) [--note TEXT]
   dnc remove --org N (--phone P | --email E)
@@ -330,6 +358,7 @@ export async function runCli(argv: string[]): Promise<number> {
       case "keys":
       case "users":
       case "webhooks":
+      case "replies":
       case "secrets":
       case "dni":
       case "dnc":

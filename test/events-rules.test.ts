@@ -259,7 +259,7 @@ describe("provisioned subscriptions", () => {
     expect(() => parseProvisioning(file(["lead.created", "call.completed", "*"]))).not.toThrow();
     expect(() => parseProvisioning(file([...EVENT_TYPES]))).not.toThrow();
     expect(() => parseProvisioning(file(["lead.created", "lead.create"]))).toThrow(
-      'webhooks[0].events[1]: unknown event type "lead.create"; one of lead.created, message.sent, message.failed, message.received, appointment.booked, appointment.rescheduled, appointment.confirmed, appointment.cancelled, appointment.completed, appointment.no_show, call.completed or "*"',
+      'webhooks[0].events[1]: unknown event type "lead.create"; one of lead.created, lead.updated, message.sent, message.failed, message.received, appointment.booked, appointment.rescheduled, appointment.confirmed, appointment.cancelled, appointment.completed, appointment.no_show, call.completed or "*"',
     );
   });
 });

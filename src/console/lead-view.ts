@@ -92,7 +92,7 @@ function fields(l: LeadProfile): Html {
     ${row("Source", l.source)}
     ${row("Created", when(l.created_at, l.timezone))}
     ${row("Lead id", String(l.id))}
-  </dl></section>`;
+  </dl><p><a href="/console/leads/${l.id}/edit">Edit the lead, its status and tags</a></p></section>`;
 }
 
 function composer(p: LeadPage): Html {

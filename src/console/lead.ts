@@ -343,6 +343,9 @@ const DONE: Record<string, { text: string; kind: "ok" | "error" }> = {
   dial_queued: { text: "Dial queued.", kind: "ok" },
   dial_outside_window: { text: "It is outside the lead's calling hours there: tick the box to confirm the call, or queue it later.", kind: "error" },
   dnc_added: { text: "Added to the do-not-contact list.", kind: "ok" },
+  lead_updated: { text: "Lead updated.", kind: "ok" },
+  lead_created: { text: "Lead created.", kind: "ok" },
+  lead_duplicate: { text: "This lead already had that phone on the list: here it is, unchanged.", kind: "ok" },
   dnc_invalid: { text: "The lead has no such address, or the note is too long.", kind: "error" },
   form_error: { text: "The form was incomplete or already used: reload the page and try again.", kind: "error" },
 };

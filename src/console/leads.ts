@@ -96,7 +96,8 @@ export function leadsBody(p: LeadsPage): Html {
           q.set("after", p.next);
           return q;
         })()}`;
-  return html`<form method="get" action="/console/leads" class="filters" role="search">
+  return html`<p><a href="/console/new-lead">New lead</a> (a walk-in or phone caller)</p>
+    <form method="get" action="/console/leads" class="filters" role="search">
       <div><label for="q">Name, phone or email</label><input id="q" name="q" type="search" value="${f.q}" autocomplete="off"></div>
       <div><label for="campaign">Campaign</label><select id="campaign" name="campaign"><option value="">Any</option>${p.choices.campaigns.map(
         (c) => html`<option value="${c.id}"${c.id === f.campaign ? html` selected` : null}>${c.name ? `${c.name} (${c.id})` : c.id}</option>`,

@@ -13,6 +13,8 @@ import { installerRoutes } from "./installer";
 import { keyRoutes } from "./keys/routes";
 import { kpiRoutes } from "./kpi";
 import { leadPageRoutes } from "./lead";
+import { leadEditRoutes } from "./lead-edit";
+import { newLeadRoutes } from "./lead-new";
 import { leadsRoutes } from "./leads";
 import { settingsRoutes } from "./settings/routes";
 import { signInRoutes } from "./sign-in";
@@ -26,6 +28,8 @@ export function consoleRoutes(deps: Deps): Route[] {
     ...inboxRoutes(deps),
     ...leadsRoutes(deps),
     ...leadPageRoutes(deps),
+    ...leadEditRoutes(deps),
+    ...newLeadRoutes(deps),
     ...callRoutes(deps),
     ...appointmentRoutes(deps),
     ...dniRoutes(deps),

@@ -7,7 +7,7 @@ import type { Sql } from "../db/client";
 import { UsageError } from "../errors";
 
 /** What the control socket accepts. `serve`, `migrate` and `secrets` need the database to themselves. */
-export const SOCKET_COMMANDS: ReadonlySet<string> = new Set(["provision", "keys", "users", "webhooks", "dni", "dnc", "dump"]);
+export const SOCKET_COMMANDS: ReadonlySet<string> = new Set(["provision", "keys", "users", "webhooks", "dni", "dnc", "replies", "dump"]);
 
 export async function runCommand(sql: Sql, config: Config, argv: string[], io: Io): Promise<number> {
   const [cmd, ...rest] = argv;
@@ -27,6 +27,10 @@ export async function runCommand(sql: Sql, config: Config, argv: string[], io: I
     case "webhooks": {
       const { webhooksCommand } = await import("../events/command");
       return webhooksCommand(sql, rest, { allowPrivate: config.webhookAllowPrivate, secretKey: config.secretKey }, io);
+    }
+    case "replies": {
+      const { repliesCommand } = await import("../replies/command");
+      return repliesCommand(sql, rest, io);
     }
     case "dni": {
       const { dniCommand } = await import("../dni/command");

@@ -8,6 +8,8 @@ import { EVENT_TYPES, type EventType } from "./types";
 
 const SUMMARIES: Record<EventType, string> = {
   "lead.created": "A new lead, from intake or a booking (never for a duplicate)",
+  "lead.updated":
+    "A lead's fields, status or tags were changed (the console, an operator): `changes` holds each changed field with its previous (`from`) and new (`to`) value, and nothing else",
   "message.sent": "The provider accepted an SMS or email",
   "message.failed": "A send failed: a provider refusal, a deferred send refused by a gate, or a failed status callback",
   "message.received": "An inbound SMS",

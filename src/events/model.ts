@@ -84,9 +84,37 @@ function statusChange() {
   );
 }
 
+/** One field's change in lead.updated: its previous and its new value. */
+const change = (value: TSchema) => t.Object({ from: value, to: value }, closed);
+
+/**
+ * The fields lead.updated may name (src/leads/edit.ts): only those that changed are present. Phone
+ * digits as stored (the last 10); `status` a code of the organization's list; `tags` the whole set
+ * before and after, in the order of their lowercase form.
+ */
+const leadChanges = t.Object(
+  {
+    first_name: t.Optional(change(str)),
+    last_name: t.Optional(change(str)),
+    phone: t.Optional(change(str)),
+    email: t.Optional(change(str)),
+    address1: t.Optional(change(str)),
+    city: t.Optional(change(str)),
+    state: t.Optional(change(str)),
+    postal_code: t.Optional(change(str)),
+    status: t.Optional(change(str)),
+    tags: t.Optional(change(t.Array(str))),
+  },
+  closed,
+);
+
 export const EVENT_DATA: Record<EventType, TSchema> = {
   "lead.created": t.Object(
     { lead_id: id, list_id: id, campaign: str, org_id: nid, phone: str, source: str, created_at: time, attribution: Attribution },
+    closed,
+  ),
+  "lead.updated": t.Object(
+    { lead_id: id, org_id: nid, changes: leadChanges, updated_at: time, actor_type: str, actor_id: str },
     closed,
   ),
   "call.completed": t.Object(

@@ -2,6 +2,7 @@
 // by the feature that causes it, in the transaction of the change; docs/webhooks.md lists the payloads.
 export const EVENT_TYPES = [
   "lead.created",
+  "lead.updated",
   "message.sent",
   "message.failed",
   "message.received",

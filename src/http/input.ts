@@ -3,8 +3,9 @@
 // reads as that field being absent, as the contract's lenient rules want. The lenient rules
 // proper (numeric strings, truncation, truthy values, invalid email → empty) then run once, in the
 // model's normalizing step. Checkers are compiled once, at start.
-import type { Static, TObject } from "@sinclair/typebox";
+import type { Static, TObject, TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { Value } from "@sinclair/typebox/value";
 
 export type Fields<T extends TObject> = Partial<Static<T>>;
 
@@ -18,4 +19,14 @@ export function fieldChecker<T extends TObject>(schema: T): (fields: Record<stri
     }
     return out as Fields<T>;
   };
+}
+
+/**
+ * The first way `value` misses `schema`, as `path.to.field: message` under `path` (a service's
+ * input that is not loose: a list of statuses, a saved reply); null when it matches.
+ */
+export function shapeProblem(schema: TSchema, value: unknown, path: string): string | null {
+  if (Value.Check(schema, value)) return null;
+  const first = Value.Errors(schema, value).First();
+  return `${path}${first?.path.replace(/\/(\d+)/g, "[$1]").replaceAll("/", ".") ?? ""}: ${first?.message ?? "invalid"}`;
 }

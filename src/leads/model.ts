@@ -91,20 +91,37 @@ function consentOf(v: unknown): { sms: boolean; email: boolean } {
   return { sms: all, email: all };
 }
 
+/**
+ * Intake's rule for each of a lead's text fields: what a given value is stored as (cut, trimmed,
+ * an invalid email empty). Written once: intake and an edit of the lead (edit.ts) both apply them.
+ */
+export const LEAD_TEXT_RULES = {
+  first_name: (v: unknown) => text(v, 60),
+  last_name: (v: unknown) => text(v, 60),
+  email: emailField,
+  address1: (v: unknown) => text(v, 120),
+  city: (v: unknown) => text(v, 60),
+  state: (v: unknown) => cut((textField(v) ?? "").toUpperCase(), 20),
+  postal_code: (v: unknown) => text(v, 20),
+} as const;
+
+export type LeadTextField = keyof typeof LEAD_TEXT_RULES;
+
 /** The lenient rules of lead creation input; null when the phone has fewer than 10 digits (bad_phone). */
 function normalizeIntake(f: Fields<typeof LeadIntakeInput>): LeadInput | null {
   const phone = phone10(f.phone);
   if (!phone) return null;
+  const r = LEAD_TEXT_RULES;
   return {
     phone,
     listId: idField(f.list_id),
-    firstName: text(f.first_name, 60),
-    lastName: text(f.last_name, 60),
-    email: emailField(f.email),
-    address1: text(f.address1, 120),
-    city: text(f.city, 60),
-    state: cut((textField(f.state) ?? "").toUpperCase(), 20),
-    postalCode: text(f.postal_code, 20),
+    firstName: r.first_name(f.first_name),
+    lastName: r.last_name(f.last_name),
+    email: r.email(f.email),
+    address1: r.address1(f.address1),
+    city: r.city(f.city),
+    state: r.state(f.state),
+    postalCode: r.postal_code(f.postal_code),
     source: text(f.source, 50),
     hopper: truthy(f.hopper),
     consent: consentOf(f.consent),

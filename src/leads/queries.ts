@@ -42,6 +42,15 @@ export async function resolveList(
 // here are of text or numbers only.
 
 /**
+ * The lock that one list's leads of one phone number take while they are created or given that
+ * number (an edit of the phone, edit.ts), in a statement of its own, so that the dedup read that
+ * follows sees any lead committed by the transaction it waited for.
+ */
+export async function lockListPhone(tx: Tx, listId: number, phone: string): Promise<void> {
+  await tx`select ${waitingForTurn(tx)}, pg_advisory_xact_lock(hashtextextended(${`lead:${listId}:${phone}`}, 0)), ${turnTaken(tx)}`;
+}
+
+/**
  * Creates the lead, or returns the newest one with the same phone in the list. The advisory lock
  * on (list, phone) serializes concurrent intakes of one number; it is taken in its own statement
  * so that the dedup read that follows sees any lead committed by the transaction it waited for.
@@ -56,8 +65,9 @@ export function createOrDedupLead(
   list: ResolvedList,
   input: LeadInput,
   now: Date,
+  via?: string,
 ): Promise<{ lead_id: number; deduped: boolean }> {
-  return sql.begin((tx) => createOrDedupLeadIn(tx, list, input, now));
+  return sql.begin((tx) => createOrDedupLeadIn(tx, list, input, now, via));
 }
 
 /**
@@ -72,7 +82,7 @@ export async function createOrDedupLeadIn(
   now: Date,
   via = "lead_intake",
 ): Promise<{ lead_id: number; deduped: boolean }> {
-  await tx`select ${waitingForTurn(tx)}, pg_advisory_xact_lock(hashtextextended(${`lead:${list.id}:${input.phone}`}, 0)), ${turnTaken(tx)}`;
+  await lockListPhone(tx, list.id, input.phone);
   const channels = [
     { channel: "sms", address: input.phone, consent: input.consent.sms },
     ...(input.email ? [{ channel: "email", address: input.email, consent: input.consent.email }] : []),

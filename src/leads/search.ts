@@ -1,7 +1,9 @@
 // Lead search for the console: one text box (a name, a phone in any format, or an email), filters
 // by campaign, list, status and creation date, keyset pages ordered newest first. Every query is
 // confined to the actor's organization in SQL (scope.ts). The indexes that keep a page cheap at a
-// million leads are sql/0018's and 0019's; docs/console-leads.md has their plans.
+// million leads are sql/0018's, 0019's and 0026's; docs/console-leads.md has their plans. Names
+// are matched folded (sql/0026 leadline_fold: "jose" finds José), the typed words folded by the
+// same function in the database (foldWords).
 import type { PendingQuery, Row } from "postgres";
 import type { Sql, Tx } from "../db/client";
 import { leadName } from "./match";
@@ -79,12 +81,28 @@ export function dateOrNull(s: string | null | undefined): string | null {
 }
 
 /** `like` pattern of a literal prefix. */
-const likePrefix = (s: string) => s.replace(/[\\%_]/g, (c) => "\\" + c) + "%";
+export const likePrefix = (s: string) => s.replace(/[\\%_]/g, (c) => "\\" + c) + "%";
+
+/**
+ * Words folded by the database's leadline_fold (sql/0026), the function the name indexes are built
+ * on, so what is typed and what is stored are folded alike whatever the server's locale; words
+ * that fold to nothing are dropped. One round trip of a few microseconds of work.
+ */
+export async function foldWords(sql: Sql | Tx, words: string[]): Promise<string[]> {
+  if (words.length === 0) return [];
+  const [row] = await sql<{ f: string[] }[]>`
+    select array(select leadline_fold(u.w) from unnest(${words}::text[]) with ordinality as u(w, i) order by u.i) as f`;
+  return row!.f.filter((w) => w !== "");
+}
+
+/** A name column as the indexes of sql/0026 hold it: folded. */
+const folded = (sql: Sql | Tx, col: Fragment) => sql`leadline_fold(${col})`;
 
 /**
  * The filter as SQL over the alias `l`. A name of one word matches a first or last name that
  * starts with it; of several, the first name starts with the first word and the last name with
- * the last. Prefix matches on lower(…) use the text_pattern_ops indexes of sql/0018 and 0019.
+ * the last. Name words come folded (foldWords); prefix matches on leadline_fold(…) use the
+ * text_pattern_ops indexes of sql/0026.
  */
 function filterSql(sql: Sql, orgId: number | null, f: LeadFilter, only?: Fragment): Fragment {
   const m = textMatch(f.q);
@@ -106,8 +124,8 @@ function filterSql(sql: Sql, orgId: number | null, f: LeadFilter, only?: Fragmen
     case "name":
       text =
         m.words.length === 1
-          ? sql`(lower(l.first_name) like ${likePrefix(m.words[0])} or lower(l.last_name) like ${likePrefix(m.words[0])})`
-          : sql`(lower(l.first_name) like ${likePrefix(m.words[0])} and lower(l.last_name) like ${likePrefix(m.words[m.words.length - 1])})`;
+          ? sql`(${folded(sql, sql`l.first_name`)} like ${likePrefix(m.words[0])} or ${folded(sql, sql`l.last_name`)} like ${likePrefix(m.words[0])})`
+          : sql`(${folded(sql, sql`l.first_name`)} like ${likePrefix(m.words[0])} and ${folded(sql, sql`l.last_name`)} like ${likePrefix(m.words[m.words.length - 1])})`;
       break;
   }
   const from = dateOrNull(f.from);
@@ -127,7 +145,7 @@ function filterSql(sql: Sql, orgId: number | null, f: LeadFilter, only?: Fragmen
 const microsOf = (sql: Sql) => sql`(extract(epoch from l.created_at) * 1000000)::bigint`;
 
 /** A LeadListRow's columns, over `l` (leads) and `o` (its organization). */
-const listColumns = (sql: Sql) => sql`l.id, ${leadName(sql)} as name, l.phone, l.email, l.status, l.campaign_id, l.list_id, l.created_at,
+export const listColumns = (sql: Sql) => sql`l.id, ${leadName(sql)} as name, l.phone, l.email, l.status, l.campaign_id, l.list_id, l.created_at,
   coalesce(o.timezone, 'UTC') as timezone, ${microsOf(sql)} as micros`;
 
 /** The keyset condition: rows after `cursor` in (created_at desc, id desc) order. */
@@ -142,7 +160,7 @@ const after = (sql: Sql, cursor: LeadCursor | null) =>
  * created order, a rare one reads the name index). `set local` ends with the transaction, so it
  * holds through a transaction pooler too.
  */
-function withValuesPlanned<T>(sql: Sql, query: (tx: Tx) => Promise<T>): Promise<T> {
+export function withValuesPlanned<T>(sql: Sql, query: (tx: Tx) => Promise<T>): Promise<T> {
   return sql.begin(async (tx) => {
     await tx`set local plan_cache_mode = force_custom_plan`;
     return query(tx);
@@ -170,7 +188,7 @@ export function prefixEnd(p: string): string | null {
 const narrowed = (f: LeadFilter) => f.campaign !== null || f.list !== null || f.status !== null || dateOrNull(f.from) !== null || dateOrNull(f.to) !== null;
 
 /**
- * The distinct lowercased first and last names starting with `word` — up to NAME_WALK_CAP + 1 of
+ * The distinct folded first and last names starting with `word` — up to NAME_WALK_CAP + 1 of
  * each, so the caller knows when there are more — by a loose index scan: each step asks the name
  * index for the least name above the last one, so a name shared by 2,000 leads costs one descent.
  * Every organization's names: the page's query confines them (a name absent from the organization
@@ -179,13 +197,13 @@ const narrowed = (f: LeadFilter) => f.campaign !== null || f.list !== null || f.
 async function namesFrom(sql: Sql, word: string, end: string) {
   const walk = (col: Fragment) => sql`
     with recursive names(n, k) as (
-      (select lower(${col}), 1 from leads l
-       where lower(${col}) ~>=~ ${word} and lower(${col}) ~<~ ${end}
-       order by lower(${col}) using ~<~ limit 1)
+      (select leadline_fold(${col}), 1 from leads l
+       where leadline_fold(${col}) ~>=~ ${word} and leadline_fold(${col}) ~<~ ${end}
+       order by leadline_fold(${col}) using ~<~ limit 1)
       union all
-      select (select lower(${col}) from leads l
-              where lower(${col}) ~>~ names.n and lower(${col}) ~<~ ${end}
-              order by lower(${col}) using ~<~ limit 1), k + 1
+      select (select leadline_fold(${col}) from leads l
+              where leadline_fold(${col}) ~>~ names.n and leadline_fold(${col}) ~<~ ${end}
+              order by leadline_fold(${col}) using ~<~ limit 1), k + 1
       from names where names.n is not null and names.k <= ${NAME_WALK_CAP}
     ) select coalesce(array_agg(n) filter (where n is not null), '{}') from names`;
   const [row] = await sql<{ first: string[]; last: string[] }[]>`
@@ -209,7 +227,7 @@ export async function byNameWalk(sql: Sql, orgId: number | null, word: string, c
   const newest = (col: Fragment, list: string[]) => sql`
     select x.id, x.created_at from unnest(${list}::text[]) as nm(n) cross join lateral (
       select l.id, l.created_at from leads l
-      where lower(${col}) = nm.n and ${inTenant(sql, orgId)} ${after(sql, cursor)}
+      where leadline_fold(${col}) = nm.n and ${inTenant(sql, orgId)} ${after(sql, cursor)}
       order by l.created_at desc, l.id desc limit ${n}) x`;
   return pageOfMatches(sql, newest(sql`l.first_name`, names.first), newest(sql`l.last_name`, names.last), n);
 }
@@ -237,7 +255,16 @@ function byNameRange(sql: Sql, orgId: number | null, f: LeadFilter, word: string
   const branch = (match: Fragment) => sql`
     (select l.id, l.created_at from leads l where ${filterSql(sql, orgId, f, match)} ${after(sql, cursor)}
      order by l.created_at desc, l.id desc limit ${n})`;
-  return pageOfMatches(sql, branch(sql`lower(l.first_name) like ${p}`), branch(sql`lower(l.last_name) like ${p}`), n);
+  return pageOfMatches(sql, branch(sql`leadline_fold(l.first_name) like ${p}`), branch(sql`leadline_fold(l.last_name) like ${p}`), n);
+}
+
+/** The filter with its name words folded (foldWords); a name that folds to nothing matches nothing. */
+async function foldedFilter(sql: Sql, f: LeadFilter): Promise<LeadFilter> {
+  const m = textMatch(f.q);
+  if (m.kind !== "name") return f;
+  const words = await foldWords(sql, m.words);
+  // A digit, which no folded name word is all of, keeps an empty result empty (short_phone).
+  return { ...f, q: words.length > 0 ? words.join(" ") : "0" };
 }
 
 /**
@@ -251,6 +278,7 @@ export async function searchLeads(
   cursor: LeadCursor | null,
   limit: number,
 ): Promise<{ rows: LeadListRow[]; next: LeadCursor | null }> {
+  f = await foldedFilter(sql, f);
   const m = textMatch(f.q);
   const walked = m.kind === "name" && m.words.length === 1 && !narrowed(f) ? await byNameWalk(sql, orgId, m.words[0]!, cursor, limit + 1) : null;
   const rows = walked ?? await withValuesPlanned(sql, (tx) =>
@@ -297,7 +325,8 @@ export const LEAD_CSV_COLUMNS: readonly (keyof LeadCsvRow)[] = [
  * open; between batches this holds nothing. Leads created during the export, being newer than
  * its first row, are not in it.
  */
-export async function* leadsForExport(sql: Sql, orgId: number | null, f: LeadFilter, batch = 1000): AsyncGenerator<LeadCsvRow[]> {
+export async function* leadsForExport(sql: Sql, orgId: number | null, given: LeadFilter, batch = 1000): AsyncGenerator<LeadCsvRow[]> {
+  const f = await foldedFilter(sql, given);
   let cursor: LeadCursor | null = null;
   for (;;) {
     const rows: (LeadCsvRow & { micros: number })[] = await withValuesPlanned(sql, (tx) => tx<(LeadCsvRow & { micros: number })[]>`

@@ -43,6 +43,14 @@ export function mergeValues(lead: MergeSource, org: { company: string; name: str
 
 const PLACEHOLDER = /\{([a-z_]+)\}/g;
 
+/** The placeholder names a template holds, in order, each once (`{first_name}` → first_name). */
+export function placeholdersIn(template: string): string[] {
+  return [...new Set([...template.matchAll(PLACEHOLDER)].map((m) => m[1]))];
+}
+
+/** The names every lead's merge fills (mergeValues' keys): `{appointment_time}` and the like are an automation's extras. */
+export const LEAD_MERGE_FIELDS: readonly string[] = Object.keys(mergeValues({ first_name: "", last_name: "", phone: "", email: "" }, null));
+
 /** Replaces known placeholders; unknown ones (and other braces) are left as written. */
 export function merge(template: string, values: MergeValues, escape: (s: string) => string = (s) => s): string {
   return template.replace(PLACEHOLDER, (whole, name: string) => (Object.hasOwn(values, name) ? escape(values[name]) : whole));

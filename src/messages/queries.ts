@@ -114,6 +114,19 @@ const leadColumns = (sql: Db) => sql`
   o.sms as o_sms, o.email as o_email, o.automation_daily_cap as o_automation_cap`;
 
 /**
+ * The lead in the actor's scope and its organization, read as a send reads them to merge a text
+ * (a saved reply's preview, src/replies/); null when the lead is not in the actor's scope.
+ */
+export async function mergeContext(sql: Sql, actor: Actor, leadId: number): Promise<{ lead: LeadRow; org: OrgSettings | null } | null> {
+  const [row] = await sql<ContextRow[]>`
+    select ${leadColumns(sql)}, null::text as consent, null::bigint as p_id, null::text as p_hash, null::text as p_result
+    from leads l left join orgs o on o.id = l.org_id
+    where l.id = ${leadId} and ${inTenant(sql, actor.orgId)}`;
+  const c = toContext(row);
+  return c.lead ? { lead: c.lead, org: c.org } : null;
+}
+
+/**
  * Everything a send decides on, in one round trip: the lead if it is in the actor's scope, its
  * org's settings, the recipient's consent, and any message already recorded under the operation_id.
  */

@@ -405,9 +405,10 @@ function unsubscribeLink(env: SendEnv, messageId: number, ics: string | null): s
  * (the org's default when none is given). An SMS keeps its subject, which is not sent, as given.
  * Merged once, when the send is recorded: a send deferred by quiet hours goes out later with the
  * text stored now, so what the conversation showed all along is what the lead receives. The
- * request's own fields stay the idempotency identity (request_hash).
+ * request's own fields stay the idempotency identity (request_hash). A saved reply's preview
+ * (src/replies/) is this same function, so it shows what the send would be.
  */
-function asSent(channel: "sms" | "email", body: string, subject: string, lead: LeadRow, org: OrgSettings, extra?: Record<string, string>): Text {
+export function asSent(channel: "sms" | "email", body: string, subject: string, lead: LeadRow, org: OrgSettings, extra?: Record<string, string>): Text {
   const values = extra ? { ...extra, ...mergeValues(lead, org) } : mergeValues(lead, org);
   if (channel === "sms") return { body: renderSms(body, values), subject };
   const mail = renderEmail(body, subject, values);

@@ -9,6 +9,8 @@
 import { Type as t, type Static, type TLiteral, type TOptional, type TSchema } from "@sinclair/typebox";
 import { canonicalScopes } from "../auth/admin";
 import { SCOPES } from "../auth/keys";
+import { LeadStatusList } from "../leads/statuses";
+import { SavedReplyFields } from "../replies/service";
 import { CONVERSION_KINDS, FEED_ID_PATTERN, FEED_SECRET_MIN } from "../conversions/model";
 import type { Tx } from "../db/client";
 import { always, clearable, field, merged, objectSchema, REQUIRED, type Fields } from "./fields";
@@ -91,6 +93,12 @@ export const ORG_FIELDS = {
   agents_export: field(t.Boolean(), false),
   /** Automation sends a day, in the org's time zone; null: the default (1,000). */
   automation_daily_cap: clearable(t.Integer({ minimum: 0, maximum: 10_000_000 }), null, null),
+  /**
+   * The lead statuses in order ([{code, label}], NEW among them); null: the default list
+   * (src/leads/statuses.ts). Written by that service (service.ts writeLeadStatuses), which audits
+   * the previous and new lists, so not by the table's upsert.
+   */
+  statuses: clearable(LeadStatusList, null, null, { column: null, load: (tx) => tx`t.lead_statuses` }),
 } satisfies Fields;
 
 export const CAMPAIGN_FIELDS = {
@@ -285,6 +293,9 @@ export const ConversionFeed = closed({
   actions: t.Array(ConversionAction, { minItems: 1, maxItems: 100 }),
 });
 
+/** A saved reply (src/replies/service.ts): its fields as the console and the CLI give them, with its id and org. */
+export const SavedReply = closed({ id: intId, org_id: intId, ...SavedReplyFields.properties });
+
 export const ProvisioningFile = closed({
   settings: t.Optional(Settings),
   orgs: t.Optional(t.Array(Org)),
@@ -298,6 +309,7 @@ export const ProvisioningFile = closed({
   automations: t.Optional(t.Array(Automation)),
   do_not_contact: t.Optional(t.Array(DoNotContact)),
   conversion_feeds: t.Optional(t.Array(ConversionFeed)),
+  saved_replies: t.Optional(t.Array(SavedReply)),
 });
 
 export type ProvisioningFile = Static<typeof ProvisioningFile>;

@@ -10,6 +10,8 @@ import { auditMany, type AuditEntry } from "../auth/audit";
 import { CHOSEN_KEY_MIN_LENGTH } from "../auth/keys";
 import type { Sql, Tx } from "../db/client";
 import { addToDnc, dncAddress, type DncAddition } from "../leads/dnc";
+import { setLeadStatusesIn, type LeadStatus } from "../leads/statuses";
+import { putSavedReply, type SavedReplyFields } from "../replies/service";
 import { checkStoredSecrets } from "../secrets/stored";
 import { DEFAULT_MIN_SECS, feedSecretHash, type FeedAction } from "../conversions/model";
 import type { Fields } from "./fields";
@@ -117,6 +119,7 @@ export async function applyProvisioning(sql: Sql, file: ProvisioningFile, opts: 
     const of = (section: string) => planned.filter((o) => o.section === section && changed(o));
     if (file.settings) await writeSettings(tx, planned.find((o) => o.section === "settings")!, now);
     await writeTable(tx, "orgs", of("orgs"), now);
+    await writeLeadStatuses(tx, ctx.actor, of("orgs").filter((o) => o.changes.some((c) => c.field === "statuses")), now);
     await writeBilling(tx, of("orgs").filter((o) => o.changes.some((c) => c.field.startsWith("billing."))), now);
     await writeTable(tx, "users", of("users"), now);
     await writeTable(tx, "campaigns", of("campaigns"), now);
@@ -140,6 +143,11 @@ export async function applyProvisioning(sql: Sql, file: ProvisioningFile, opts: 
       const added = (await addDoNotContact(tx, file.do_not_contact, now)).length;
       summary.counts.do_not_contact = { created: added, updated: 0, unchanged: file.do_not_contact.length - added };
     }
+    if (file.saved_replies) {
+      const written = await applySavedReplies(tx, ctx.actor, file.saved_replies, now);
+      const created = written.filter((w) => w.inserted).length;
+      summary.counts.saved_replies = { created, updated: written.length - created, unchanged: file.saved_replies.length - written.length };
+    }
     // Written whole by their id; the secret is kept only as its hash, so the audit says "changed".
     if (file.conversion_feeds) {
       const written = await upsertFeeds(tx, file.conversion_feeds, now);
@@ -158,6 +166,40 @@ export async function applyProvisioning(sql: Sql, file: ProvisioningFile, opts: 
   });
   if (!dryRun) await notifyKeysChanged(sql);
   return summary;
+}
+
+/**
+ * `orgs[].statuses` (a field of ORG_FIELDS stored in orgs.lead_statuses) through the service the
+ * console's settings use (src/leads/statuses.ts: its rules, its `lead_statuses.update` audit row
+ * with the previous and new lists): only for the orgs whose list the plan changes.
+ */
+async function writeLeadStatuses(tx: Tx, actor: Actor, orgs: Planned[], now: Date): Promise<void> {
+  for (const o of orgs) await setLeadStatusesIn(tx, actor, o.key as number, o.row.statuses as LeadStatus[] | null, now);
+}
+
+/**
+ * `saved_replies[]` (a section like do_not_contact: written by its own service, never planned)
+ * through the writer the CLI and the console use (src/replies/service.ts), by id: created, or its
+ * given fields replaced (audited field by field); a name its org already has elsewhere is refused,
+ * naming both.
+ */
+async function applySavedReplies(tx: Tx, actor: Actor, replies: NonNullable<ProvisioningFile["saved_replies"]>, now: Date): Promise<Written> {
+  const written: Written = [];
+  if (replies.length === 0) return written;
+  const ids = replies.map((r) => r.id);
+  const kept = new Map(
+    (await tx<{ id: number; subject: string; channels: SavedReplyFields["channels"] }[]>`
+      select id, subject, channels from saved_replies where id in ${tx(ids)}`).map((r) => [r.id, r]),
+  );
+  for (const [i, { id, org_id, ...given }] of replies.entries()) {
+    // Merged as every section is: a field left out keeps its stored value (name and body are required).
+    const old = kept.get(id);
+    const fields = old ? { subject: old.subject, channels: old.channels, ...given } : given;
+    const r = await putSavedReply(tx, actor, id, org_id, fields, now);
+    if (!r.ok) throw new ProvisioningError([`saved_replies[${i}].name: org ${org_id} already has a saved reply named ${JSON.stringify(fields.name.trim())}`]);
+    if (r.changed) written.push({ inserted: r.created });
+  }
+  return written;
 }
 
 function count(summary: ProvisionSummary, planned: Planned[]): void {

@@ -8,8 +8,10 @@ import { isSealed } from "../secrets/seal";
 import { isZone } from "../zone";
 import { isSink } from "../sink";
 import { EVENT_TYPES, isSubscription } from "../events/types";
+import { statusRuleProblems } from "../leads/statuses";
+import { savedReplyRuleProblems } from "../replies/service";
 import { dncAddress } from "../leads/dnc";
-import { ProvisioningFile, DAYS } from "./model";
+import { ProvisioningFile, DAYS, SavedReply } from "./model";
 
 // A badly broken file of thousands of rows must not turn into a megabyte-long error line.
 const SHOWN = 50;
@@ -144,6 +146,13 @@ function formatProblems(root: Record<string, unknown>): string[] {
     }
     const email = isRecord(org.email) ? org.email : {};
     checkUrl(out, `orgs[${i}].email.smtp_url`, email.smtp_url, ["smtp:", "smtps:"], true);
+    // The shape was the schema pass's; these are the rules setLeadStatuses applies too.
+    if (Value.Check(ProvisioningFile.properties.orgs.items.properties.statuses, org.statuses) && Array.isArray(org.statuses)) {
+      out.push(...statusRuleProblems(org.statuses, `orgs[${i}].statuses`));
+    }
+  }
+  for (const [i, reply] of items(root.saved_replies)) {
+    if (Value.Check(SavedReply, reply)) out.push(...savedReplyRuleProblems(reply as never, `saved_replies[${i}]`));
   }
   for (const [i, cal] of items(root.calendars)) {
     checkTimezone(out, `calendars[${i}].timezone`, cal.timezone);
@@ -258,6 +267,7 @@ const ID_FIELDS = {
   calendars: "id",
   webhooks: "id",
   automations: "id",
+  saved_replies: "id",
   conversion_feeds: "id",
 } as const;
 
@@ -328,7 +338,7 @@ export interface KnownRows {
 /** The identifiers a valid file refers to, so that only those are looked up. */
 export function referencedIds(file: ProvisioningFile) {
   const orgs = new Set<number>();
-  const sections = [file.campaigns, file.users, file.api_keys, file.dni_pools, file.calendars, file.webhooks, file.automations];
+  const sections = [file.campaigns, file.users, file.api_keys, file.dni_pools, file.calendars, file.webhooks, file.automations, file.saved_replies];
   for (const s of [...sections, file.do_not_contact, file.conversion_feeds]) {
     for (const item of s ?? []) if (item.org_id !== null) orgs.add(item.org_id);
   }
@@ -387,6 +397,7 @@ export function referenceProblems(file: ProvisioningFile, known: KnownRows): str
   orgRef("calendars", file.calendars);
   orgRef("webhooks", file.webhooks);
   orgRef("automations", file.automations);
+  orgRef("saved_replies", file.saved_replies);
   orgRef("do_not_contact", file.do_not_contact);
   orgRef("conversion_feeds", file.conversion_feeds);
   return out;

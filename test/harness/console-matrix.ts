@@ -100,6 +100,13 @@ const leadPages: Record<string, ConsoleRoute> = {
   consoleLeadConsent: ofLead("POST /console/leads/{id}/consent", "/consent", "POST"),
   consoleLeadDial: ofLead("POST /console/leads/{id}/dial", "/dial", "POST"),
   consoleLeadDnc: ofLead("POST /console/leads/{id}/dnc", "/dnc", "POST"),
+  consoleLeadEditPage: ofLead("GET /console/leads/{id}/edit", "/edit"),
+  consoleLeadEdit: ofLead("POST /console/leads/{id}/edit", "/edit", "POST"),
+  consoleNewLeadPage: page("GET /console/new-lead", "/console/new-lead"),
+  consoleNewLead: {
+    ...page("POST /console/new-lead", "/console/new-lead", "POST"),
+    crossOrg: { none: "its only id is the form's list: another organization's list is refused invalid_list like a missing one (test/console-lead-edit.test.ts)" },
+  },
   consoleLeadTimeline: {
     name: "GET /console/api/leads/{id}/timeline",
     session: asAgent,
