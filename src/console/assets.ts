@@ -8,6 +8,8 @@ import consoleCss from "./assets/console.css" with { type: "text" };
 import consoleJs from "./assets/console.js" with { type: "text" };
 import icon from "./assets/icon.svg" with { type: "text" };
 import operationsCss from "./assets/operations.css" with { type: "text" };
+import composerJs from "./assets/composer.js" with { type: "text" };
+import inboxCss from "./assets/inbox.css" with { type: "text" };
 import leadCss from "./assets/lead.css" with { type: "text" };
 import leadJs from "./assets/lead.js" with { type: "text" };
 
@@ -26,6 +28,8 @@ export const ASSETS: Readonly<Record<string, Asset>> = {
   "c2.js": { body: c2Js, type: "text/javascript; charset=utf-8" },
   "lead.css": { body: leadCss, type: "text/css; charset=utf-8" },
   "lead.js": { body: leadJs, type: "text/javascript; charset=utf-8" },
+  "inbox.css": { body: inboxCss, type: "text/css; charset=utf-8" },
+  "composer.js": { body: composerJs, type: "text/javascript; charset=utf-8" },
 };
 
 const versions = new Map(Object.entries(ASSETS).map(([name, a]) => [name, createHash("sha1").update(a.body).digest("hex").slice(0, 12)]));

@@ -32,3 +32,11 @@ declare module "*/assets/lead.js" {
   const text: string;
   export default text;
 }
+declare module "*/assets/inbox.css" {
+  const text: string;
+  export default text;
+}
+declare module "*/assets/composer.js" {
+  const text: string;
+  export default text;
+}

@@ -72,6 +72,8 @@ export const NAV: readonly { id: NavId; label: string; href: string; roles: read
 
 export interface PageOptions {
   title: string;
+  /** The page's <h1>, when it differs from its title (the inbox's title names the view and conversation). */
+  heading?: string;
   nav: NavId | null;
   body: Html;
   status?: number;
@@ -87,7 +89,7 @@ const roleName = (role: Role) => (role === "admin" ? "Admin" : role === "manager
 
 function navigation(viewer: Viewer, active: NavId | null, inbox: number | null): Html {
   const items = NAV.filter((n) => n.roles.includes(viewer.user.role)).map((n) => {
-    const count = n.id === "inbox" && inbox ? html` <span class="count" aria-label="${inbox} unhandled">${inbox > 999 ? "999+" : inbox}</span>` : "";
+    const count = n.id === "inbox" && inbox ? html` <span class="count" aria-label="${inbox} open">${inbox > 999 ? "999+" : inbox}</span>` : "";
     return html`<li><a href="${n.href}"${n.id === active ? raw(' aria-current="page"') : ""}>${n.label}${count}</a></li>`;
   });
   return html`<nav class="nav" aria-label="Console"><ul>${items}</ul></nav>`;
@@ -122,7 +124,7 @@ ${(p.scripts ?? []).map((s) => html`<script src="${assetUrl(s)}" defer></script>
 <div class="frame">
 ${navigation(viewer, p.nav, inbox)}
 <main id="main" tabindex="-1">
-<h1>${p.title}</h1>
+<h1>${p.heading ?? p.title}</h1>
 ${p.body}
 </main>
 </div>

@@ -11,6 +11,7 @@ import type { FirstTouch } from "../dni/attribution";
 import { DNC_NOTE_MAX, type DncEntry, type DncStatus } from "../leads/dnc";
 import { formatNumber } from "../dni/rules";
 import { htmlToText } from "../messages/merge";
+import { actorWords, type ActorNames } from "./actor-names";
 import { html, when, type Html } from "./html";
 
 export interface LeadPage {
@@ -44,12 +45,19 @@ export const leadDisplayName = (l: { first_name: string; last_name: string; phon
 const mins = (secs: number) => `${Math.floor(secs / 60)}m ${String(secs % 60).padStart(2, "0")}s`;
 
 /** One timeline entry as a list item; every value is text (message bodies are untrusted). */
-export function entryHtml(e: Entry, zone: string): Html {
+export function entryHtml(e: Entry, zone: string, names: ActorNames = new Map()): Html {
   const at = html`<time datetime="${new Date(e.epoch * 1000).toISOString()}">${when(e.epoch * 1000, zone)}</time>`;
   switch (e.kind) {
     case "msg": {
       const inbound = e.direction === "in";
-      const who = inbound ? "from the lead" : e.actor_type === "user" ? `by ${e.actor_id}` : `by ${e.actor_type || "the system"}`;
+      const who = inbound ? "from the lead" : `by ${actorWords(e.actor_type, e.actor_id, names)}`;
+      if (e.channel === "note") {
+        // A note is the team's, never the lead's: it reads as a note, not as a text that went out.
+        return html`<li class="tl tl-note">
+        <div class="tl-head"><span class="badge badge-note">NOTE</span> <span class="muted">${who}</span> ${at}</div>
+        <div class="tl-body">${e.body}</div>
+      </li>`;
+      }
       const text = e.channel === "email" ? htmlToText(e.body) : e.body;
       const bad = ["failed", "undelivered", "unknown"].includes(e.status);
       return html`<li class="tl tl-msg ${inbound ? "tl-in" : "tl-out"}">
@@ -64,7 +72,7 @@ export function entryHtml(e: Entry, zone: string): Html {
     case "call":
       return html`<li class="tl tl-call">
         <div class="tl-head"><span class="badge">CALL</span> <strong>${e.status || "call"}</strong> ${at}</div>
-        <div class="tl-body">${mins(e.secs)}${e.agent ? html` · agent ${e.agent}` : null}</div>
+        <div class="tl-body">${mins(e.secs)}${e.agent ? html` · agent ${names.get(`user:${e.agent}`) ?? e.agent}` : null}</div>
         ${e.ai_summary ? html`<div class="tl-body muted">${e.ai_summary}</div>` : null}
       </li>`;
     case "event":
@@ -76,7 +84,8 @@ export function entryHtml(e: Entry, zone: string): Html {
   }
 }
 
-export const entriesHtml = (entries: Entry[], zone: string): Html => html`${entries.map((e) => entryHtml(e, zone))}`;
+export const entriesHtml = (entries: Entry[], zone: string, names: ActorNames = new Map()): Html =>
+  html`${entries.map((e) => entryHtml(e, zone, names))}`;
 
 function fields(l: LeadProfile): Html {
   const row = (k: string, v: Html | string) => html`<dt>${k}</dt><dd>${v === "" ? html`<span class="muted">—</span>` : v}</dd>`;
