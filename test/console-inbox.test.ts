@@ -289,3 +289,28 @@ describe("replying", () => {
     expect(page).toContain(">Quiet hours</span>");
   });
 });
+
+describe("the lead is a conversation", () => {
+  test("the lead page: timeline oldest first, the composer under it; every entry names its actor as a person reads it", async () => {
+    const c = await conversationWith("what time works?");
+    const [{ id: key }] = await db.sql<{ id: number }[]>`
+      insert into api_keys (key_hash, key_prefix, name, org_id) values (${Buffer.from("k".repeat(32))}, 'lk_test', 'Zapier bridge', 1) returning id`;
+    const [{ id: auto }] = await db.sql<{ id: number }[]>`
+      insert into automations (id, org_id, trigger, channel, body) values (7001, 1, 'missed_call', 'sms', 'Sorry we missed you') returning id`;
+    await db.sql`insert into messages (lead_id, org_id, channel, direction, actor_type, actor_id, body, status, created_at) values
+      (${c.lead}, 1, 'sms', 'out', 'api_key', ${String(key)}, 'from the key', 'sent', now() + interval '1 minute'),
+      (${c.lead}, 1, 'sms', 'out', 'automation', ${String(auto)}, 'from the automation', 'sent', now() + interval '2 minutes'),
+      (${c.lead}, 1, 'note', 'out', 'user', 'agent7', 'a note of the team', '', now() + interval '3 minutes')`;
+    await db.sql`insert into calls (lead_id, phone, status, secs, agent, occurred_at)
+      select ${c.lead}, phone, 'answered', 65, 'agent7', now() + interval '4 minutes' from leads where id = ${c.lead}`;
+    const page = (await agent.get(`/console/leads/${c.lead}`)).body as string;
+    const order = ["what time works?", "by API key: Zapier bridge", "by Automation: missed call #7001", "a note of the team", "agent Dana Diaz", 'id="composer"'].map((t) => page.indexOf(t));
+    for (const i of order) expect(i).toBeGreaterThan(0);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    expect(page).toMatch(/class="tl tl-note">\s*<div class="tl-head"><span class="badge badge-note">NOTE<\/span> <span class="muted">by Dana Diaz/);
+    expect(page).toMatch(/<a href="tel:\+1512557\d{4}">Call \(512\) 557-\d{4}<\/a>/);
+    // No subject for SMS: the subject row is hidden by the chosen channel (CSS), the counter is told the cost.
+    expect(page).toContain('<option value="sms" selected>SMS</option>');
+    expect(page).toContain('data-sms-cost="0.01"');
+  });
+});

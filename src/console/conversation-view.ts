@@ -3,7 +3,6 @@
 // forms (assign, snooze, close, reopen), the timeline oldest to newest with the newest at the
 // bottom (older entries load upward), and the composer docked under it.
 import type { Entry } from "../conversations/timeline";
-import { formatNumber } from "../dni/rules";
 import type { LeadProfile } from "../leads/profile";
 import type { Assignee } from "../workspace/assignees";
 import type { InboxRow } from "../workspace/model";
@@ -11,7 +10,7 @@ import type { ActorNames } from "./actor-names";
 import { composerHtml, type ComposerState } from "./composer";
 import { html, raw, when, type Html } from "./html";
 import { badges, conversationName, inboxHref, stateFields, type ListState } from "./inbox-view";
-import { entriesHtml } from "./lead-view";
+import { contactLinks, entriesHtml } from "./lead-view";
 
 export interface PaneData {
   row: InboxRow;
@@ -88,8 +87,7 @@ export function paneHtml(p: PaneData, now: number): Html {
     <header class="pane-head">
       <h2 id="h-pane" tabindex="-1">${conversationName(r)}</h2>
       <div class="pane-who">
-        ${l.phone ? html`<a href="tel:+${l.phone.length === 10 ? "1" + l.phone : l.phone}">${formatNumber(l.phone)}</a>` : null}
-        ${l.email ? html`<a href="mailto:${l.email}">${l.email}</a>` : null}
+        ${contactLinks(l)}
         <a href="/console/leads/${l.id}">Lead page (queue dial, details)</a>
       </div>
       <div class="pane-status"><span class="badge">${STATUS_WORDS[r.status]}</span>

@@ -13,20 +13,17 @@ import type { Deps } from "../http/deps";
 import { idText } from "../http/fields";
 import { fieldChecker } from "../http/input";
 import { idParam, objectFields, type Route } from "../http/route";
-import { leadConsent } from "../leads/consent";
-import { dncStatus } from "../leads/dnc";
-import { billingOf } from "../messages/ledger";
 import { assignConversation, bulkAssign, bulkClose, bulkSnooze, closeConversation, reopenConversation, snoozeConversation } from "../workspace/actions";
 import { assignees } from "../workspace/assignees";
 import { conversationRow, inboxPage, viewCounts } from "../workspace/inbox";
 import { listCursorText, parseListCursor, userOf } from "../workspace/model";
 import type { SnoozeChoice } from "../workspace/snooze";
 import { actorNames } from "./actor-names";
-import { blockedChannels, type ComposerChannel } from "./composer";
+import { composerFacts } from "./composer-data";
 import { paneHtml, type PaneData } from "./conversation-view";
 import { consoleHtml, csrfField, html, notice, seeOther, type Html } from "./html";
 import { formState, inboxHref, listHtml, listState, VIEW_LABELS, type ListState } from "./inbox-view";
-import { consoleSend, leadOr404, newOperationId, recipientZoneOf, SendForm, TIMELINE_SHOWN } from "./lead";
+import { consoleSend, leadOr404, newOperationId, recipientZoneOf, refusedDraft, SendForm, TIMELINE_SHOWN, type LeadDraft } from "./lead";
 import { CONSOLE_BODY_LIMIT, formBody, pageQuery, pageSpec, type Viewer } from "./route";
 import { sentQuery, sentWords } from "./send-words";
 
@@ -145,12 +142,7 @@ function snoozeChoice(form: { preset?: string; until?: string }): SnoozeChoice |
   return null;
 }
 
-interface Draft {
-  channel: ComposerChannel;
-  subject: string;
-  body: string;
-  refusal: string;
-}
+type Draft = LeadDraft;
 
 /** The reading pane's data for conversation `id` (not_found outside the viewer's organization). */
 async function loadPane(deps: Deps, viewer: Viewer, id: number, state: ListState, before: string | undefined, draft: Draft | null): Promise<PaneData> {
@@ -159,12 +151,10 @@ async function loadPane(deps: Deps, viewer: Viewer, id: number, state: ListState
   if (row === null) throw new AppError("not_found");
   const lead = await leadOr404(deps, viewer, row.lead_id);
   const older = parseCursor(before ?? null);
-  const [timeline, consent, dnc, people, billing] = await Promise.all([
+  const [timeline, facts, people] = await Promise.all([
     leadTimeline(deps.sql, viewer.actor.orgId, lead.id, TIMELINE_SHOWN, null, older),
-    leadConsent(deps.sql, lead.id),
-    dncStatus(deps.sql, viewer.actor, lead.id),
+    composerFacts(deps, viewer, lead),
     assignees(deps.sql, viewer.actor),
-    lead.org_id === null ? Promise.resolve([]) : billingOf(deps.sql, lead.org_id),
   ]);
   if (!timeline) throw new AppError("not_found");
   return {
@@ -177,10 +167,8 @@ async function loadPane(deps: Deps, viewer: Viewer, id: number, state: ListState
     people,
     me: userOf(viewer.actor),
     composer: {
+      ...facts,
       operationId: newOperationId(),
-      blocked: blockedChannels(lead, consent, dnc),
-      quietUntil: row.quiet_until === null ? null : { at: row.quiet_until, zone: recipientZoneOf(lead) },
-      smsCost: billing[0]?.sms_cost ?? null,
       draft: draft && { channel: draft.channel, subject: draft.subject, body: draft.body },
       refusal: draft?.refusal ?? null,
     },
@@ -306,15 +294,10 @@ export function inboxRoutes(deps: Deps): Route[] {
         const lead = await leadOr404(deps, viewer, row.lead_id);
         const sent = await consoleSend(deps, viewer, lead, form);
         if ("error" in sent) return seeOther(backTo(state, id, { done: "form_error" }));
-        const r = sent.result;
-        if (!r.ok && r.reason !== "in_progress" && r.reason !== "outcome_unknown") {
-          // Refused: nothing was recorded, so the draft comes back with the reason (a fresh operation id).
-          const words = sentWords(r.reason ?? undefined, undefined, recipientZoneOf(lead));
-          const channel = (["sms", "email", "note"] as const).find((c) => c === form.channel) ?? "sms";
-          const draft = { channel, subject: form.subject ?? "", body: form.body ?? "", refusal: words?.text ?? "Not sent." };
-          return inboxResponse(deps, viewer, { state, open: id, notice: null, draft });
-        }
-        return seeOther(`${backTo(state, id, {})}&${sentQuery(r, sent.channel)}#composer`);
+        // Refused: nothing was recorded, so the draft comes back with the reason (a fresh operation id).
+        const draft = refusedDraft(sent.result, form, recipientZoneOf(lead));
+        if (draft) return inboxResponse(deps, viewer, { state, open: id, notice: null, draft });
+        return seeOther(`${backTo(state, id, {})}&${sentQuery(sent.result, sent.channel)}#composer`);
       },
     ),
     defineRoute(

@@ -56,7 +56,9 @@
     }
   });
   update();
-  // Opened at the newest entry: the timeline scrolled to its end (the composer is under it).
-  var tl = document.getElementById("pane-timeline") || document.getElementById("timeline");
+  // Opened at the newest entry: the timeline scrolled to its end, the composer under it in view
+  // (unless the address names a place on the page, such as the older entries).
+  var tl = document.getElementById("pane-timeline");
   if (tl && tl.scrollHeight > tl.clientHeight) tl.scrollTop = tl.scrollHeight;
+  if (!location.hash || location.hash === "#composer") form.scrollIntoView({ block: "end" });
 })();
