@@ -85,6 +85,13 @@ const leadPages: Record<string, ConsoleRoute> = {
       ],
     },
   },
+  consoleInboxStream: {
+    name: "GET /console/inbox/stream",
+    session: asAgent,
+    request: { method: "GET", path: "/console/inbox/stream?after=999999999999" },
+    refusals: { noSession: { status: 401, error: "unauthenticated" } },
+    crossOrg: { none: "takes no id: the viewer's organization's changes only, confined in SQL (test/console-inbox-stream.test.ts)" },
+  },
   consoleInboxAssign: ofConversation("POST /console/inbox/{id}/assign", "assign", { to: "me" }),
   consoleInboxSnooze: ofConversation("POST /console/inbox/{id}/snooze", "snooze", { preset: "hour" }),
   consoleInboxClose: ofConversation("POST /console/inbox/{id}/close", "close", {}),
