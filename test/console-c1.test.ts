@@ -94,7 +94,7 @@ describe("console: inbox, leads, a lead (Chromium)", () => {
     await page.getByLabel("Message", { exact: true }).fill("Thursday works, {first_name}. See you at 10.");
     await Promise.all([page.waitForURL(/sent=ok/), page.getByRole("button", { name: "Send" }).click()]);
     expect(twilio.requests.map((r) => r.form.Body)).toEqual(["Thursday works, Dana. See you at 10."]);
-    expect(await page.locator("main > .notice").textContent()).toBe("Sent.");
+    expect(await page.locator("#inbox-live > .notice").textContent()).toBe("Sent.");
     expect(await page.locator(".inbox-list .conv").count()).toBe(0);
     expect(problems).toEqual([]);
     await ctx.close();

@@ -90,7 +90,7 @@ export function paneHtml(p: PaneData, now: number): Html {
         ${contactLinks(l)}
         <a href="/console/leads/${l.id}">Lead page (queue dial, details)</a>
       </div>
-      <div class="pane-status"><span class="badge">${STATUS_WORDS[r.status]}</span>
+      <div class="pane-status" id="pane-status"><span class="badge">${STATUS_WORDS[r.status]}</span>
         ${r.assignee ? html`<span>Assigned to ${r.assignee_name || r.assignee}</span>` : html`<span class="muted">Unassigned</span>`}${badges(r)}</div>
     </header>
     ${actions(p, now)}

@@ -83,6 +83,8 @@ export interface PageOptions {
   scripts?: readonly string[];
   /** Style sheets of src/console/assets.ts this page loads besides console.css. */
   styles?: readonly string[];
+  /** More of the head (the inbox's htmx configuration). */
+  head?: Html;
 }
 
 const roleName = (role: Role) => (role === "admin" ? "Admin" : role === "manager" ? "Manager" : "Agent");
@@ -90,7 +92,7 @@ const roleName = (role: Role) => (role === "admin" ? "Admin" : role === "manager
 function navigation(viewer: Viewer, active: NavId | null, inbox: number | null): Html {
   const items = NAV.filter((n) => n.roles.includes(viewer.user.role)).map((n) => {
     const count = n.id === "inbox" && inbox ? html` <span class="count" aria-label="${inbox} open">${inbox > 999 ? "999+" : inbox}</span>` : "";
-    return html`<li><a href="${n.href}"${n.id === active ? raw(' aria-current="page"') : ""}>${n.label}${count}</a></li>`;
+    return html`<li><a href="${n.href}" id="nav-${n.id}"${n.id === active ? raw(' aria-current="page"') : ""}>${n.label}${count}</a></li>`;
   });
   return html`<nav class="nav" aria-label="Console"><ul>${items}</ul></nav>`;
 }
@@ -113,6 +115,7 @@ export async function consoleHtml(deps: Deps, viewer: Viewer, p: PageOptions): P
 ${(p.styles ?? []).map((s) => html`<link rel="stylesheet" href="${assetUrl(s)}">`)}
 <script src="${assetUrl("console.js")}" defer></script>
 ${(p.scripts ?? []).map((s) => html`<script src="${assetUrl(s)}" defer></script>`)}
+${p.head ?? null}
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>

@@ -115,9 +115,9 @@ export function rowHtml(r: InboxRow, s: ListState, now: number, open: number | n
   const channel = r.last_channel ? CHANNEL_LABELS[r.last_channel] ?? r.last_channel : null;
   const dir = r.last_direction === "in" ? "in" : r.last_direction === "out" ? "out" : null;
   return html`<li class="conv${open === r.id ? " conv-open" : ""}${r.waiting_since ? " conv-waiting" : ""}" id="conv-${r.id}" data-id="${r.id}">
-    <input type="checkbox" form="bulk" name="c${r.id}" value="on" class="conv-pick" aria-label="Select ${name}">
+    <input type="checkbox" form="bulk" name="c${r.id}" value="on" class="conv-pick" id="pick-${r.id}" hx-preserve="true" aria-label="Select ${name}">
     <div class="conv-main">
-      <div class="conv-top"><a class="conv-link" href="${inboxHref(s, { open: r.id })}"${open === r.id ? raw(' aria-current="true"') : ""}>${name}</a>
+      <div class="conv-top"><a class="conv-link" href="${inboxHref(s, { open: r.id })}" hx-get="${inboxHref(s, { open: r.id })}" hx-select="#inbox-split" hx-target="#inbox-split" hx-swap="outerHTML show:none" hx-push-url="true"${open === r.id ? raw(' aria-current="true"') : ""}>${name}</a>
         <time class="conv-time" datetime="${r.last_activity_at.toISOString()}">${when(r.last_activity_at, r.timezone)}</time></div>
       <div class="conv-snippet">${channel ? html`<span class="conv-channel">${channel} ${dir === "in" ? "in" : dir === "out" ? "out" : ""}</span> ` : null}${r.snippet || html`<span class="muted">No messages</span>`}</div>
       <div class="conv-meta">${r.waiting_since ? html`<span class="conv-wait">Waiting ${waited(r.waiting_since.getTime(), now)}</span>` : null}
@@ -127,6 +127,8 @@ export function rowHtml(r: InboxRow, s: ListState, now: number, open: number | n
 }
 
 export interface ListPage {
+  /** The tab's title, which the live list carries (the title follows the counts). */
+  title: string;
   state: ListState;
   rows: InboxRow[];
   /** The next page's cursor, or null on the last. */
@@ -172,7 +174,7 @@ export function listHtml(p: ListPage): Html {
     ${viewNav(p.state, p.counts)}
     ${filters(p.state, p.people)}
     ${p.rows.length === 0 ? null : bulkForm(p)}
-    <div id="conv-list">${p.rows.length === 0
+    <div id="conv-list" data-title="${p.title}">${p.rows.length === 0
       ? html`<p class="empty">${EMPTY[p.state.view]}</p>`
       : html`<ol class="convs" aria-label="${label}">${p.rows.map((r) => rowHtml(r, p.state, p.now, p.open))}</ol>`}</div>
     <nav class="pager" aria-label="Pages">

@@ -15,19 +15,28 @@ import { fieldChecker } from "../http/input";
 import { idParam, objectFields, type Route } from "../http/route";
 import { assignConversation, bulkAssign, bulkClose, bulkSnooze, closeConversation, reopenConversation, snoozeConversation } from "../workspace/actions";
 import { assignees } from "../workspace/assignees";
+import { feedHead } from "../feed/queries";
 import { conversationRow, inboxPage, viewCounts } from "../workspace/inbox";
 import { listCursorText, parseListCursor, userOf } from "../workspace/model";
 import type { SnoozeChoice } from "../workspace/snooze";
 import { actorNames } from "./actor-names";
 import { composerFacts } from "./composer-data";
 import { paneHtml, type PaneData } from "./conversation-view";
-import { consoleHtml, csrfField, html, notice, seeOther, type Html } from "./html";
-import { formState, inboxHref, listHtml, listState, VIEW_LABELS, type ListState } from "./inbox-view";
+import { consoleHtml, csrfField, html, notice, raw, seeOther, type Html } from "./html";
+import { conversationName, countText, formState, inboxHref, listHtml, listState, VIEW_LABELS, type ListState } from "./inbox-view";
 import { consoleSend, leadOr404, newOperationId, recipientZoneOf, refusedDraft, SendForm, TIMELINE_SHOWN, type LeadDraft } from "./lead";
 import { CONSOLE_BODY_LIMIT, formBody, pageQuery, pageSpec, type Viewer } from "./route";
 import { sentQuery, sentWords } from "./send-words";
 
 export const INBOX_PAGE = 50;
+
+/**
+ * htmx under the console's CSP: no inline indicator styles, no eval, no scripts from swapped
+ * content; requests to this origin only.
+ */
+const HTMX_CONFIG = raw(
+  `<meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"selfRequestsOnly":true,"historyCacheSize":0}'>`,
+);
 
 const ListFields = {
   view: t.Optional(t.String({ description: "mine, unassigned, open, snoozed or closed (default mine)" })),
@@ -189,13 +198,19 @@ interface InboxRequest {
 async function inboxResponse(deps: Deps, viewer: Viewer, r: InboxRequest): Promise<Response> {
   const now = deps.clock.now();
   const { state } = r;
+  // Read before the page's data: the tab's stream starts after it, so a change between the two
+  // is delivered (and at worst refreshes what already shows), never missed.
+  const head = await feedHead(deps.sql);
   const [page, counts, people, pane] = await Promise.all([
     inboxPage(deps.sql, viewer.actor, { view: state.view, channel: state.channel, assignee: state.assignee }, parseListCursor(state.after), INBOX_PAGE, now),
     viewCounts(deps.sql, viewer.actor),
     assignees(deps.sql, viewer.actor),
     r.open === null ? Promise.resolve(null) : loadPane(deps, viewer, r.open, state, r.before, r.draft ?? null),
   ]);
+  const viewTitle = `${counts[state.view] > 0 ? `(${countText(counts[state.view])}) ` : ""}Inbox · ${VIEW_LABELS[state.view]}`;
+  const here = inboxHref(state, { open: r.open });
   const list = listHtml({
+    title: `${viewTitle}${pane ? ` · ${conversationName(pane.row)}` : ""} · Leadline`,
     state,
     rows: page.rows,
     next: page.next === null ? null : listCursorText(page.next),
@@ -207,14 +222,22 @@ async function inboxResponse(deps: Deps, viewer: Viewer, r: InboxRequest): Promi
     csrf: csrfField(viewer),
   });
   return consoleHtml(deps, viewer, {
-    title: pane ? `${VIEW_LABELS[state.view]} · ${pane.row.name || "Conversation"}` : `Inbox · ${VIEW_LABELS[state.view]}`,
+    title: `${viewTitle}${pane ? ` · ${conversationName(pane.row)}` : ""}`,
     heading: "Inbox",
     nav: "inbox",
     styles: ["lead.css", "inbox.css"],
-    scripts: ["lead.js", "composer.js"],
-    body: html`${r.notice}<div class="inbox-split${pane ? " has-open" : ""}">${list}${
-      pane ? paneHtml(pane, now) : html`<section class="inbox-pane inbox-pane-empty" id="pane" aria-label="Conversation"><p class="muted">Choose a conversation to read it here.</p></section>`
-    }</div>`,
+    scripts: ["htmx.min.js", "htmx-sse.min.js", "inbox.js", "composer.js"],
+    head: HTMX_CONFIG,
+    // htmx (assets/inbox.js): the stream on #inbox-live; each change refreshes this page's live
+    // parts out of band (counts, list, the open conversation, the navigation's count).
+    // The refresher is inside #inbox-split, which opening a conversation swaps: it always asks for
+    // the page as it now is.
+    body: html`<div id="inbox-live" hx-ext="sse" sse-connect="/console/inbox/stream?after=${head}">
+      ${r.notice}<div class="inbox-split${pane ? " has-open" : ""}" id="inbox-split">
+      <div id="inbox-refresh" hidden hx-get="${here}" hx-trigger="sse:change throttle:300ms" hx-swap="none"
+        hx-select-oob="#view-counts,#conv-list,#pane-status,#timeline,#nav-inbox"></div>${list}${
+        pane ? paneHtml(pane, now) : html`<section class="inbox-pane inbox-pane-empty" id="pane" aria-label="Conversation"><p class="muted">Choose a conversation to read it here.</p></section>`
+      }</div></div>`,
   });
 }
 

@@ -4,8 +4,10 @@
 // the same; the counter is only a help.
 (function () {
   "use strict";
+  function init() {
   var form = document.getElementById("composer");
-  if (!form) return;
+  if (!form || form.getAttribute("data-ready") === "1") return;
+  form.setAttribute("data-ready", "1");
   var body = form.querySelector("textarea[name=body]");
   var channel = form.querySelector("select[name=channel]");
   var out = document.getElementById("composer-count");
@@ -26,7 +28,7 @@
     }
     if (!gsm) {
       units = 0;
-      for (var _ of text) units += _.length; // UTF-16 code units: an emoji is two
+      units = text.length; // UTF-16 code units, as carriers count UCS-2: an emoji is two
     }
     var single = gsm ? 160 : 70;
     var part = gsm ? 153 : 67;
@@ -61,4 +63,8 @@
   var tl = document.getElementById("pane-timeline");
   if (tl && tl.scrollHeight > tl.clientHeight) tl.scrollTop = tl.scrollHeight;
   if (!location.hash || location.hash === "#composer") form.scrollIntoView({ block: "end" });
+  }
+  init();
+  // The inbox opens a conversation by swapping the pane (htmx): its composer is a new one.
+  document.addEventListener("htmx:afterSettle", init);
 })();
