@@ -1,7 +1,7 @@
 // The console's inbox, leads and lead pages in real headless Chromium (C1): sign in; find a lead by
 // a formatted phone; reply by SMS and see the merged text at the fake Twilio and in the timeline
 // (arriving without a reload); a quiet-hour reply says when it will go; a double-clicked send sends
-// once; an inbound SMS through the real webhook appears in the inbox; an agent of org 2 gets 404 on
+// once; an inbound SMS through the real webhook appears in the inbox (a conversation, replied to from its reading pane); an agent of org 2 gets 404 on
 // an org-1 lead. axe-core on every page, screenshots at 1280 and 375 px.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -80,20 +80,22 @@ async function inbound(body: string, sid: string) {
 }
 
 describe("console: inbox, leads, a lead (Chromium)", () => {
-  test("an inbound SMS appears in the inbox; a reply goes to Twilio merged; the inbox empties", async () => {
+  test("an inbound SMS appears in the inbox as a conversation; a reply goes to Twilio merged; it leaves Unassigned", async () => {
     await inbound("Hi, is Thursday OK for the estimate?", "SMb1");
     const { ctx, page, problems } = await signedIn(manager);
     expect(new URL(page.url()).pathname).toBe("/console/inbox");
+    await page.getByRole("link", { name: /^Unassigned/ }).click();
     await page.getByText("Hi, is Thursday OK for the estimate?").waitFor();
-    expect(await page.locator(".inbox-item").count()).toBe(1);
-    expect(await page.locator("nav .count").textContent()).toBe("1");
+    expect(await page.locator(".conv").count()).toBe(1);
+    expect(await page.locator("nav.nav .count").textContent()).toBe("1");
     expect(await axeProblems(page)).toEqual([]);
     await shoot(page, "inbox");
-    await page.getByLabel("Reply by SMS").fill("Thursday works, {first_name}. See you at 10.");
-    await Promise.all([page.waitForURL(/\/console\/inbox\?sent=ok/), page.getByRole("button", { name: "Send" }).click()]);
+    await page.getByRole("link", { name: "Dana Diaz" }).click();
+    await page.getByLabel("Message", { exact: true }).fill("Thursday works, {first_name}. See you at 10.");
+    await Promise.all([page.waitForURL(/sent=ok/), page.getByRole("button", { name: "Send" }).click()]);
     expect(twilio.requests.map((r) => r.form.Body)).toEqual(["Thursday works, Dana. See you at 10."]);
-    expect(await page.locator(".notice").textContent()).toBe("Sent.");
-    expect(await page.locator(".inbox-item").count()).toBe(0);
+    expect(await page.locator("#inbox-live > .notice").textContent()).toBe("Sent.");
+    expect(await page.locator(".inbox-list .conv").count()).toBe(0);
     expect(problems).toEqual([]);
     await ctx.close();
   }, 60_000);

@@ -9,7 +9,6 @@ import { queueDialFor } from "../src/cti/service";
 import { leadConsent, setConsent } from "../src/leads/consent";
 import { leadsForExport, searchLeads, textMatch, type LeadFilter } from "../src/leads/search";
 import { recordInbound } from "../src/messages/callback-queries";
-import { markHandled } from "../src/messages/inbox";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
 
@@ -88,19 +87,17 @@ describe("lead search", () => {
 });
 
 describe("inbox, timeline, consent, dials", () => {
-  test("the inbox count is per organization, capped, and falls when a message is handled", async () => {
+  test("the inbox count is the organization's open conversations, capped, and falls when one is closed", async () => {
     const [lead] = await db.sql<{ id: number }[]>`select id from leads where phone = '5125550003' and org_id = 1`;
-    await db.sql`insert into messages (lead_id, org_id, channel, direction, body, status)
-      select ${lead.id}, 1, 'sms', 'in', 'hello ' || g, 'received' from generate_series(1, 3) g`;
-    expect(await inboxCount(db.sql, user(1, "u1"))).toBe(3);
+    await db.sql`insert into messages (lead_id, org_id, channel, direction, body, status) values (${lead.id}, 1, 'sms', 'in', 'hello', 'received')`;
+    expect(await inboxCount(db.sql, user(1, "u1"))).toBe(1);
     expect(await inboxCount(db.sql, user(2, "u2"))).toBe(0);
-    expect(await inboxCount(db.sql, user(null, "admin"))).toBe(3);
-    const [m] = await db.sql<{ id: number }[]>`select id from messages where direction = 'in' order by id limit 1`;
-    expect(await db.sql.begin((tx) => markHandled(tx, 2, m.id, new Date()))).toBeNull();
-    expect(await db.sql.begin((tx) => markHandled(tx, 1, m.id, new Date()))).toEqual({ lead_id: lead.id, org_id: 1 });
-    expect(await db.sql.begin((tx) => markHandled(tx, 1, m.id, new Date()))).toBeNull();
-    expect(await inboxCount(db.sql, user(1, "u1"))).toBe(2);
-    await db.sql`insert into messages (lead_id, org_id, channel, direction, body) select ${lead.id}, 1, 'sms', 'in', 'x' from generate_series(1, 1005)`;
+    expect(await inboxCount(db.sql, user(null, "admin"))).toBe(1);
+    await db.sql`update conversations set status = 'closed' where lead_id = ${lead.id}`;
+    expect(await inboxCount(db.sql, user(1, "u1"))).toBe(0);
+    await db.sql`insert into leads (list_id, phone) select 101, (5125560000 + g)::text from generate_series(1, 1005) g`;
+    await db.sql`insert into conversations (lead_id, org_id, status, last_activity_at, created_at, updated_at)
+      select id, org_id, 'open', now(), now(), now() from leads where phone like '51255%' and org_id = 1 and id <> ${lead.id} on conflict (lead_id) do nothing`;
     expect(await inboxCount(db.sql, user(1, "u1"))).toBe(INBOX_CAP + 1);
   });
 

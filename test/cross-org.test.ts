@@ -37,9 +37,11 @@ beforeAll(async () => {
   const [{ id: otherInbound }] = await db.sql<{ id: number }[]>`
     insert into messages (lead_id, org_id, channel, direction, actor_type, actor_id, body, status)
     values (${otherLead}, 2, 'sms', 'in', 'provider', 'twilio', 'hello', 'received') returning id`;
+  const [{ id: otherConversation }] = await db.sql<{ id: number }[]>`select id from conversations where lead_id = ${otherLead}`;
   world = {
     otherInbound,
-    missingInbound: 999_999_999,
+    otherConversation,
+    missingConversation: 999_999_999,
     otherLead,
     otherPhone,
     otherIntakePhone,
@@ -104,12 +106,13 @@ describe("key routes: another organization's ids are answered like missing ones"
   }
 
   test("and nothing of the other organization was touched: no dial, call, message or KPI of organization 1's requests landed there", async () => {
-    const [row] = await db.sql<{ msgs: number; calls: number; kpis: number; leads: number }[]>`
+    const [row] = await db.sql<{ msgs: number; calls: number; kpis: number; leads: number; conversations: number }[]>`
       select (select count(*)::int from messages m join leads l on l.id = m.lead_id where l.org_id = 2 and m.id <> ${world.otherInbound}) as msgs,
              (select count(*)::int from calls c join leads l on l.id = c.lead_id where l.org_id = 2) as calls,
              (select count(*)::int from kpi_points where org_id = 2) as kpis,
-             (select count(*)::int from leads where org_id = 2) as leads`;
-    expect(row).toEqual({ msgs: 0, calls: 0, kpis: 0, leads: 2 });
+             (select count(*)::int from leads where org_id = 2) as leads,
+             (select count(*)::int from conversations where org_id = 2 and (status <> 'open' or assignee is not null)) as conversations`;
+    expect(row).toEqual({ msgs: 0, calls: 0, kpis: 0, leads: 2, conversations: 0 });
   });
 });
 

@@ -182,6 +182,8 @@ describe("the console's lead page", () => {
     expect(after).toContain("This phone is on the do-not-contact list");
     // The send path agrees with the page.
     const sent = await agent.post(`/console/leads/${l.id}/send`, { channel: "sms", body: "hi", operation_id: `console-dnc-${l.id}` });
-    expect(sent.headers.get("location")).toContain("sent=do_not_contact");
+    expect(sent.status).toBe(200); // refused: the page again, the draft kept, the reason said
+    expect(sent.body).toContain("Not sent: this address is on the organization&#39;s do-not-contact list.");
+    expect(sent.body).toContain(">hi</textarea>");
   });
 });

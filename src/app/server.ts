@@ -120,6 +120,8 @@ export async function start(given: Config, db: Database, options: StartOptions =
     deps,
     stop: () =>
       (stopping ??= (async () => {
+        // Open event streams last as long as their tabs: ended first, or the graceful stop waits for them.
+        feed.close();
         await server.stop(false);
         await workers.stop();
         await db.close();

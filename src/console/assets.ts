@@ -5,9 +5,15 @@ import { createHash } from "node:crypto";
 import c2Css from "./assets/c2.css" with { type: "text" };
 import c2Js from "./assets/c2.js" with { type: "text" };
 import consoleCss from "./assets/console.css" with { type: "text" };
+// htmx and its SSE extension (npm, pinned in package.json), embedded like the console's own files.
+import htmxJs from "htmx.org/dist/htmx.min.js" with { type: "text" };
+import htmxSseJs from "htmx-ext-sse/dist/sse.min.js" with { type: "text" };
+import inboxJs from "./assets/inbox.js" with { type: "text" };
 import consoleJs from "./assets/console.js" with { type: "text" };
 import icon from "./assets/icon.svg" with { type: "text" };
 import operationsCss from "./assets/operations.css" with { type: "text" };
+import composerJs from "./assets/composer.js" with { type: "text" };
+import inboxCss from "./assets/inbox.css" with { type: "text" };
 import leadCss from "./assets/lead.css" with { type: "text" };
 import leadJs from "./assets/lead.js" with { type: "text" };
 
@@ -26,6 +32,11 @@ export const ASSETS: Readonly<Record<string, Asset>> = {
   "c2.js": { body: c2Js, type: "text/javascript; charset=utf-8" },
   "lead.css": { body: leadCss, type: "text/css; charset=utf-8" },
   "lead.js": { body: leadJs, type: "text/javascript; charset=utf-8" },
+  "inbox.css": { body: inboxCss, type: "text/css; charset=utf-8" },
+  "composer.js": { body: composerJs, type: "text/javascript; charset=utf-8" },
+  "inbox.js": { body: inboxJs, type: "text/javascript; charset=utf-8" },
+  "htmx.min.js": { body: htmxJs, type: "text/javascript; charset=utf-8" },
+  "htmx-sse.min.js": { body: htmxSseJs, type: "text/javascript; charset=utf-8" },
 };
 
 const versions = new Map(Object.entries(ASSETS).map(([name, a]) => [name, createHash("sha1").update(a.body).digest("hex").slice(0, 12)]));

@@ -32,3 +32,23 @@ declare module "*/assets/lead.js" {
   const text: string;
   export default text;
 }
+declare module "*/assets/inbox.css" {
+  const text: string;
+  export default text;
+}
+declare module "*/assets/composer.js" {
+  const text: string;
+  export default text;
+}
+declare module "*/assets/inbox.js" {
+  const text: string;
+  export default text;
+}
+declare module "htmx.org/dist/htmx.min.js" {
+  const text: string;
+  export default text;
+}
+declare module "htmx-ext-sse/dist/sse.min.js" {
+  const text: string;
+  export default text;
+}

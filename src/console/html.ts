@@ -73,6 +73,8 @@ export const NAV: readonly { id: NavId; label: string; href: string; roles: read
 
 export interface PageOptions {
   title: string;
+  /** The page's <h1>, when it differs from its title (the inbox's title names the view and conversation). */
+  heading?: string;
   nav: NavId | null;
   body: Html;
   status?: number;
@@ -82,14 +84,16 @@ export interface PageOptions {
   scripts?: readonly string[];
   /** Style sheets of src/console/assets.ts this page loads besides console.css. */
   styles?: readonly string[];
+  /** More of the head (the inbox's htmx configuration). */
+  head?: Html;
 }
 
 const roleName = (role: Role) => (role === "admin" ? "Admin" : role === "manager" ? "Manager" : "Agent");
 
 function navigation(viewer: Viewer, active: NavId | null, inbox: number | null): Html {
   const items = NAV.filter((n) => n.roles.includes(viewer.user.role)).map((n) => {
-    const count = n.id === "inbox" && inbox ? html` <span class="count" aria-label="${inbox} unhandled">${inbox > 999 ? "999+" : inbox}</span>` : "";
-    return html`<li><a href="${n.href}"${n.id === active ? raw(' aria-current="page"') : ""}>${n.label}${count}</a></li>`;
+    const count = n.id === "inbox" && inbox ? html` <span class="count" aria-label="${inbox} open">${inbox > 999 ? "999+" : inbox}</span>` : "";
+    return html`<li><a href="${n.href}" id="nav-${n.id}"${n.id === active ? raw(' aria-current="page"') : ""}>${n.label}${count}</a></li>`;
   });
   return html`<nav class="nav" aria-label="Console"><ul>${items}</ul></nav>`;
 }
@@ -112,6 +116,7 @@ export async function consoleHtml(deps: Deps, viewer: Viewer, p: PageOptions): P
 ${(p.styles ?? []).map((s) => html`<link rel="stylesheet" href="${assetUrl(s)}">`)}
 <script src="${assetUrl("console.js")}" defer></script>
 ${(p.scripts ?? []).map((s) => html`<script src="${assetUrl(s)}" defer></script>`)}
+${p.head ?? null}
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>
@@ -123,7 +128,7 @@ ${(p.scripts ?? []).map((s) => html`<script src="${assetUrl(s)}" defer></script>
 <div class="frame">
 ${navigation(viewer, p.nav, inbox)}
 <main id="main" tabindex="-1">
-<h1>${p.title}</h1>
+<h1>${p.heading ?? p.title}</h1>
 ${p.body}
 </main>
 </div>

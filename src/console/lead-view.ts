@@ -11,6 +11,8 @@ import type { FirstTouch } from "../dni/attribution";
 import { DNC_NOTE_MAX, type DncEntry, type DncStatus } from "../leads/dnc";
 import { formatNumber } from "../dni/rules";
 import { htmlToText } from "../messages/merge";
+import { actorWords, type ActorNames } from "./actor-names";
+import { composerHtml, type ComposerState } from "./composer";
 import { html, when, type Html } from "./html";
 
 export interface LeadPage {
@@ -25,8 +27,10 @@ export interface LeadPage {
   firstTouch: FirstTouch | null;
   /** Who a dial can be queued for; one entry (the viewer) for an agent. */
   agents: { id: string; name: string }[];
-  /** A fresh idempotency identity for the composer (one per rendering). */
-  operationId: string;
+  /** What the composer shows: its channels, quiet hours, cost, and a refused send's draft (composer.ts). */
+  composer: Omit<ComposerState, "action" | "csrf" | "extra">;
+  /** Actors' names for the timeline's entries. */
+  names: ActorNames;
   csrf: Html;
   /** The one-line result of the last post, if any. */
   notice: Html | null;
@@ -44,12 +48,19 @@ export const leadDisplayName = (l: { first_name: string; last_name: string; phon
 const mins = (secs: number) => `${Math.floor(secs / 60)}m ${String(secs % 60).padStart(2, "0")}s`;
 
 /** One timeline entry as a list item; every value is text (message bodies are untrusted). */
-export function entryHtml(e: Entry, zone: string): Html {
+export function entryHtml(e: Entry, zone: string, names: ActorNames = new Map()): Html {
   const at = html`<time datetime="${new Date(e.epoch * 1000).toISOString()}">${when(e.epoch * 1000, zone)}</time>`;
   switch (e.kind) {
     case "msg": {
       const inbound = e.direction === "in";
-      const who = inbound ? "from the lead" : e.actor_type === "user" ? `by ${e.actor_id}` : `by ${e.actor_type || "the system"}`;
+      const who = inbound ? "from the lead" : `by ${actorWords(e.actor_type, e.actor_id, names)}`;
+      if (e.channel === "note") {
+        // A note is the team's, never the lead's: it reads as a note, not as a text that went out.
+        return html`<li class="tl tl-note">
+        <div class="tl-head"><span class="badge badge-note">NOTE</span> <span class="muted">${who}</span> ${at}</div>
+        <div class="tl-body">${e.body}</div>
+      </li>`;
+      }
       const text = e.channel === "email" ? htmlToText(e.body) : e.body;
       const bad = ["failed", "undelivered", "unknown"].includes(e.status);
       return html`<li class="tl tl-msg ${inbound ? "tl-in" : "tl-out"}">
@@ -64,7 +75,7 @@ export function entryHtml(e: Entry, zone: string): Html {
     case "call":
       return html`<li class="tl tl-call">
         <div class="tl-head"><span class="badge">CALL</span> <strong>${e.status || "call"}</strong> ${at}</div>
-        <div class="tl-body">${mins(e.secs)}${e.agent ? html` · agent ${e.agent}` : null}</div>
+        <div class="tl-body">${mins(e.secs)}${e.agent ? html` · agent ${names.get(`user:${e.agent}`) ?? e.agent}` : null}</div>
         ${e.ai_summary ? html`<div class="tl-body muted">${e.ai_summary}</div>` : null}
       </li>`;
     case "event":
@@ -76,7 +87,8 @@ export function entryHtml(e: Entry, zone: string): Html {
   }
 }
 
-export const entriesHtml = (entries: Entry[], zone: string): Html => html`${entries.map((e) => entryHtml(e, zone))}`;
+export const entriesHtml = (entries: Entry[], zone: string, names: ActorNames = new Map()): Html =>
+  html`${entries.map((e) => entryHtml(e, zone, names))}`;
 
 function fields(l: LeadProfile): Html {
   const row = (k: string, v: Html | string) => html`<dt>${k}</dt><dd>${v === "" ? html`<span class="muted">—</span>` : v}</dd>`;
@@ -95,42 +107,19 @@ function fields(l: LeadProfile): Html {
   </dl><p><a href="/console/leads/${l.id}/edit">Edit the lead, its status and tags</a></p></section>`;
 }
 
-function composer(p: LeadPage): Html {
-  return html`<section class="card" aria-labelledby="h-compose"><h2 id="h-compose">Send</h2>
-    <form method="post" action="/console/leads/${p.lead.id}/send" class="composer">
-      ${p.csrf}
-      <input type="hidden" name="operation_id" value="${p.operationId}">
-      <div class="composer-row">
-        <label for="channel">Channel</label>
-        <select id="channel" name="channel">
-          <option value="sms">SMS</option><option value="email">Email</option><option value="note">Note (internal)</option>
-        </select>
-      </div>
-      <div class="composer-row composer-subject">
-        <label for="subject">Subject <span class="muted">(email only)</span></label>
-        <input id="subject" name="subject" type="text" maxlength="200" autocomplete="off">
-      </div>
-      <div class="composer-row">
-        <label for="body">Message</label>
-        <textarea id="body" name="body" rows="4" required></textarea>
-      </div>
-      <p class="muted">Merge fields such as {first_name} are filled in. Consent, quiet hours and billing apply as for every send.</p>
-      <button type="submit" class="btn btn-primary">Send</button>
-    </form></section>`;
-}
 
 function timeline(p: LeadPage): Html {
   const live = p.mark !== null;
   return html`<section class="card" aria-labelledby="h-timeline"><h2 id="h-timeline">Timeline</h2>
     <p class="muted">${live
-      ? "Messages, calls and events, oldest first; new ones appear here as they arrive."
+      ? "Messages, calls and events, oldest first, the newest at the bottom; new ones appear there as they arrive."
       : html`Older messages, calls and events, oldest first. <a href="/console/leads/${p.lead.id}#h-timeline">Back to the newest</a>`}</p>
     ${p.olderHref !== null ? html`<p class="tl-older"><a href="${p.olderHref}">Show older entries</a></p>` : null}
     ${live
       ? html`<ol id="timeline" class="timeline" aria-live="polite" data-mark="${p.mark}" data-src="/console/api/leads/${p.lead.id}/timeline">
-      ${entriesHtml(p.entries, p.lead.timezone)}
+      ${entriesHtml(p.entries, p.lead.timezone, p.names)}
     </ol>`
-      : html`<ol class="timeline">${entriesHtml(p.entries, p.lead.timezone)}</ol>`}
+      : html`<ol class="timeline">${entriesHtml(p.entries, p.lead.timezone, p.names)}</ol>`}
     ${p.entries.length === 0 ? html`<p class="empty" id="timeline-empty">Nothing yet.</p>` : null}
   </section>`;
 }
@@ -206,10 +195,20 @@ function localTime(p: LeadPage): Html {
       : html` <span class="badge badge-ok">Within calling hours</span> <span class="muted">(${window})</span>`}</p>`;
 }
 
+/** `tel:` and `mailto:` links, for a call or an email from the agent's own phone or mail program. */
+export function contactLinks(l: { phone: string; email: string }): Html {
+  const digits = l.phone.replace(/\D/g, "");
+  const tel = digits.length === 10 ? `+1${digits}` : digits.length > 10 ? `+${digits}` : null;
+  return html`<p class="contact-links">${tel ? html`<a href="tel:${tel}">Call ${formatNumber(l.phone)}</a>` : null}${
+    tel && l.email ? " · " : ""
+  }${l.email ? html`<a href="mailto:${l.email}">Email ${l.email}</a>` : null}</p>`;
+}
+
 function dial(p: LeadPage, selfOnly: boolean): Html {
   const outside = p.callTime.outsideWindow;
   return html`<section class="card" aria-labelledby="h-dial"><h2 id="h-dial">Dial</h2>
     ${localTime(p)}
+    ${contactLinks(p.lead)}
     ${p.dnc.phone ? html`<p><span class="badge badge-bad">Do not contact</span> This phone is on the do-not-contact list: a dial is queued marked for the dialer to skip.</p>` : null}
     ${p.agents.length === 0
       ? html`<p class="empty">No agent in this organization.</p>`
@@ -255,10 +254,12 @@ function doNotContact(p: LeadPage): Html {
 }
 
 export function leadBody(p: LeadPage, selfOnlyDial: boolean): Html {
+  // The lead is a conversation: the timeline oldest to newest and the composer docked under the
+  // newest entry (an older page has no composer: it leads back to the newest).
   return html`<p><a href="/console/leads">← Leads</a></p>
   ${p.notice}
   <div class="lead-grid">
-    <div class="lead-main">${composer(p)}${timeline(p)}</div>
+    <div class="lead-main">${timeline(p)}${p.mark === null ? null : html`<section class="card">${composerHtml({ ...p.composer, action: `/console/leads/${p.lead.id}/send`, csrf: p.csrf })}</section>`}</div>
     <div class="lead-side">${fields(p.lead)}${doNotContact(p)}${consent(p)}${dial(p, selfOnlyDial)}${appointments(p)}${firstTouch(p)}</div>
   </div>`;
 }

@@ -21,7 +21,10 @@ import { markLeadHandled } from "../messages/inbox";
 import { parseSendInput, type MessageResult, type SendInput } from "../messages/model";
 import { recipientZone } from "../messages/quiet-hours";
 import { sendEnv, sendMessage, type Recorded } from "../messages/service";
+import { actorNames } from "./actor-names";
 import { audit } from "./audit";
+import type { ComposerChannel } from "./composer";
+import { composerFacts } from "./composer-data";
 import { consoleHtml, csrfField, notice, seeOther } from "./html";
 import { entriesHtml, leadBody, leadDisplayName } from "./lead-view";
 import { formBody, jsonSpec, pageQuery, pageSpec, strictJson, type Viewer } from "./route";
@@ -148,6 +151,81 @@ const TimelineAnswer = t.Object(
   { additionalProperties: false },
 );
 
+type LeadQueryFields = { before?: string; sent?: string; until?: string; done?: string };
+
+/** A refused send's draft, put back into the composer with the reason. */
+export interface LeadDraft {
+  channel: ComposerChannel;
+  subject: string;
+  body: string;
+  refusal: string;
+}
+
+/** The lead's page (its query's notices; `draft`: a refused send, whose text comes back). */
+async function leadResponse(deps: Deps, viewer: Viewer, id: number, q: LeadQueryFields, draft: LeadDraft | null): Promise<Response> {
+  const lead = await leadOr404(deps, viewer, id);
+  const before = parseCursor(q.before ?? null);
+  const [timeline, consent, appointments, firstTouch, agents, dnc, facts] = await Promise.all([
+    leadTimeline(deps.sql, viewer.actor.orgId, id, TIMELINE_SHOWN, null, before),
+    leadConsent(deps.sql, id),
+    leadAppointments(deps.sql, id),
+    leadFirstTouch(deps.sql, id),
+    viewer.user.role === "agent"
+      ? Promise.resolve([{ id: viewer.user.id, name: viewer.user.name }])
+      : lead.org_id === null
+        ? Promise.resolve([])
+        : agentsOf(deps.sql, lead.org_id),
+    dncStatus(deps.sql, viewer.actor, id),
+    composerFacts(deps, viewer, lead),
+  ]);
+  if (!timeline || !dnc) throw new AppError("not_found");
+  const sent = sentWords(q.sent, q.until, recipientZoneOf(lead));
+  const done = DONE[q.done ?? ""];
+  const shown = sent ? notice(sent.text, sent.kind) : done ? notice(done.text, done.kind) : null;
+  return consoleHtml(deps, viewer, {
+    title: leadDisplayName(lead),
+    nav: "leads",
+    scripts: ["lead.js", "composer.js"],
+    styles: ["lead.css", "inbox.css"],
+    body: leadBody(
+      {
+        lead,
+        entries: timeline.entries,
+        names: await actorNames(deps.sql, timeline.entries),
+        mark: before === null ? markText(timeline.mark) : null,
+        olderHref: timeline.older === null ? null : `/console/leads/${id}?before=${cursorText(timeline.older)}#h-timeline`,
+        consent,
+        appointments,
+        firstTouch,
+        agents,
+        composer: {
+          ...facts,
+          operationId: newOperationId(),
+          draft: draft && { channel: draft.channel, subject: draft.subject, body: draft.body },
+          refusal: draft?.refusal ?? null,
+        },
+        csrf: csrfField(viewer),
+        notice: shown,
+        mayLiftOptOut: viewer.user.role !== "agent",
+        dnc,
+        callTime: localCallTime(deps.clock.now(), lead),
+      },
+      viewer.user.role === "agent",
+    ),
+  });
+}
+
+/**
+ * A send the send path refused (nothing recorded): its draft and the reason in words, for the
+ * composer to show again; null for anything else (sent, queued, a note, or in doubt).
+ */
+export function refusedDraft(result: MessageResult, form: Readonly<Record<string, string | undefined>>, zone: string): LeadDraft | null {
+  if (result.ok || result.reason === undefined || result.reason === "in_progress" || result.reason === "outcome_unknown") return null;
+  const channel = (["sms", "email", "note"] as const).find((c) => c === form.channel) ?? "sms";
+  const words = sentWords(result.reason, undefined, zone);
+  return { channel, subject: form.subject ?? "", body: form.body ?? "", refusal: words?.text ?? "Not sent." };
+}
+
 export function leadPageRoutes(deps: Deps): Route[] {
   const page = (path: string) => `/console/leads/{id}${path}`;
   return [
@@ -161,51 +239,7 @@ export function leadPageRoutes(deps: Deps): Route[] {
         params: idParam,
         query: pageQuery(LeadQuery),
       }),
-      async ({ params: id, query: q }, { grant: viewer }) => {
-        const lead = await leadOr404(deps, viewer, id);
-        const before = parseCursor(q.before ?? null);
-        const [timeline, consent, appointments, firstTouch, agents, dnc] = await Promise.all([
-          leadTimeline(deps.sql, viewer.actor.orgId, id, TIMELINE_SHOWN, null, before),
-          leadConsent(deps.sql, id),
-          leadAppointments(deps.sql, id),
-          leadFirstTouch(deps.sql, id),
-          viewer.user.role === "agent"
-            ? Promise.resolve([{ id: viewer.user.id, name: viewer.user.name }])
-            : lead.org_id === null
-              ? Promise.resolve([])
-              : agentsOf(deps.sql, lead.org_id),
-          dncStatus(deps.sql, viewer.actor, id),
-        ]);
-        if (!timeline || !dnc) throw new AppError("not_found");
-        const sent = sentWords(q.sent, q.until, recipientZoneOf(lead));
-        const done = DONE[q.done ?? ""];
-        const shown = sent ? notice(sent.text, sent.kind) : done ? notice(done.text, done.kind) : null;
-        return consoleHtml(deps, viewer, {
-          title: leadDisplayName(lead),
-          nav: "leads",
-          scripts: ["lead.js"],
-          styles: ["lead.css"],
-          body: leadBody(
-            {
-              lead,
-              entries: timeline.entries,
-              mark: before === null ? markText(timeline.mark) : null,
-              olderHref: timeline.older === null ? null : `/console/leads/${id}?before=${cursorText(timeline.older)}#h-timeline`,
-              consent,
-              appointments,
-              firstTouch,
-              agents,
-              operationId: newOperationId(),
-              csrf: csrfField(viewer),
-              notice: shown,
-              mayLiftOptOut: viewer.user.role !== "agent",
-              dnc,
-              callTime: localCallTime(deps.clock.now(), lead),
-            },
-            viewer.user.role === "agent",
-          ),
-        });
-      },
+      async ({ params: id, query: q }, { grant: viewer }) => leadResponse(deps, viewer, id, q, null),
     ),
     defineRoute(
       deps,
@@ -221,6 +255,9 @@ export function leadPageRoutes(deps: Deps): Route[] {
         const lead = await leadOr404(deps, viewer, id);
         const sent = await consoleSend(deps, viewer, lead, form);
         if ("error" in sent) return seeOther(`/console/leads/${id}?done=form_error`);
+        // Refused: the page again, the draft in the composer and the reason above it.
+        const draft = refusedDraft(sent.result, form, recipientZoneOf(lead));
+        if (draft) return leadResponse(deps, viewer, id, {}, draft);
         return seeOther(`/console/leads/${id}?${sentQuery(sent.result, sent.channel)}`);
       },
     ),

@@ -9,6 +9,7 @@ import { billingRoutes } from "./billing";
 import { callRoutes } from "./calls";
 import { dniRoutes } from "./dni";
 import { inboxRoutes } from "./inbox";
+import { inboxStreamRoutes } from "./inbox-stream";
 import { installerRoutes } from "./installer";
 import { keyRoutes } from "./keys/routes";
 import { kpiRoutes } from "./kpi";
@@ -26,6 +27,7 @@ export function consoleRoutes(deps: Deps): Route[] {
     ...installerRoutes(deps),
     ...accountRoutes(deps),
     ...inboxRoutes(deps),
+    ...inboxStreamRoutes(deps),
     ...leadsRoutes(deps),
     ...leadPageRoutes(deps),
     ...leadEditRoutes(deps),

@@ -28,6 +28,9 @@ export class FeedHub {
   private everyOrg = new Set<FeedListener>();
   private reads = new Map<string, Promise<ChangePage>>();
   private count = 0;
+  /** What ends each open stream when the instance stops (its tabs reconnect to another). */
+  private enders = new Set<() => void>();
+  private closed = false;
 
   constructor(private readonly sql: Sql) {}
 
@@ -47,6 +50,33 @@ export class FeedHub {
       this.count--;
       if (actor.orgId !== null && set.size === 0) this.byOrg.delete(actor.orgId);
     };
+  }
+
+  /**
+   * Registers how a stream ends when the instance stops: a stream lasts as long as its tab, and a
+   * graceful stop waits for every request to finish, so the hub ends them first. Returns the
+   * function that forgets it (the stream ended on its own).
+   */
+  onClose(end: () => void): () => void {
+    if (this.closed) {
+      end();
+      return () => {};
+    }
+    this.enders.add(end);
+    return () => void this.enders.delete(end);
+  }
+
+  /** Ends every open stream (the instance is stopping); streams opened afterwards end at once. */
+  close(): void {
+    this.closed = true;
+    for (const end of [...this.enders]) {
+      try {
+        end();
+      } catch (err) {
+        log.warn("a feed stream failed to end", errorFields(err));
+      }
+    }
+    this.enders.clear();
   }
 
   private orgSet(orgId: number): Set<FeedListener> {

@@ -134,3 +134,13 @@ export async function pruneChanges(sql: Sql, now: Date, retentionMs: number, bat
     if (row!.n < batch) return total;
   }
 }
+
+/**
+ * The feed's head: the highest id numbered so far (0 for none). A page reads it before its own
+ * data, and its tab's stream starts after it: a change numbered between the two is delivered
+ * (and at worst read twice, which only refreshes), never skipped.
+ */
+export async function feedHead(sql: Sql): Promise<number> {
+  const [row] = await sql<{ head: number | null }[]>`select max(id) as head from workspace_changes`;
+  return Number(row?.head ?? 0);
+}

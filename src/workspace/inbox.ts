@@ -103,17 +103,29 @@ export async function inboxPage(
   const ranges = arms(sql, actor, f, cursor, limit + 1);
   if (ranges.length === 0) return { rows: [], next: null };
   const union = ranges.length === 1 ? ranges[0]! : sql`${ranges[0]!} union ${ranges[1]!}`;
-  // The page's own rows first (one index range per arm), then each row's lead, assignee and
-  // organization by lateral lookups. Written as joins, the generic plan (which cannot see the
-  // page's size) reckons with a tenth of the range — 17,000 of 170,000 closed conversations — and
-  // hash-joins the whole leads table: 270 ms a page at 1,000,000 leads (bench/workspace.ts). A
-  // lateral subquery with a LIMIT is never flattened into a join: it is one index lookup per row.
-  const rows = await sql<ListRow[]>`
+  // The page's own rows first (one index range per arm), then what each row shows (withRowColumns).
+  const rows = await withRowColumns(sql, sql`(select * from (${union}) c order by c.last_activity_at desc, c.id desc limit ${pageLimit(sql, limit + 1)})`);
+  const more = rows.length > limit;
+  const page = (more ? rows.slice(0, limit) : rows).map((r) => inboxRow(r, now));
+  const last = page[page.length - 1];
+  return { rows: page, next: more && last ? { micros: Number(last.cursor.split(".")[0]), id: last.id } : null };
+}
+
+/**
+ * What the list shows of each conversation of `source` (a relation of conversations' columns),
+ * newest activity first: the page's own rows first, then each row's lead, assignee and
+ * organization by lateral lookups. Written as joins, the generic plan (which cannot see the page's
+ * size) reckons with a tenth of the range — 17,000 of 170,000 closed conversations — and
+ * hash-joins the whole leads table: 270 ms a page at 1,000,000 leads (bench/workspace.ts). A
+ * lateral subquery with a LIMIT is never flattened into a join: it is one index lookup per row.
+ */
+function withRowColumns(sql: Sql, source: Fragment): Promise<ListRow[]> {
+  return sql<ListRow[]>`
     select c.*, u.name as assignee_name, l.name, l.phone, l.state, l.sms_opted_out, l.email_opted_out,
            o.timezone, o.quiet_start, o.quiet_end,
            coalesce(d.due, false) as callback_due,
            (extract(epoch from c.last_activity_at) * 1000000)::bigint::text as micros
-    from (select * from (${union}) c order by c.last_activity_at desc, c.id desc limit ${pageLimit(sql, limit + 1)}) c
+    from ${source} c
     cross join lateral (
       select ${leadName(sql)} as name, l.phone, l.state,
              coalesce(${consentOf(sql, "sms")} = 'out', false) as sms_opted_out,
@@ -123,10 +135,12 @@ export async function inboxPage(
     left join lateral (select o.timezone, o.quiet_start, o.quiet_end from orgs o where o.id = c.org_id limit 1) o on true
     left join lateral (select true as due from callbacks cb where cb.conversation_id = c.id and cb.status = 'due' limit 1) d on true
     order by c.last_activity_at desc, c.id desc`;
-  const more = rows.length > limit;
-  const page = (more ? rows.slice(0, limit) : rows).map((r) => inboxRow(r, now));
-  const last = page[page.length - 1];
-  return { rows: page, next: more && last ? { micros: Number(last.cursor.split(".")[0]), id: last.id } : null };
+}
+
+/** One conversation as the list shows it (the reading pane's header), or null outside the actor's organization. */
+export async function conversationRow(sql: Sql, actor: Actor, id: number, now: number): Promise<InboxRow | null> {
+  const rows = await withRowColumns(sql, sql`(select ${conversationColumns(sql)} from conversations c where c.id = ${id} and ${inOrg(sql, actor.orgId)})`);
+  return rows[0] ? inboxRow(rows[0], now) : null;
 }
 
 function inboxRow(r: ListRow, now: number): InboxRow {

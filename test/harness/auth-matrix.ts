@@ -38,9 +38,11 @@ export interface CrossWorld {
   missingList: number;
   missingDial: number;
   missingOrg: number;
-  /** An inbound message of another organization's lead (the console's inbox forms). */
+  /** An inbound message of another organization's lead. */
   otherInbound: number;
-  missingInbound: number;
+  /** That lead's conversation (the console's inbox: its reading pane and actions). */
+  otherConversation: number;
+  missingConversation: number;
 }
 
 /**

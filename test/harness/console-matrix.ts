@@ -59,19 +59,59 @@ const ofLead = (name: string, suffix: string, method: "GET" | "POST" = "GET"): C
   crossOrg: { cases: (w) => [{ name: "lead id", other: { method, path: `/console/leads/${w.otherLead}${suffix}` }, missing: { method, path: `/console/leads/${w.missingLead}${suffix}` } }] },
 });
 
-/** A form on one inbound message: another organization's message is the missing one's 404. */
-const ofInbound = (name: string, action: string): ConsoleRoute => ({
+/** A form on one conversation (the inbox's actions): another organization's conversation is the missing one's 404. */
+const ofConversation = (name: string, action: string, form: Record<string, string>): ConsoleRoute => ({
   name,
   session: asAgentPost,
   request: { method: "POST", path: `/console/inbox/1/${action}` },
   refusals: { noSession: { status: 303 } },
-  crossOrg: { cases: (w) => [{ name: "message id", other: { method: "POST", path: `/console/inbox/${w.otherInbound}/${action}` }, missing: { method: "POST", path: `/console/inbox/${w.missingInbound}/${action}` } }] },
+  crossOrg: {
+    cases: (w) => [
+      {
+        name: "conversation id",
+        other: { method: "POST", path: `/console/inbox/${w.otherConversation}/${action}`, form, headers: FORM },
+        missing: { method: "POST", path: `/console/inbox/${w.missingConversation}/${action}`, form, headers: FORM },
+      },
+    ],
+  },
 });
 
 const leadPages: Record<string, ConsoleRoute> = {
-  consoleInbox: page("GET /console/inbox", "/console/inbox"),
-  consoleInboxHandled: ofInbound("POST /console/inbox/{id}/handled", "handled"),
-  consoleInboxReply: ofInbound("POST /console/inbox/{id}/reply", "reply"),
+  consoleInbox: {
+    ...page("GET /console/inbox", "/console/inbox"),
+    crossOrg: {
+      cases: (w) => [
+        { name: "open conversation", other: { method: "GET", path: `/console/inbox?open=${w.otherConversation}` }, missing: { method: "GET", path: `/console/inbox?open=${w.missingConversation}` } },
+      ],
+    },
+  },
+  consoleInboxStream: {
+    name: "GET /console/inbox/stream",
+    session: asAgent,
+    request: { method: "GET", path: "/console/inbox/stream?after=999999999999" },
+    refusals: { noSession: { status: 401, error: "unauthenticated" } },
+    crossOrg: { none: "takes no id: the viewer's organization's changes only, confined in SQL (test/console-inbox-stream.test.ts)" },
+  },
+  consoleInboxAssign: ofConversation("POST /console/inbox/{id}/assign", "assign", { to: "me" }),
+  consoleInboxSnooze: ofConversation("POST /console/inbox/{id}/snooze", "snooze", { preset: "hour" }),
+  consoleInboxClose: ofConversation("POST /console/inbox/{id}/close", "close", {}),
+  consoleInboxReopen: ofConversation("POST /console/inbox/{id}/reopen", "reopen", {}),
+  consoleInboxSend: ofConversation("POST /console/inbox/{id}/send", "send", { channel: "note", body: "x", operation_id: "console-cross-org" }),
+  consoleInboxBulk: {
+    name: "POST /console/inbox/bulk",
+    session: asAgentPost,
+    request: { method: "POST", path: "/console/inbox/bulk" },
+    refusals: { noSession: { status: 303 } },
+    crossOrg: {
+      cases: (w) => [
+        {
+          name: "ticked conversation",
+          other: { method: "POST", path: "/console/inbox/bulk", form: { action: "close", [`c${w.otherConversation}`]: "on" }, headers: FORM },
+          missing: { method: "POST", path: "/console/inbox/bulk", form: { action: "close", [`c${w.missingConversation}`]: "on" }, headers: FORM },
+        },
+      ],
+    },
+  },
   consoleLeads: {
     ...page("GET /console/leads", "/console/leads"),
     crossOrg: {

@@ -1,0 +1,197 @@
+// The inbox, live and kind to the keyboard. Everything here is an enhancement: without it every
+// action is a plain form and every conversation a link.
+// - Live: htmx's SSE extension holds one stream per tab (/console/inbox/stream, on #inbox-live);
+//   each `change` makes #inbox-refresh fetch this page again and swap in the counts, the list,
+//   the open conversation's timeline and status, the navigation's count and the tab's title.
+//   The stream's address follows the last event id, so a stream htmx recreates resumes there
+//   (a browser's own reconnection sends Last-Event-ID). `reset`: the page reloads.
+// - Keys: j/k move, Enter opens, r reply, e close, a assign to me, s snooze, ? this sheet; Escape
+//   closes it. Not while typing (Escape leaves the field; Ctrl+Enter sends from the composer: composer.js).
+(function () {
+  "use strict";
+  var live = document.getElementById("inbox-live");
+  var refresh = document.getElementById("inbox-refresh");
+
+  if (live && refresh) {
+    live.addEventListener("htmx:sseMessage", function (e) {
+      var id = e.detail && e.detail.lastEventId;
+      if (id && /^\d+$/.test(id)) live.setAttribute("sse-connect", "/console/inbox/stream?after=" + id);
+    });
+    refresh.addEventListener("sse:reset", function () {
+      location.reload();
+    });
+    document.body.addEventListener("htmx:afterSettle", function () {
+      var list = document.getElementById("conv-list");
+      if (list && list.getAttribute("data-title")) document.title = list.getAttribute("data-title");
+      restoreCurrent();
+      var tl = document.getElementById("pane-timeline");
+      if (tl && tl.getAttribute("data-at-end") !== "no") tl.scrollTop = tl.scrollHeight;
+    });
+    document.addEventListener(
+      "scroll",
+      function (e) {
+        var tl = document.getElementById("pane-timeline");
+        if (e.target === tl) tl.setAttribute("data-at-end", tl.scrollTop + tl.clientHeight >= tl.scrollHeight - 24 ? "yes" : "no");
+      },
+      true,
+    );
+  }
+
+  // The row the keyboard is on, kept across the live list's swaps by its conversation's id.
+  var current = null;
+  function rows() {
+    return Array.prototype.slice.call(document.querySelectorAll(".convs > .conv"));
+  }
+  function mark(row) {
+    rows().forEach(function (r) {
+      r.classList.remove("kb-current");
+    });
+    if (!row) return;
+    row.classList.add("kb-current");
+    current = row.getAttribute("data-id");
+    var link = row.querySelector(".conv-link");
+    if (link) link.focus();
+  }
+  function restoreCurrent() {
+    if (current === null) return;
+    var row = document.getElementById("conv-" + current);
+    if (row) row.classList.add("kb-current");
+  }
+  function move(step) {
+    var all = rows();
+    if (all.length === 0) return;
+    var at = all.findIndex(function (r) {
+      return r.getAttribute("data-id") === current;
+    });
+    if (at < 0) at = all.findIndex(function (r) {
+      return r.classList.contains("conv-open");
+    });
+    var next = at < 0 ? (step > 0 ? 0 : all.length - 1) : Math.min(all.length - 1, Math.max(0, at + step));
+    mark(all[next]);
+  }
+  function press(selector) {
+    var el = document.querySelector(selector);
+    if (el) el.click();
+    return !!el;
+  }
+
+  var help = null;
+  function toggleHelp() {
+    if (help) {
+      help.remove();
+      help = null;
+      return;
+    }
+    help = document.createElement("div");
+    help.className = "keys-help";
+    help.setAttribute("role", "dialog");
+    help.setAttribute("aria-modal", "false");
+    help.setAttribute("aria-labelledby", "keys-help-title");
+    help.tabIndex = -1;
+    var keys = [
+      ["j / k", "next / previous conversation"],
+      ["Enter", "open it"],
+      ["r", "reply (the composer)"],
+      ["Ctrl+Enter", "send"],
+      ["e", "close the conversation"],
+      ["a", "assign it to me"],
+      ["s", "snooze"],
+      ["?", "this sheet (Escape closes it)"],
+    ];
+    var h = document.createElement("h2");
+    h.id = "keys-help-title";
+    h.textContent = "Keyboard shortcuts";
+    var dl = document.createElement("dl");
+    keys.forEach(function (k) {
+      var dt = document.createElement("dt");
+      var kbd = document.createElement("kbd");
+      kbd.textContent = k[0];
+      dt.appendChild(kbd);
+      var dd = document.createElement("dd");
+      dd.textContent = k[1];
+      dl.appendChild(dt);
+      dl.appendChild(dd);
+    });
+    var close = document.createElement("button");
+    close.type = "button";
+    close.className = "btn";
+    close.textContent = "Close";
+    close.addEventListener("click", toggleHelp);
+    help.appendChild(h);
+    help.appendChild(dl);
+    help.appendChild(close);
+    document.body.appendChild(help);
+    help.focus();
+  }
+
+  document.addEventListener("keydown", function (e) {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "Escape" && help) {
+      toggleHelp();
+      return;
+    }
+    var t = e.target;
+    // Escape leaves a field (the composer keeps its draft): the keys work again.
+    if (e.key === "Escape" && t && (t.tagName === "TEXTAREA" || t.tagName === "INPUT")) {
+      t.blur();
+      return;
+    }
+    if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
+    var handled = true;
+    switch (e.key) {
+      case "j":
+        move(1);
+        break;
+      case "k":
+        move(-1);
+        break;
+      case "r": {
+        var body = document.querySelector("#composer textarea[name=body]");
+        if (body) body.focus();
+        else handled = false;
+        break;
+      }
+      case "e":
+        handled = press('#pane [data-key="e"]');
+        break;
+      case "a":
+        handled = press('#pane [data-key="a"]');
+        break;
+      case "s": {
+        var d = document.getElementById("snooze");
+        if (d) {
+          d.open = true;
+          var first = d.querySelector(".snooze-menu button");
+          if (first) first.focus();
+        } else handled = false;
+        break;
+      }
+      case "?":
+        toggleHelp();
+        break;
+      default:
+        handled = false;
+    }
+    if (handled) e.preventDefault();
+  });
+
+  // After an action the page comes back with the conversation open: the keyboard is on its row.
+  var open = document.querySelector(".conv-open");
+  if (open) {
+    current = open.getAttribute("data-id");
+    open.classList.add("kb-current");
+  }
+})();
+
+// Back from an action: the keyboard on the conversation acted on (or the list's first, if it
+// left the view); back from a send: in the composer again.
+(function () {
+  "use strict";
+  if (/[?&]done=/.test(location.search)) {
+    var target = document.querySelector(".conv-open .conv-link") || document.querySelector(".convs .conv-link");
+    if (target) target.focus();
+  } else if (/[?&]sent=/.test(location.search)) {
+    var body = document.querySelector("#composer textarea[name=body]");
+    if (body) body.focus();
+  }
+})();

@@ -1,0 +1,204 @@
+// An agent's shift in the inbox, in real headless Chromium (issue 29): sign in → Mine → Unassigned
+// → open a conversation (beside the list) → reply (the composer under the newest message) → it
+// moves out of Unassigned into Mine → a new inbound arrives live in the list, the counts and the
+// tab title → snooze → close; by keyboard only; with JavaScript off (plain forms). axe-core on
+// every state, screenshots at 1280 and 390 px.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { startApp, type TestApp } from "./harness/app";
+import { axeProblems, launchBrowser, pageProblems } from "./harness/browser";
+import { ManualClock } from "./harness/clock";
+import { browserSignIn, makeUser, shoot, type MadeUser } from "./harness/console";
+import { testDatabase, type TestDatabase } from "./harness/db";
+import { seedWorld } from "./harness/factory";
+import { postCallback, startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
+
+setDefaultTimeout(90_000);
+const PUBLIC = "https://leadline.example";
+const DAY = Date.UTC(2026, 0, 16, 2); // 20:00 in Chicago: outside quiet hours
+
+let db: TestDatabase;
+let app: TestApp;
+let twilio: FakeTwilio;
+let browser: Browser;
+const clock = new ManualClock(DAY);
+let agent: MadeUser;
+let phones = 0;
+
+async function inbound(body: string, first: string): Promise<string> {
+  const phone = `51255${String(80000 + ++phones)}`;
+  await db.sql`insert into leads (list_id, phone, first_name, last_name, state) values (101, ${phone}, ${first}, 'Nuñez', 'TX')`;
+  const r = await postCallback(app.base, PUBLIC, "/hooks/sms_inbound.php", "acme-token", { From: `+1${phone}`, To: "+15125550100", Body: body, MessageSid: `SMb${phone}`, AccountSid: "ACacme" });
+  expect(r.status).toBe(200);
+  return phone;
+}
+
+beforeAll(async () => {
+  db = await testDatabase();
+  await seedWorld(db.sql);
+  twilio = await startFakeTwilio();
+  await db.sql`
+    update orgs set timezone = 'America/Chicago', quiet_start = '21:00', quiet_end = '08:00',
+      sms = ${db.sql.json({ base_url: twilio.url, account_sid: "ACacme", auth_token: "acme-token", from: "5125550100" })}
+    where id = 1`;
+  await db.sql`insert into org_billing (org_id, status, subscription, credits, sms_cost, email_cost) values (1, 'active', 'active', 10, 0.01, 0.001)`;
+  app = await startApp(db.url, { BASE_URL: PUBLIC }, { clock });
+  agent = await makeUser(db.sql, { role: "agent", orgId: 1, id: "agent7" });
+  browser = await launchBrowser();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.stop();
+  await twilio?.stop();
+  await db?.drop();
+});
+
+async function signedIn(user: MadeUser, javaScriptEnabled = true, width = 1280): Promise<{ ctx: BrowserContext; page: Page; problems: string[] }> {
+  const ctx = await browser.newContext({ viewport: { width, height: 900 }, locale: "en-US", timezoneId: "America/Chicago", bypassCSP: false, javaScriptEnabled });
+  const page = await ctx.newPage();
+  const problems = pageProblems(page);
+  const real = problems.push.bind(problems);
+  // A load the page's own navigation cancels (its stream, its icon) is not a problem.
+  problems.push = (...items: string[]) => real(...items.filter((p) => !p.includes("net::ERR_ABORTED")));
+  await browserSignIn(page, app.base, user.email, user.password);
+  return { ctx, page, problems };
+}
+
+/** axe-core needs its script in the page: a second context that allows it (the console's CSP refuses inline scripts). */
+async function axeOf(url: string, cookieFrom: BrowserContext): Promise<string[]> {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
+  await ctx.addCookies(await cookieFrom.cookies());
+  const page = await ctx.newPage();
+  await page.goto(url);
+  const out = await axeProblems(page);
+  await ctx.close();
+  return out;
+}
+
+const countOf = (page: Page, view: string) => page.locator(`[data-count="${view}"]`).textContent();
+
+describe("the inbox in Chromium", () => {
+  test("an agent's shift: open, reply, a new inbound arrives live, snooze, close", async () => {
+    await inbound("Can you come Thursday?", "Ana");
+    const { ctx, page, problems } = await signedIn(agent);
+    expect(new URL(page.url()).pathname).toBe("/console/inbox");
+    await page.getByText("Nothing is waiting for you.").waitFor();
+    await page.getByRole("link", { name: /^Unassigned/ }).click();
+    await page.getByText("Can you come Thursday?").waitFor();
+    await page.getByRole("link", { name: "Ana Nuñez" }).click();
+    // Opened beside the list (htmx swapped the pane; the address follows).
+    await page.locator("#h-pane", { hasText: "Ana Nuñez" }).waitFor();
+    expect(page.url()).toContain("open=");
+    expect(await page.locator(".inbox-list .conv").count()).toBe(1);
+    expect(await axeOf(page.url(), ctx)).toEqual([]);
+    await shoot(page, "inbox-open", [1280, 390]);
+    // The composer is under the newest message; the counter counts.
+    const box = page.getByLabel("Message", { exact: true });
+    await box.fill("Thursday at 10 works, {first_name}.");
+    expect(await page.locator("#composer-count").textContent()).toMatch(/^\d+\/160 characters \(GSM-7\) · 1 segment · 0.01 credits per text$/);
+    await box.fill("Thursday 👍");
+    expect(await page.locator("#composer-count").textContent()).toContain("(UCS-2)");
+    await box.fill("Thursday at 10 works, {first_name}.");
+    const tl = await page.locator("#timeline").boundingBox();
+    const composer = await page.locator("#composer").boundingBox();
+    expect(composer!.y).toBeGreaterThan(tl!.y);
+    await Promise.all([page.waitForURL(/sent=ok/), box.press("Control+Enter")]);
+    expect(twilio.requests.map((r) => r.form.Body)).toEqual(["Thursday at 10 works, Ana."]);
+    // It moved out of Unassigned into Mine.
+    expect(await page.locator(".inbox-list .conv").count()).toBe(0);
+    expect(await countOf(page, "mine")).toBe("1");
+    const titleBefore = await page.title();
+
+    // A new inbound arrives live: in the list, the counts and the title, without a reload.
+    await inbound("Is Friday possible instead?", "Beto");
+    await page.locator(".inbox-list .conv", { hasText: "Is Friday possible instead?" }).waitFor({ timeout: 20_000 });
+    await page.waitForFunction(`document.querySelector('[data-count="unassigned"]')?.textContent === "1"`);
+    await page.waitForFunction(`document.title !== ${JSON.stringify(titleBefore)}`);
+    expect(await page.title()).toContain("(1) Inbox · Unassigned");
+    // And into the open conversation's timeline when its lead writes again.
+    await page.goto(`${app.base}/console/inbox?view=mine`);
+    await page.getByRole("link", { name: "Ana Nuñez" }).click();
+    await page.locator("#h-pane", { hasText: "Ana Nuñez" }).waitFor();
+    const ana = (await db.sql`select phone from leads where first_name = 'Ana'`)[0]!.phone as string;
+    await postCallback(app.base, PUBLIC, "/hooks/sms_inbound.php", "acme-token", { From: `+1${ana}`, To: "+15125550100", Body: "See you then!", MessageSid: "SMana2", AccountSid: "ACacme" });
+    await page.locator("#timeline li", { hasText: "See you then!" }).waitFor({ timeout: 20_000 });
+
+    // Snooze (1 hour), then close, from the pane.
+    await page.locator("#snooze summary").click();
+    await Promise.all([page.waitForURL(/done=snoozed/), page.getByRole("button", { name: "1 hour" }).click()]);
+    expect(await page.locator("#inbox-live > .notice").textContent()).toBe("Snoozed.");
+    await page.goto(`${app.base}/console/inbox?view=snoozed`);
+    await page.getByRole("link", { name: "Ana Nuñez" }).click();
+    await page.locator("#h-pane", { hasText: "Ana Nuñez" }).waitFor();
+    await Promise.all([page.waitForURL(/done=closed/), page.locator("#pane").getByRole("button", { name: "Close", exact: true }).click()]);
+    expect(await page.locator("#inbox-live > .notice").textContent()).toBe("Closed.");
+    expect((await db.sql`select c.status from conversations c join leads l on l.id = c.lead_id where l.first_name = 'Ana'`)[0]!.status).toBe("closed");
+    expect(problems).toEqual([]);
+    await ctx.close();
+  });
+
+  test("keyboard only: j/k move, Enter opens, ? shows the keys, a assigns to me, s snoozes, e closes", async () => {
+    await inbound("keyboard one", "Cora");
+    await inbound("keyboard two", "Dario");
+    const { ctx, page, problems } = await signedIn(agent);
+    await page.goto(`${app.base}/console/inbox?view=unassigned`);
+    await page.keyboard.press("j");
+    const first = page.locator(".conv.kb-current .conv-link");
+    expect(await page.evaluate("document.activeElement?.closest('.conv')?.classList.contains('kb-current') ?? false")).toBe(true);
+    expect(await first.count()).toBe(1);
+    await page.keyboard.press("j");
+    await page.keyboard.press("k");
+    const name = await page.locator(".conv.kb-current .conv-link").textContent();
+    await page.keyboard.press("Enter");
+    await page.locator("#h-pane", { hasText: name!.replace(" •", "") }).waitFor();
+    await page.keyboard.press("?");
+    await page.getByRole("dialog", { name: "Keyboard shortcuts" }).waitFor();
+    expect(await axeOf(page.url(), ctx)).toEqual([]);
+    await shoot(page, "inbox-keys", [1280]);
+    await page.keyboard.press("Escape");
+    expect(await page.getByRole("dialog").count()).toBe(0);
+    await Promise.all([page.waitForURL(/done=assigned/), page.keyboard.press("a")]);
+    // Back with the conversation open; it left Unassigned, so the keyboard is on the list's next conversation.
+    expect(await page.evaluate("document.activeElement?.classList.contains('conv-link') ?? false")).toBe(true);
+    expect(await page.locator("#pane-status").textContent()).toContain("Assigned to Dana Diaz");
+    await page.keyboard.press("s");
+    await Promise.all([page.waitForURL(/done=snoozed/), page.keyboard.press("Enter")]);
+    await page.goto(`${app.base}/console/inbox?view=snoozed`);
+    await page.keyboard.press("j");
+    await page.keyboard.press("Enter");
+    await page.locator("#h-pane").waitFor();
+    await page.keyboard.press("r");
+    expect(await page.evaluate("document.activeElement?.getAttribute('name')")).toBe("body");
+    await page.keyboard.press("Escape");
+    await Promise.all([page.waitForURL(/done=closed/), page.keyboard.press("e")]);
+    expect(problems).toEqual([]);
+    await ctx.close();
+  });
+
+  test("JavaScript off: the list, the pane and every action still work as plain forms", async () => {
+    await inbound("no script here", "Elsa");
+    const { ctx, page } = await signedIn(agent, false, 390);
+    await page.goto(`${app.base}/console/inbox?view=unassigned`);
+    await shoot(page, "inbox-list-nojs", [390]);
+    await Promise.all([page.waitForURL(/open=/), page.getByRole("link", { name: "Elsa Nuñez" }).click()]);
+    // At 390 px the conversation is full screen, with a way back.
+    expect(await page.locator(".inbox-list").isVisible()).toBe(false);
+    await page.getByRole("link", { name: "← Conversations" }).waitFor();
+    await shoot(page, "inbox-pane-nojs", [390]);
+    await Promise.all([page.waitForURL(/done=assigned/), page.getByRole("button", { name: "Assign to me" }).click()]);
+    await page.getByLabel("Message", { exact: true }).fill("Replying without scripts");
+    await Promise.all([page.waitForURL(/sent=ok/), page.getByRole("button", { name: "Send" }).click()]);
+    expect(twilio.requests.at(-1)?.form.Body).toBe("Replying without scripts");
+    await Promise.all([page.waitForURL(/done=closed/), page.locator("#pane").getByRole("button", { name: "Close", exact: true }).click()]);
+    // Bulk, with checkboxes.
+    await inbound("bulk a", "Fito");
+    await inbound("bulk b", "Gala");
+    await page.goto(`${app.base}/console/inbox?view=unassigned`);
+    await page.getByLabel("Select Fito Nuñez").check();
+    await page.getByLabel("Select Gala Nuñez").check();
+    await Promise.all([page.waitForURL(/done=bulk_closed/), page.locator("#bulk").getByRole("button", { name: "Close" }).click()]);
+    expect(await page.locator("#inbox-live > .notice").textContent()).toBe("Closed: 2 conversations.");
+    await ctx.close();
+  });
+});
