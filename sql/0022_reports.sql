@@ -99,16 +99,20 @@ create function report_add(p_org bigint, p_day date, p_fact text, p_dim text, p_
 language plpgsql as $$
 declare
   d text := left(coalesce(p_dim, ''), 200);
+  free bigint;
 begin
   if p_org is null or p_day is null or (p_n = 0 and p_amount = 0) then
     return;
   end if;
-  update report_daily r set n = r.n + p_n, amount = r.amount + p_amount
-  from (select s.stripe from report_daily s
-        where s.org_id = p_org and s.day = p_day and s.fact = p_fact and s.dim = d
-        limit 1 for update skip locked) free
-  where r.org_id = p_org and r.day = p_day and r.fact = p_fact and r.dim = d and r.stripe = free.stripe;
-  if not found then
+  -- Two statements, not an UPDATE … FROM (SELECT … SKIP LOCKED): as a join, the locking subquery
+  -- may be scanned again per row of the target, and each scan can lock and match another stripe.
+  select s.stripe into free from report_daily s
+  where s.org_id = p_org and s.day = p_day and s.fact = p_fact and s.dim = d
+  limit 1 for update skip locked;
+  if found then
+    update report_daily set n = n + p_n, amount = amount + p_amount
+    where org_id = p_org and day = p_day and fact = p_fact and dim = d and stripe = free;
+  else
     insert into report_daily (org_id, day, fact, dim, stripe, n, amount)
     values (p_org, p_day, p_fact, d, nextval('report_daily_stripe'), p_n, p_amount);
   end if;
@@ -220,8 +224,10 @@ begin
   org := report_call_org(new.lead_id, new.key_id);
   perform report_add(org, report_day(org, new.occurred_at), case when new.secs > 0 then 'call_answered' else 'call_missed' end,
                      new.agent, 1, new.secs);
-  -- An answered call answers its lead, as of the call's start (the report comes when it ends).
-  if tg_op = 'INSERT' and new.secs > 0 and new.lead_id is not null and org is not null and new.agent <> '' then
+  -- An answered call answers its lead, as of the call's start (the report comes when it ends); an
+  -- unknown caller's call given a lead afterwards (a lead made from the call) answers it then.
+  if new.secs > 0 and new.lead_id is not null and org is not null and new.agent <> ''
+     and (tg_op = 'INSERT' or old.lead_id is null) then
     perform report_answer(org, new.lead_id, new.occurred_at, new.agent, 'call');
   end if;
   return null;
