@@ -90,12 +90,12 @@ describe("Calls", () => {
     expect(body).toContain("https://acme.example/roofs");
     // Newest first: the unanswered call and the reporting key's (no lead), then 48 of the 55.
     expect(leadLinks(body)).toBe(49);
-    expect(body).toContain("5125559999");
+    expect(body).toContain("(512) 555-9999");
     const next = body.match(/href="(\/console\/calls\?after=\d+\.\d+)" rel="next"/);
     expect(next).not.toBeNull();
     const page2 = await as.manager.get(next![1].replace(/&amp;/g, "&"));
     expect(leadLinks(page2.body)).toBe(7);
-    expect(page2.body).not.toContain("5125559999");
+    expect(page2.body).not.toContain("(512) 555-9999");
     expect(page2.body).not.toContain('rel="next"');
   });
 
@@ -103,7 +103,7 @@ describe("Calls", () => {
     const mine = await as.agent.get("/console/calls?agent=agent7");
     expect(mine.status).toBe(200);
     expect(mine.body).not.toContain("NO ANSWER");
-    expect(mine.body).not.toContain("5125559999");
+    expect(mine.body).not.toContain("(512) 555-9999");
     expect(leadLinks(mine.body)).toBe(50);
     const other = await as.agent2.get("/console/calls");
     expect(leadLinks(other.body)).toBe(1);
@@ -127,7 +127,7 @@ describe("Calls", () => {
     const range = await as.manager.get("/console/calls?from=2026-11-23&to=2026-11-23");
     // Nov 23 in New York: the two calls of the last hours (the 55 are a day earlier).
     expect(leadLinks(range.body)).toBe(1);
-    expect(range.body).toContain("5125559999");
+    expect(range.body).toContain("(512) 555-9999");
     const all = await as.admin.get("/console/calls?source=bing");
     expect(all.body).toContain("Bob Bolt");
     const one = await as.admin.get("/console/calls?org=2");
