@@ -119,7 +119,7 @@ export interface CallDays {
 /**
  * Answered, missed and talk time of every call of the filter (not only the page shown). One
  * organization's calls filtered by nothing but days and agent are read from the daily rollups that
- * the call reports keep (sql/0022: per organization, its day and the call's agent), a few rows per
+ * the call reports keep (sql/0026: per organization, its day and the call's agent), a few rows per
  * day, so the totals of a whole history of millions of calls cost what a page does. Any other filter
  * (pool, source, status, or every organization at once) counts the calls themselves, through the
  * same conditions as the list. Both count a call in the organization of its lead, else of its key;

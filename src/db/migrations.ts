@@ -22,7 +22,7 @@ import m0018 from "../../sql/0018_console_leads.sql" with { type: "text" };
 import m0019 from "../../sql/0019_lead_name_order.sql" with { type: "text" };
 import m0020 from "../../sql/0020_automations_work_the_lead.sql" with { type: "text" };
 import m0021 from "../../sql/0021_org_agents_export.sql" with { type: "text" };
-import m0022 from "../../sql/0022_reports.sql" with { type: "text" };
+import m0026 from "../../sql/0026_reports.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -46,5 +46,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 19, name: "0019_lead_name_order", sql: m0019 },
   { version: 20, name: "0020_automations_work_the_lead", sql: m0020 },
   { version: 21, name: "0021_org_agents_export", sql: m0021 },
-  { version: 22, name: "0022_reports", sql: m0022 },
+  { version: 26, name: "0026_reports", sql: m0026 },
 ];

@@ -1,4 +1,4 @@
-// The Today report's reads: the rollups of sql/0022 (report_daily, report_responses,
+// The Today report's reads: the rollups of sql/0026 (report_daily, report_responses,
 // report_agent_leads, report_asks) for one organization and a few days, each through its index on
 // (org_id, day), so a read touches the rows of those days whatever the organization's history.
 import type { Sql } from "../db/client";

@@ -1,6 +1,6 @@
 // The Today report (issue 30, "the manager's day"): one day of an organization in its time zone,
 // beside the day before and the same weekday a week before, and the day's people. Read from the
-// rollups that the writing transactions keep (sql/0022), so its cost does not grow with history.
+// rollups that the writing transactions keep (sql/0026), so its cost does not grow with history.
 import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
 import type { AgentFigures, DayFigures, TodayOptions, TodayRefusal, TodayReport } from "./model";
