@@ -2,7 +2,9 @@
 import { loadConfig, type Config } from "./config";
 import { openDatabase, type Database } from "./db/open";
 import { migrate } from "./db/migrate";
-import { createWriteStream, openSync, rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { closeSync, createWriteStream, fsyncSync, openSync, renameSync, rmSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { drained, stdio, type Io } from "./args";
 import { relayCommand, type Relay } from "./control/client";
 import { SOCKET_COMMANDS, reportError, runCommand } from "./control/commands";
@@ -48,6 +50,11 @@ commands:
   secrets status             how many stored secrets are in clear and under which key
   dni report [--pool KEY] [--since YYYY-MM-DD] [--json]
                              visitors, page views, form events and calls per pool and UTM source/medium/campaign
+  dnc add --org N (--phone P | --email E) [--note TEXT]
+                             put a phone or email on an organization's do-not-contact list (audited)
+  dnc remove --org N (--phone P | --email E)
+                             take it off again (audited)
+  dnc list --org N [--json]  the organization's do-not-contact list, newest first
   dump [FILE]                a plain SQL dump of the whole database (stdout, or FILE created 0600),
                              for psql into an empty PostgreSQL 14+; works while serve runs
   restore FILE               load such a dump into an empty database (a new DATA_DIR, or DATABASE_URL)
@@ -59,7 +66,7 @@ environment: DATABASE_URL DATA_DIR PORT HOST BASE_URL COMMS_INBOUND_LIST_ID NPK_
              TRUST_PROXY LOG_LEVEL WEBHOOK_ALLOW_PRIVATE DB_POOL_MAX DNI_CACHE_SIZE
              DNI_MAX_HOLDS_PER_ADDRESS DNI_VISITOR_RETENTION_DAYS DNI_EVENT_RETENTION_DAYS
              BODY_DEADLINE_MS LEADLINE_SECRET_KEY LEADLINE_SECRET_KEY_OLD XDG_RUNTIME_DIR
-             (see README.md, Configuration)
+             (see docs/operations.md, Configuration)
 `;
 
 /**
@@ -195,6 +202,28 @@ example: leadline dni report --pool acme-site --since 2026-11-01
 Visitors, page views, form events and attributed calls per pool and first-touch source/medium/campaign.
 example: leadline dni report --pool acme-site --since 2026-11-01
 `,
+  dnc: `usage: leadline dnc add|remove|list ...
+  dnc add --org N (--phone P | --email E) [--note TEXT]
+  dnc remove --org N (--phone P | --email E)
+  dnc list --org N [--json]
+example: leadline dnc add --org 1 --phone "(512) 555-0100" --note "asked on a call, 2026-11-30"
+`,
+  "dnc add": `usage: leadline dnc add --org N (--phone P | --email E) [--note TEXT]
+Puts a phone (its last 10 digits) or an email (lowercased) on the organization's do-not-contact
+list, source "cli", audited. Sends to it are then refused (do_not_contact), the hopper never takes
+the phone, and cti_queue.php hands its dials out marked dnc: true. An address already listed keeps
+its first entry.
+example: leadline dnc add --org 1 --email dana@example.com --note "wrote in to ask"
+`,
+  "dnc remove": `usage: leadline dnc remove --org N (--phone P | --email E)
+Takes a phone or email off the organization's do-not-contact list, audited. (An opt-out by the
+person, STOP or an unsubscribe link, is not on this list: it is the lead's consent.)
+example: leadline dnc remove --org 1 --phone 5125550100
+`,
+  "dnc list": `usage: leadline dnc list --org N [--json]
+The organization's do-not-contact list, newest first: kind, address, source, time, note.
+example: leadline dnc list --org 1 --json
+`,
   secrets: `usage: leadline secrets rotate|status
   secrets rotate    re-seal every stored secret under LEADLINE_SECRET_KEY
   secrets status    how many stored secrets are in clear and under each key id
@@ -216,8 +245,9 @@ example: leadline secrets status
 `,
   dump: `usage: leadline dump [FILE]
 Writes a plain SQL dump of the whole database (the schema as the migrations make it, every table's
-rows, every sequence's position) to standard output, or to FILE (created 0600: it holds key hashes
-and stored secrets; removed again if the dump fails). Read in one consistent snapshot, so it can run
+rows, every sequence's position) to standard output, or to FILE (written to a new 0600 file beside
+it, then renamed over it: it holds key hashes and stored secrets; FILE is left as it was if the
+dump fails). Read in one consistent snapshot, so it can run
 while serve runs (on the embedded database serve itself takes it, over its control socket). Load it
 into an EMPTY PostgreSQL 14+ database with psql, then serve with DATABASE_URL naming it.
 example: leadline dump /var/backups/leadline.sql && psql -v ON_ERROR_STOP=1 -f /var/backups/leadline.sql postgres://leadline@db/leadline
@@ -226,7 +256,9 @@ example: leadline dump /var/backups/leadline.sql && psql -v ON_ERROR_STOP=1 -f /
 Loads a dump written by leadline dump (- reads standard input) into an EMPTY database, in one
 transaction: a new DATA_DIR (the move back from PostgreSQL, or a restore of a backup), or the
 database DATABASE_URL names (psql -v ON_ERROR_STOP=1 -f FILE does the same there). Refused when
-the database has any table; run it before the first serve, which would create the schema.
+the database has any table; run it before the first serve, which would create the schema. Only
+what leadline dump writes is accepted and no text of the file is run as SQL: any other line is
+refused with its number and the transaction rolled back, so nothing is written (docs/backups.md).
 example: DATA_DIR=/var/lib/leadline/data leadline restore /var/backups/leadline.sql
 `,
   version: `usage: leadline version
@@ -300,6 +332,7 @@ export async function runCli(argv: string[]): Promise<number> {
       case "webhooks":
       case "secrets":
       case "dni":
+      case "dnc":
       case "dump":
         return await operatorCommand(config, argv);
       case "restore": {
@@ -361,7 +394,7 @@ async function readLocally(path: string): Promise<{ path: string; text?: string;
 interface OutputTarget {
   io: Io;
   relay: Relay;
-  /** Closes the file (removed when the command failed: a partial dump is never left to be loaded). */
+  /** Closes the file (put in place only when the command succeeded: a partial dump is never left to be loaded). */
   finish(status: number): Promise<number>;
 }
 
@@ -371,23 +404,43 @@ const terminal: OutputTarget = {
   finish: async (status) => status,
 };
 
-/** `dump FILE`: created 0600 (it holds key hashes and stored secrets), replaced if it exists. */
+/**
+ * `dump FILE`: written to a new file beside FILE, created 0600 with O_EXCL (it holds key hashes and
+ * stored secrets), synced, then renamed over FILE. Writing FILE in place would keep the mode of a
+ * file that already exists (0644 stayed 0644), and a failed dump would have destroyed the previous
+ * one; now FILE is either the old file or the whole new dump, never readable by others.
+ */
 function outputFile(path: string): OutputTarget {
+  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
   let fd: number;
   try {
-    fd = openSync(path, "w", 0o600);
+    fd = openSync(temporary, "wx", 0o600);
   } catch (err) {
     throw new Error(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
-  const stream = createWriteStream("", { fd });
+  const stream = createWriteStream("", { fd, autoClose: false });
   let finished: Promise<number> | undefined;
+  const settle = async (status: number): Promise<number> => {
+    try {
+      await new Promise<void>((ok, fail) => stream.end((err?: Error | null) => (err ? fail(err) : ok())));
+      if (status === 0) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+      if (status !== 0) rmSync(temporary, { force: true });
+    }
+    if (status === 0) {
+      try {
+        renameSync(temporary, path);
+      } catch (err) {
+        rmSync(temporary, { force: true });
+        throw new Error(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+      }
+    }
+    return status;
+  };
   return {
     io: { ...stdio, out: (text) => void stream.write(text), flush: () => drained(stream) },
     relay: { out: (text) => stream.write(text), err: stdio.err, drain: () => drained(stream) },
-    finish: (status) =>
-      (finished ??= new Promise<void>((ok, fail) => stream.end((err?: Error | null) => (err ? fail(err) : ok()))).then(() => {
-        if (status !== 0) rmSync(path, { force: true });
-        return status;
-      })),
+    finish: (status) => (finished ??= settle(status)),
   };
 }

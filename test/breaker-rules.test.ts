@@ -157,7 +157,7 @@ describe("on a real PostgreSQL", () => {
   test("a connection terminated under a statement opens it; its probe finds the database there and closes it at once, and the next statement is served", async () => {
     // A few times: the server's FATAL 57P01 reaches the statement, or only the close that follows
     // it does; in the second case postgres.js kept the 57P01 and failed the next connection's
-    // first statement with it (patches/README.md, 5), which opened the breaker again.
+    // first statement with it (src/db/postgres-js/README.md, patch fix 5), which opened the breaker again.
     for (let round = 1; round <= 4; round++) {
       const victim = sql`select pg_sleep(5)`.then(() => "answered", (err: { code?: string }) => err.code);
       await until(() => (sql as unknown as { pool: { busy: number } }).pool.busy > 0);

@@ -48,6 +48,10 @@ async function script(run: (args: string[], stdin?: string) => Promise<Run>): Pr
     // The dry run reads its file where the operator is, as a run does; nothing is written.
     await run(["provision", "--dry-run", join(exe.dir, "first.json")]),
     await run(["provision", "-", "--dry-run"], JSON.stringify({ orgs: [{ id: 1, consent: "explicit" }] })),
+    await run(["dnc", "add", "--org", "1", "--phone", "(512) 555-0177", "--note", "asked on a call"]),
+    await run(["dnc", "list", "--org", "1"]),
+    await run(["dnc", "add", "--org", "9", "--email", "x@example.com"]),
+    await run(["dnc", "remove", "--org", "1"]),
   ];
 }
 
@@ -88,7 +92,10 @@ async function raw(path: string, line: string): Promise<{ o?: string; e?: string
 describe.skipIf(!built)("the CLI while serve runs on the embedded database", () => {
   test("every command prints exactly what it prints without a server, with the same exit status", () => {
     expect(normalized(relayed)).toEqual(normalized(direct));
-    expect(relayed.map((r) => r.code)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 1, 2, 0, 0]);
+    expect(relayed.map((r) => r.code)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 1, 2, 0, 0, 0, 0, 1, 2]);
+    expect(relayed[16].out).toBe("added phone 5125550177 to organization 1's do-not-contact list\n");
+    expect(relayed[17].out).toMatch(/^KIND +ADDRESS +SOURCE +ADDED +NOTE\nphone +5125550177 +cli +\S+Z +"asked on a call"\n$/);
+    expect(relayed[18].err).toBe("leadline: organization 9 does not exist\n");
     expect(relayed[10].err).toBe("leadline: no API key with id 999\n");
     expect(relayed[12].err).toBe(`leadline: cannot read ${join(exe.dir, "missing.json")}: ENOENT\n`);
     // Key 1 ("site form") was revoked above: a run would generate its replacement, and says so.

@@ -97,7 +97,7 @@ describe("entry and sign-in", () => {
     }
     const [row] = await db.sql`select action, org_id, actor_id, address from audit_log where action = 'session.sign_in' order by id desc limit 1`;
     expect(row).toMatchObject({ action: "session.sign_in", org_id: 1, actor_id: manager.id });
-    expect(row.address).toMatch(/^[0-9a-f]{40}$/);
+    expect(row.address).toMatch(/^[0-9a-f]{64}$/);
   });
 
   test("a form posted from another site does not sign in", async () => {

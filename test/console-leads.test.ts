@@ -360,11 +360,10 @@ describe("a lead", () => {
   });
 
   test("first touch and appointments are shown", async () => {
-    await db.sql`insert into dni_pools (key, org_id, name) values ('acme-web', 1, 'Web')`;
-    const [v] = await db.sql<{ id: number }[]>`
-      insert into dni_visitors (pool_key, visitor, utm_source, utm_medium, utm_campaign, gclid, landing, first_visit_at, last_visit_at)
-      values ('acme-web', 'v1', 'google', 'cpc', 'roofs-q1', 'GCLID123', 'https://acme.example/roofs?x=1', now(), now()) returning id`;
-    await db.sql`insert into calls (lead_id, phone, status, secs, visit_id, occurred_at) values (${leadId}, '5125550142', 'answered', 65, ${v.id}, now())`;
+    // The first touch the lead was given (src/dni/attribution.ts), and its call.
+    await db.sql`update leads set attribution = ${db.sql.json({ pool: "acme-web", visitor: "v1", source: "google", medium: "cpc", campaign: "roofs-q1",
+      gclid: "GCLID123", landing: "https://acme.example/roofs?x=1", first_seen_at: "2026-11-20T10:00:00.000Z" })} where id = ${leadId}`;
+    await db.sql`insert into calls (lead_id, phone, status, secs, occurred_at) values (${leadId}, '5125550142', 'answered', 65, now())`;
     await db.sql`insert into calendars (id, org_id, name, timezone) values (1, 1, 'Estimates', 'America/Chicago')`;
     await db.sql`insert into appointments (calendar_id, link_slug, slot_epoch, lead_id, name, phone, token_selector, token_hash)
       values (1, 'est', ${DAY / 1000 + 86400}, ${leadId}, 'Dana', '5125550142', '\\x01', '\\x02')`;

@@ -273,7 +273,7 @@ describe("audit: failed and throttled sign-ins", () => {
       select org_id, actor_type, actor_id, action, target, details, address from audit_log where id > ${since} order by id`;
     const failed = rows.filter((r) => r.action === "session.sign_in_failed");
     expect(failed.length).toBe(3 + 20);
-    expect(failed[0]).toEqual({ org_id: 2, actor_type: "anonymous", actor_id: "sign-in", action: "session.sign_in_failed", target: `user:${u.id}`, details: { reason: "password" }, address: expect.stringMatching(/^[0-9a-f]{40}$/) });
+    expect(failed[0]).toEqual({ org_id: 2, actor_type: "anonymous", actor_id: "sign-in", action: "session.sign_in_failed", target: `user:${u.id}`, details: { reason: "password" }, address: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(failed[1]).toMatchObject({ org_id: null, target: "", details: { reason: "password" } });
     expect(failed[0]!.address).not.toBe(failed[3]!.address);
     const throttled = rows.filter((r) => r.action === "session.sign_in_throttled");

@@ -1,11 +1,11 @@
-// The README's "Deploying on a VPS" walkthrough, run as printed, line by line, in a throwaway
+// docs/deploy.md's "Deploying on a VPS" walkthrough, run as printed, line by line, in a throwaway
 // root prefix standing in for a bare server: the system user made by systemd-sysusers, the
 // PostgreSQL role and database, the executable installed, the environment file with its mode and
 // owner, `leadline serve` started with exactly that file's variables as the unit would, nginx
 // checked and run on the installed site, the documented provisioning form, and /readyz through
 // nginx over TLS.
 //
-// Substitution rules (the README states them too); every other line runs as printed, in bash:
+// Substitution rules (docs/deploy.md states them too); every other line runs as printed, in bash:
 // - an absolute path /etc/…, /usr/… or /var/… becomes $ROOT/… (the prefix); the directories the
 //   packages would have made (/usr/local/bin, /usr/lib/sysusers.d, /etc/systemd/system, nginx's
 //   conf.d, sites-available, sites-enabled) are made first;
@@ -25,7 +25,7 @@
 //   running the installed site on free loopback ports, `--resolve`d and with `-k`;
 // - skipped with the reason printed: `systemctl daemon-reload` and `systemctl reload nginx` (no
 //   systemd in a container) and certbot (it needs a public name that Let's Encrypt can reach);
-// - the walkthrough's ending (docs/deploy.md, the first admin) follows the README's block:
+// - the walkthrough's ending (step 9, the first admin: its own block after ENDING_MARKER) runs last:
 //   `journalctl -u leadline -o cat` reads the standard output and error kept of the serve started in
 //   place of systemd (the same grep after it), and the browser's steps (open the installer link, fill the
 //   form, land on the console signed in) are the same requests made with curl through nginx over
@@ -40,8 +40,7 @@ import type { Subprocess } from "bun";
 import { BUILT, built } from "./harness/exe";
 import { checkAsDebian, ensureNginx, freePort, startNginx, type RunningNginx } from "./harness/nginx";
 
-const README = resolve(import.meta.dir, "../README.md");
-const ENDING = resolve(import.meta.dir, "../docs/deploy.md");
+const DEPLOY_DOC = resolve(import.meta.dir, "../docs/deploy.md");
 const DEPLOY = resolve(import.meta.dir, "../deploy");
 const MARKER = "<!-- vps-walkthrough -->";
 const ENDING_MARKER = "<!-- vps-walkthrough-first-admin -->";
@@ -248,9 +247,10 @@ function firstAdmin(link: string, email: string): void {
   expect(curl(`"${on(link)}"`)).toBe("404 ");
 }
 
-describe.skipIf(!!skip)("the README's VPS walkthrough", () => {
+describe.skipIf(!!skip)("docs/deploy.md's VPS walkthrough", () => {
   test("runs as printed in a throwaway prefix, up to /readyz through nginx over TLS and the first admin signed in", async () => {
-    const lines = [...walkthrough(readFileSync(README, "utf8")), ...walkthrough(readFileSync(ENDING, "utf8"), ENDING_MARKER)];
+    const doc = readFileSync(DEPLOY_DOC, "utf8");
+    const lines = [...walkthrough(doc), ...walkthrough(doc, ENDING_MARKER)];
     const seen = new Set<string>();
     let nginxChecks = 0;
     let provisioned = "";

@@ -1,4 +1,4 @@
-// DATABASE_DIRECT_URL (README: Several instances, Through PgBouncer): which connection gets what.
+// DATABASE_DIRECT_URL (docs/several-instances.md, Through PgBouncer): which connection gets what.
 // Under load, through a real PgBouncer, it is tested in several-instances.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ConfigError, loadConfig } from "../src/config";

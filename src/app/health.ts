@@ -5,8 +5,11 @@ import { BREAKER_MESSAGE, breakerOf } from "../db/breaker";
 import type { Sql } from "../db/client";
 import { withDeadline } from "../db/deadline";
 import { migrations } from "../db/migrations";
-import { errorOf, json } from "../http/respond";
+import { open, Refused } from "../http/access";
+import { defineRoute } from "../http/define";
+import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
+import { publicSurface } from "../http/surface";
 import { errorFields, log } from "../log";
 
 const Ok = t.Object({ ok: t.Literal(true) }, { additionalProperties: false });
@@ -61,32 +64,45 @@ function readiness(sql: Sql): () => Promise<boolean> {
   };
 }
 
-export const healthRoutes = (sql: Sql): Route[] => {
-  const ready = readiness(sql);
+export const healthRoutes = (deps: Deps): Route[] => {
+  const ready = readiness(deps.sql);
   return [
-    {
-      id: "healthz",
-      tag: "Operations",
-      summary: "The process is up",
-      method: "GET",
-      path: "/healthz",
-      access: { kind: "public" },
-      answers: { 200: { description: "Always, while the process serves", schema: Ok } },
-      errors: [],
-      handle: () => json({ ok: true }),
-    },
-    {
-      id: "readyz",
-      tag: "Operations",
-      summary: "The service can serve",
-      description:
-        "200 when the database answers, within 800 ms, with a usable schema at this executable's version or newer; 503 otherwise, at once while the database is known unreachable (until a probe finds it back).",
-      method: "GET",
-      path: "/readyz",
-      access: { kind: "public" },
-      answers: { 200: { description: "Ready", schema: Ok } },
-      errors: ["unavailable"],
-      handle: async () => ((await ready()) ? json({ ok: true }) : errorOf("unavailable", "public")),
-    },
+    defineRoute(
+      deps,
+      {
+        id: "healthz",
+        tag: "Operations",
+        summary: "The process is up",
+        method: "GET",
+        path: "/healthz",
+        access: open(),
+        surface: publicSurface,
+        answers: { 200: { description: "Always, while the process serves", schema: Ok } },
+        deadlineMs: null,
+      },
+      () => OK,
+    ),
+    defineRoute(
+      deps,
+      {
+        id: "readyz",
+        tag: "Operations",
+        summary: "The service can serve",
+        description:
+          "200 when the database answers, within 800 ms, with a usable schema at this executable's version or newer; 503 otherwise, at once while the database is known unreachable (until a probe finds it back).",
+        method: "GET",
+        path: "/readyz",
+        access: open(),
+        surface: publicSurface,
+        answers: { 200: { description: "Ready", schema: Ok } },
+        errors: ["unavailable"],
+        // Its own bound: 800 ms.
+        deadlineMs: null,
+      },
+      async () => ((await ready()) ? OK : UNAVAILABLE),
+    ),
   ];
 };
+
+const OK = { ok: true };
+const UNAVAILABLE = Refused.of("unavailable");

@@ -13,8 +13,11 @@ import { automationHandler, automationWorkers } from "../automations/jobs";
 import { installerBanner, installerUrl, issueInstallerLink } from "../console/installer";
 import { sessionPruner } from "../console/sessions";
 import { demoBanner, provisionDemo, type DemoOutcome } from "../demo/provision";
+import { seedDemoWorkspace } from "../demo/workspace";
 import { dniWorkers } from "../dni/instance";
 import { eventWorkers, webhookDeliveryHandler } from "../events/jobs";
+import { FeedHub } from "../feed/hub";
+import { feedWorkers } from "../feed/sequencer";
 import type { Deps } from "../http/deps";
 import { JobRunner, type JobHandler } from "../jobs/queue";
 import { Workers, type Worker } from "../jobs/worker";
@@ -25,13 +28,14 @@ import { AccessLog } from "../metrics/access-log";
 import { RequestObserver } from "../metrics/observe";
 import { checkStoredSecrets } from "../secrets/stored";
 import { VERSION } from "../version";
+import { callbackHandler, workspaceWorkers } from "../workspace/jobs";
 import { buildApp } from "./app";
-import { loadIpSalt, withProvisionedSettings } from "./settings";
+import { loadIpSalt, loadUnsubscribeKey, withProvisionedSettings } from "./settings";
 
 /**
  * Bun refuses larger bodies with a bare 413 before any handler, without the CORS headers a browser
  * needs to see it; routes read bodies with their own, smaller limits (1 MiB at most) and answer
- * their own 413 there. This ceiling is what the server holds for any request at all (README).
+ * their own 413 there. This ceiling is what the server holds for any request at all (docs/operations.md: Limits).
  */
 export const MAX_REQUEST_BODY = 8 * 1024 * 1024;
 
@@ -54,16 +58,18 @@ export interface StartOptions {
   clock?: Clock;
   /** The console's password checks: how many at once, how many wait, Argon2id's cost (tests lower it). */
   passwords?: PasswordOptions;
+  /** Run with the service's deps before it listens or any background work starts (the demo's workspace). */
+  prepare?: (deps: Deps) => Promise<void>;
 }
 
 /** The job kinds of every feature: one runner claims them all. */
 function jobHandlers(deps: Deps): JobHandler[] {
-  return [...messageJobs(deps), webhookDeliveryHandler(deps), automationHandler(deps)];
+  return [...messageJobs(deps), webhookDeliveryHandler(deps), automationHandler(deps), callbackHandler(deps.sql, deps.clock)];
 }
 
 /** Starts the service on an open database; used by `serve` and by tests. */
 export async function start(given: Config, db: Database, options: StartOptions = {}): Promise<Running> {
-  // On the direct connection: DDL and its lock do not belong on a pooled one (README: Several instances).
+  // On the direct connection: DDL and its lock do not belong on a pooled one (docs/several-instances.md).
   await migrate(db.direct);
   // Refuses to start (one line naming the key ids) when a stored secret does not open with
   // LEADLINE_SECRET_KEY, rather than failing every send and delivery that needs it later.
@@ -74,10 +80,16 @@ export async function start(given: Config, db: Database, options: StartOptions =
   const limits = new Limits(db.sql, clock);
   const ipSalt = await loadIpSalt(db.sql, config);
   const passwords = new Passwords(options.passwords);
-  const deps: Deps = { sql: db.sql, config, clock, keys, limits, passwords, ipSalt, embedded: db.embedded };
+  const unsubscribeKey = await loadUnsubscribeKey(db.sql);
+  const feed = new FeedHub(db.sql);
+  const deps: Deps = { sql: db.sql, config, clock, keys, limits, passwords, ipSalt, unsubscribeKey, feed, embedded: db.embedded };
   // The embedded database is a single connection that LISTEN would take over; it has one process.
   // A transaction pooler would hand the LISTEN session to whoever runs next: LISTEN goes direct.
-  if (!db.embedded) await keys.listen(db.direct);
+  if (!db.embedded) {
+    await keys.listen(db.direct);
+    await feed.listen(db.direct);
+  }
+  if (options.prepare) await options.prepare(deps);
   // The access log is an info line per request: off at LOG_LEVEL warn or error, or with ACCESS_LOG=false.
   const accessLog = config.accessLog && (config.logLevel === "info" || config.logLevel === "debug") ? new AccessLog() : null;
   const app = buildApp(deps, new RequestObserver(accessLog, config.trustProxy, ipSalt));
@@ -97,6 +109,8 @@ export async function start(given: Config, db: Database, options: StartOptions =
     runner,
     ...eventWorkers(behind, () => runner.wake()),
     ...automationWorkers(behind, () => runner.wake()),
+    ...workspaceWorkers(db.background, clock),
+    ...feedWorkers(db.background, clock, feed, db.embedded),
   ];
   const workers = new Workers(background);
   workers.start();
@@ -157,7 +171,7 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
   await resolveHost(config.host);
   // Before "listening", so that whoever waits for that line has seen it.
   if (!config.secretKey) {
-    log.warn("LEADLINE_SECRET_KEY is not set; provider credentials and webhook secrets are stored in clear (README: Secrets at rest)");
+    log.warn("LEADLINE_SECRET_KEY is not set; provider credentials and webhook secrets are stored in clear (docs/operations.md: Secrets at rest)");
   }
   const db = await openDatabase(config, "serve");
   let running: Running;
@@ -169,7 +183,7 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
       await migrate(db.direct);
       demo = await provisionDemo(db.sql, new Date(systemClock.now()), config.secretKey);
     }
-    running = await start(config, db);
+    running = await start(config, db, demo?.applied ? { prepare: seedDemoWorkspace } : {});
   } catch (err) {
     await db.close().catch(() => {});
     throw err;

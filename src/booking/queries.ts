@@ -106,6 +106,13 @@ export interface OutboxEvent {
   type: Extract<EventType, `appointment.${string}`>;
   /** The payload's data; `appt_id` is added from the row written. */
   data: Record<string, unknown>;
+  /**
+   * Add the lead's first touch as `attribution` (operations.md §6: a booking's is its lead's),
+   * read in the statement, so a lead made in the same transaction has its own. Only a lead of the
+   * appointment's organization lends it: a phone matched in another organization's leads does not
+   * carry that organization's ad data into this one's events.
+   */
+  attribution?: boolean;
 }
 
 export interface NewAppointment {
@@ -151,7 +158,12 @@ export async function insertAppointment(
       type: outbox.type,
       at: a.at,
       orgId: tx`${a.orgId}::bigint`,
-      data: tx`jsonb_build_object('appt_id', appt.id) || ${tx.json(outbox.data as never)}::jsonb`,
+      data: tx`jsonb_build_object('appt_id', appt.id) || ${tx.json(outbox.data as never)}::jsonb || ${
+        outbox.attribution
+          ? tx`jsonb_build_object('attribution', (
+              select l.attribution from leads l where l.id = ${a.leadId}::bigint and l.org_id is not distinct from ${a.orgId}::bigint))`
+          : tx`'{}'::jsonb`
+      }`,
       from: tx`appt`,
     })})
     select id from appt`;

@@ -8,6 +8,7 @@
 // the calendar's local date, are kept keyed by exactly those (so a change of the hours shows on
 // the next read with nothing to invalidate), each with its JSON; and the last answer per calendar
 // is kept with the seats it was built from, so that reads between two bookings send it as it is.
+import { classify } from "../db/sqlstate";
 import { LRUCache } from "lru-cache";
 import { rescheduleRuns } from "../automations/appointments";
 import type { Clock } from "../clock";
@@ -66,9 +67,6 @@ export interface BookingOptions {
 
 /** Who acts in booking's conversation events (the Actor of a public link: type booking, id slug). */
 export const ACTOR_ROLE = "booking";
-
-/** SQLSTATE raised by the capacity trigger when the slot is full (sql/0004_booking.sql). */
-const SLOT_FULL = "LB001";
 
 const unknownLink = (): SlotsAnswer => ({ ok: false, error: "unknown_link", slots: [] });
 
@@ -266,7 +264,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
             actorRole: ACTOR_ROLE,
             note: `${person.name} (${contact}) booked ${calendar.name || "an appointment"} through the booking link.`,
           },
-          { type: "appointment.booked", data },
+          { type: "appointment.booked", data, attribution: true },
           // Its automations' runs (confirmation, reminders) with their jobs, in the same statement.
           { appointment_time: slot.label, reschedule_url: rescheduleUrl },
         );
@@ -422,4 +420,5 @@ function safeJson(text: string): unknown {
   }
 }
 
-const isSlotFull = (err: unknown) => (err as { code?: unknown } | null)?.code === SLOT_FULL;
+/** The capacity trigger found the slot full (src/db/sqlstate.ts). */
+const isSlotFull = (err: unknown) => classify(err) === "slot_full";

@@ -4,14 +4,15 @@
 import { Type as t } from "@sinclair/typebox";
 import { agentChoices, allCalls, callTotals, CALLS_PAGE, listCalls, parseCursor, type CallFilter, type CallRow, type CallTotals, type Choice } from "../calls/log";
 import { formatNumber } from "../dni/rules";
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { poolsNow, type PoolNow } from "../dni/usage";
-import { csvRoute } from "./csv";
+import { csvAnswer } from "./csv";
 import { auditedExport, mayExport } from "./exports";
 import { consoleHtml, html, notFoundPage, when, type Html } from "./html";
 import { dayParam, instantsOf, orgChoices, orgOf, orgSelect, queryOf, textParam, zoneOf, type OrgChoice } from "./period";
-import { consolePage, type Viewer } from "./route";
+import { pageQuery, pageSpec, type Viewer } from "./route";
 
 const CallQuery = t.Object({
   from: t.Optional(t.String({ description: "first day, YYYY-MM-DD, in the organization's time zone" })),
@@ -47,7 +48,14 @@ export function callParams(viewer: Viewer, q: Record<string, string | undefined>
   };
 }
 
-const filterOf = (p: CallParams, zone: string): CallFilter => ({ ...instantsOf(p.from, p.to, zone), agent: p.agent, pool: p.pool, source: p.source, status: p.status, org: p.org });
+const filterOf = (p: CallParams, zone: string): CallFilter => ({
+  ...instantsOf(p.from, p.to, zone),
+  agent: p.agent,
+  pool: p.pool,
+  source: p.source,
+  status: p.status,
+  org: p.org,
+});
 
 export const duration = (secs: number): string => `${Math.floor(secs / 60)}:${String(secs % 60).padStart(2, "0")}`;
 
@@ -61,7 +69,15 @@ export function talkTime(secs: number): string {
 const count = (n: number) => n.toLocaleString("en-US");
 
 /** The filters as a link's query; the organization only where the viewer picks it (admins). */
-const paramsQuery = (p: CallParams, picks: boolean) => ({ from: p.from, to: p.to, agent: p.agent, pool: p.pool, source: p.source, status: p.status, org: picks ? p.org : null });
+const paramsQuery = (p: CallParams, picks: boolean) => ({
+  from: p.from,
+  to: p.to,
+  agent: p.agent,
+  pool: p.pool,
+  source: p.source,
+  status: p.status,
+  org: picks ? p.org : null,
+});
 
 export interface CallsView {
   params: CallParams;
@@ -150,33 +166,62 @@ ${v.rows.length === 0
 }
 
 export const CSV_HEADER = [
-  "call_id", "occurred_at", "org_id", "lead_id", "lead_name", "phone", "to_number", "agent", "agent_name", "secs", "status",
-  "dni_pool", "utm_source", "utm_medium", "utm_campaign", "landing", "gclid",
+  "call_id",
+  "occurred_at",
+  "org_id",
+  "lead_id",
+  "lead_name",
+  "phone",
+  "to_number",
+  "agent",
+  "agent_name",
+  "secs",
+  "status",
+  "dni_pool",
+  "utm_source",
+  "utm_medium",
+  "utm_campaign",
+  "landing",
+  "gclid",
 ];
 
 const csvCells = (r: CallRow): unknown[] => [
-  r.id, r.occurred_at, r.org_id, r.lead_id, r.lead_name, r.phone, r.to_number, r.agent, r.agent_name, r.secs, r.status,
-  r.dni_pool, r.utm_source, r.utm_medium, r.utm_campaign, r.landing, r.gclid,
+  r.id,
+  r.occurred_at,
+  r.org_id,
+  r.lead_id,
+  r.lead_name,
+  r.phone,
+  r.to_number,
+  r.agent,
+  r.agent_name,
+  r.secs,
+  r.status,
+  r.dni_pool,
+  r.utm_source,
+  r.utm_medium,
+  r.utm_campaign,
+  r.landing,
+  r.gclid,
 ];
-
 
 export function callRoutes(deps: Deps): Route[] {
   const { sql } = deps;
   return [
-    consolePage(
+    defineRoute(
       deps,
-      {
+      pageSpec(deps, {
         id: "consoleCalls",
         summary: "The call log",
         description: "Calls newest first with their DNI attribution; agents see their own calls.",
         method: "GET",
         path: "/console/calls",
         roles: ["admin", "manager", "agent"],
-        query: CallQuery,
-      },
-      async (viewer, _request, selected) => {
-        const params = callParams(viewer, selected.query);
-        const after = parseCursor(selected.query.after);
+        query: pageQuery(CallQuery),
+      }),
+      async ({ query }, { grant: viewer }) => {
+        const params = callParams(viewer, query);
+        const after = parseCursor(query.after);
         const zone = await zoneOf(sql, params.org);
         const filter = filterOf(params, zone);
         const [rows, totals, agents, pools, orgs, canExport] = await Promise.all([
@@ -193,36 +238,34 @@ export function callRoutes(deps: Deps): Route[] {
         return consoleHtml(deps, viewer, { title: "Calls", nav: "calls", body, styles: ["c2.css"] });
       },
     ),
-    csvRoute(
-      consolePage(
-        deps,
-        {
-          id: "consoleCallsCsv",
-          summary: "The call log as CSV",
-          description:
-            "Every call of the filters, streamed; cells a spreadsheet would read as formulas are prefixed with a quote. Managers and admins; " +
-            "agents (their own calls) where their organization grants it (`agents_export`), else the 404 page. Audited as export.calls (the filter, the rows sent).",
-          method: "GET",
-          path: "/console/calls.csv",
-          roles: ["admin", "manager", "agent"],
-          query: CallQuery,
-        },
-        async (viewer, _request, selected) => {
-          if (!(await mayExport(sql, viewer))) return notFoundPage(deps, viewer);
-          const params = callParams(viewer, selected.query);
-          const zone = await zoneOf(sql, params.org);
-          return auditedExport(sql, viewer, {
-            what: "calls",
-            filter: { ...params },
-            orgId: params.org,
-            filename: "calls.csv",
-            header: CSV_HEADER,
-            rows: allCalls(sql, viewer.actor, filterOf(params, zone)),
-            cells: csvCells,
-          });
-        },
-      ),
-      "The filtered calls as CSV, streamed",
+    defineRoute(
+      deps,
+      pageSpec(deps, {
+        answers: csvAnswer("The filtered calls as CSV, streamed"),
+        id: "consoleCallsCsv",
+        summary: "The call log as CSV",
+        description:
+          "Every call of the filters, streamed; cells a spreadsheet would read as formulas are prefixed with a quote. Managers and admins; " +
+          "agents (their own calls) where their organization grants it (`agents_export`), else the 404 page. Audited as export.calls (the filter, the rows sent).",
+        method: "GET",
+        path: "/console/calls.csv",
+        roles: ["admin", "manager", "agent"],
+        query: pageQuery(CallQuery),
+      }),
+      async ({ query }, { grant: viewer }) => {
+        if (!(await mayExport(sql, viewer))) return notFoundPage(deps, viewer);
+        const params = callParams(viewer, query);
+        const zone = await zoneOf(sql, params.org);
+        return auditedExport(sql, viewer, {
+          what: "calls",
+          filter: { ...params },
+          orgId: params.org,
+          filename: "calls.csv",
+          header: CSV_HEADER,
+          rows: allCalls(sql, viewer.actor, filterOf(params, zone)),
+          cells: csvCells,
+        });
+      },
     ),
   ];
 }

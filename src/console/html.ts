@@ -170,10 +170,9 @@ export function notice(text: string, kind: "ok" | "error" = "ok"): Html {
   return html`<p class="notice notice-${kind}" role="${kind === "error" ? "alert" : "status"}">${text}</p>`;
 }
 
-/** `?done=…` of a redirect after a form, shown once as a notice (only the texts the page offers). */
-export function flash(url: string | URL, texts: Readonly<Record<string, string>>): Html {
-  const done = new URL(url).searchParams.get("done");
-  return done !== null && Object.hasOwn(texts, done) ? notice(texts[done]!) : raw("");
+/** `?done=…` of a redirect after a form (the page's query), shown once as a notice (only the texts the page offers). */
+export function flash(done: string | undefined, texts: Readonly<Record<string, string>>): Html {
+  return done !== undefined && Object.hasOwn(texts, done) ? notice(texts[done]!) : raw("");
 }
 
 const formats = new Map<string, Intl.DateTimeFormat>();

@@ -11,10 +11,10 @@ import { Type as t } from "@sinclair/typebox";
 import { audit } from "./audit";
 import type { Sql, Tx } from "../db/client";
 import type { Deps } from "../http/deps";
-import type { Route } from "../http/route";
+import { defineRoute } from "../http/define";
+import { type Input, type Route, textParam } from "../http/route";
 import { html, notice, plainPage, type Html } from "./html";
-import { ownHost } from "../http/host";
-import { clientHash, CONSOLE_TAG, foreignHostPage, formOf, sameOrigin, unavailablePage } from "./route";
+import { clientHash, formBody, publicPageSpec, sameOrigin } from "./route";
 import { createSession, sessionCookie } from "./sessions";
 import { createUserIn, hashPassword, newToken, PASSWORD_MAX, PASSWORD_MIN, passwordProblem, tokenHash } from "./users";
 import { UsageError } from "../errors";
@@ -52,16 +52,18 @@ export async function issueInstallerLink(sql: Sql, now: number): Promise<string 
 
 /** The text `serve` prints for a person at a terminal, once, on standard error (never a log line). */
 export function installerBanner(url: string): string {
-  return [
-    "",
-    "Nobody can sign in to the console yet. Open this one-time link to create the first admin",
-    "(it works once, for 24 hours, until someone can sign in; every start prints a new one):",
-    "",
-    `  ${url}`,
-    "",
-    "Or from the command line: leadline users create --email you@example.com --role admin",
-    "",
-  ].join("\n") + "\n";
+  return (
+    [
+      "",
+      "Nobody can sign in to the console yet. Open this one-time link to create the first admin",
+      "(it works once, for 24 hours, until someone can sign in; every start prints a new one):",
+      "",
+      `  ${url}`,
+      "",
+      "Or from the command line: leadline users create --email you@example.com --role admin",
+      "",
+    ].join("\n") + "\n"
+  );
 }
 
 /** Whether `token` is the live installer token (locking its row inside a transaction that uses it up). */
@@ -94,7 +96,10 @@ export async function createFirstAdmin(deps: Pick<Deps, "sql" | "clock">, token:
     }
     await tx`update users set password_hash = ${hash}, password_changed_at = ${new Date(now)} where id = ${userId}`;
     await tx`delete from settings where key = ${SETTING}`;
-    await audit(tx, { orgId: null, type: "user", id: userId, agent: null, keyId: null, address }, "user.create", `user:${userId}`, { role: "admin", by: "installer" });
+    await audit(tx, { orgId: null, type: "user", id: userId, agent: null, keyId: null, address }, "user.create", `user:${userId}`, {
+      role: "admin",
+      by: "installer",
+    });
     return { ok: true, userId } as const;
   });
 }
@@ -126,93 +131,95 @@ function adminForm(message: Html | null = null, email = "", name = ""): Html {
 </form>`;
 }
 
+const AdminForm = t.Object({
+  email: t.Optional(t.String()),
+  name: t.Optional(t.String()),
+  password: t.Optional(t.String()),
+  confirm: t.Optional(t.String()),
+});
+
+const tokenParam = textParam("token");
+
 export function installerRoutes(deps: Deps): Route[] {
   const secure = deps.config.baseUrl.startsWith("https:");
-  const hostOk = ownHost(deps.config.baseUrl);
   const installCookie = (value: string, maxAge: number) =>
     `${COOKIE}=${value}; Path=/console/install; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}; Max-Age=${maxAge}`;
   return [
-    {
-      id: "consoleInstallerLink",
-      tag: CONSOLE_TAG,
-      summary: "The installer link: the first admin",
-      description: "Exchanges the one-time token for a cookie (path `/console/install`) and redirects to the form, so that the token leaves the address bar.",
-      method: "GET",
-      path: "/console/install/{token}",
-      access: { kind: "public" },
-      answers: {
-        303: { description: "On to /console/install" },
-        404: { description: "The link is unknown, used, expired, or someone can already sign in", contentType: HTML },
-        503: UNAVAILABLE,
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleInstallerLink",
+        summary: "The installer link: the first admin",
+        description: "Exchanges the one-time token for a cookie (path `/console/install`) and redirects to the form, so that the token leaves the address bar.",
+        method: "GET",
+        path: "/console/install/{token}",
+        params: tokenParam,
+        answers: {
+          303: { description: "On to /console/install" },
+          404: { description: "The link is unknown, used, expired, or someone can already sign in", contentType: HTML },
+          503: UNAVAILABLE,
+        },
+      }),
+      async ({ params: token }) => {
+        if (!(await live(deps.sql, token, deps.clock.now()))) return goneLink();
+        return new Response(null, {
+          status: 303,
+          headers: { location: "/console/install", "cache-control": "no-store", "referrer-policy": "no-referrer", "set-cookie": installCookie(token, 3600) },
+        });
       },
-      errors: [],
-      handle: async (_request, _server, selected) => {
-        const token = selected.params.token ?? "";
-        const ok = await live(deps.sql, token, deps.clock.now()).catch(() => undefined);
-        if (ok === undefined) return unavailablePage();
-        if (!ok) return goneLink();
-        return new Response(null, { status: 303, headers: { location: "/console/install", "cache-control": "no-store", "referrer-policy": "no-referrer", "set-cookie": installCookie(token, 3600) } });
-      },
-    },
-    {
-      id: "consoleInstallerPage",
-      tag: CONSOLE_TAG,
-      summary: "The form that creates the first admin",
-      method: "GET",
-      path: "/console/install",
-      access: { kind: "public" },
-      answers: {
-        200: { description: "The form", contentType: HTML },
-        404: { description: "No live installer link was opened in this browser", contentType: HTML },
-        503: UNAVAILABLE,
-      },
-      errors: [],
-      handle: async (request) => {
+    ),
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleInstallerPage",
+        summary: "The form that creates the first admin",
+        method: "GET",
+        path: "/console/install",
+        answers: {
+          200: { description: "The form", contentType: HTML },
+          404: { description: "No live installer link was opened in this browser", contentType: HTML },
+          503: UNAVAILABLE,
+        },
+      }),
+      async (_input, { request }) => {
         const token = tokenOf(request);
-        const ok = token === null ? false : await live(deps.sql, token, deps.clock.now()).catch(() => undefined);
-        if (ok === undefined) return unavailablePage();
+        const ok = token !== null && (await live(deps.sql, token, deps.clock.now()));
         return ok ? plainPage("Create the first admin", adminForm()) : goneLink();
       },
-    },
-    {
-      id: "consoleInstaller",
-      tag: CONSOLE_TAG,
-      summary: "Create the first admin and sign in",
-      description: `Form fields \`email\`, \`name\`, \`password\` and \`confirm\` (${PASSWORD_MIN} to ${PASSWORD_MAX} characters), with the installer cookie. Creates the admin, uses the link up and signs the admin in (303 to the inbox with the session cookie).`,
-      method: "POST",
-      path: "/console/install",
-      access: { kind: "public" },
-      body: { schema: t.Object({ email: t.String(), name: t.Optional(t.String()), password: t.String(), confirm: t.String() }), form: true, limit: 16 * 1024 },
-      answers: {
-        303: { description: "Created and signed in: on to the inbox" },
-        403: { description: "The form came from another site", contentType: HTML },
-        404: { description: "No live installer link (used, expired, or someone can already sign in)", contentType: HTML },
-        422: { description: "The email or password is refused (the form again, saying why)", contentType: HTML },
-        503: UNAVAILABLE,
-      },
-      errors: [],
-      handle: async (request, server) => {
-        if (!hostOk(request)) return foreignHostPage();
+    ),
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleInstaller",
+        summary: "Create the first admin and sign in",
+        description: `Form fields \`email\`, \`name\`, \`password\` and \`confirm\` (${PASSWORD_MIN} to ${PASSWORD_MAX} characters), with the installer cookie. Creates the admin, uses the link up and signs the admin in (303 to the inbox with the session cookie).`,
+        method: "POST",
+        path: "/console/install",
+        body: formBody(AdminForm, 16 * 1024),
+        answers: {
+          303: { description: "Created and signed in: on to the inbox" },
+          403: { description: "The form came from another site, or the Host is not BASE_URL's", contentType: HTML },
+          404: { description: "No live installer link (used, expired, or someone can already sign in)", contentType: HTML },
+          422: { description: "The email or password is refused (the form again, saying why)", contentType: HTML },
+          503: UNAVAILABLE,
+        },
+      }),
+      async ({ body: form }, { request, server }) => {
         if (!sameOrigin(request, deps.config.baseUrl)) return plainPage("Create the first admin", notice("The form came from another site.", "error"), 403);
         const token = tokenOf(request);
         if (token === null) return goneLink();
-        try {
-          const form = await formOf(request);
-          const address = clientHash(deps, request, server);
-          const made = await createFirstAdmin(deps, token, form, address);
-          if (!made.ok) {
-            if ("gone" in made) return goneLink();
-            return plainPage("Create the first admin", adminForm(notice(`Not created: ${made.problem}.`, "error"), form.email ?? "", form.name ?? ""), 422);
-          }
-          const { token: session } = await createSession(deps.sql, made.userId, address, deps.clock.now());
-          const headers = new Headers({ location: "/console/inbox", "cache-control": "no-store" });
-          headers.append("set-cookie", sessionCookie(session, secure));
-          headers.append("set-cookie", installCookie("", 0));
-          return new Response(null, { status: 303, headers });
-        } catch {
-          return unavailablePage();
+        const address = clientHash(deps, request, server);
+        const made = await createFirstAdmin(deps, token, form, address);
+        if (!made.ok) {
+          if ("gone" in made) return goneLink();
+          return plainPage("Create the first admin", adminForm(notice(`Not created: ${made.problem}.`, "error"), form.email ?? "", form.name ?? ""), 422);
         }
+        const { token: session } = await createSession(deps.sql, made.userId, address, deps.clock.now());
+        const headers = new Headers({ location: "/console/inbox", "cache-control": "no-store" });
+        headers.append("set-cookie", sessionCookie(session, secure));
+        headers.append("set-cookie", installCookie("", 0));
+        return new Response(null, { status: 303, headers });
       },
-    },
+    ),
   ];
 }

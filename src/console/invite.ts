@@ -7,13 +7,16 @@ import { Type as t } from "@sinclair/typebox";
 import { BUSY_RETRY_S } from "../auth/passwords";
 import type { Deps } from "../http/deps";
 import { ownHost } from "../http/host";
-import type { Route } from "../http/route";
+import { defineRoute } from "../http/define";
+import { type Input, type Route, textParam } from "../http/route";
 import { html, notice, plainPage, seeOther, type Html } from "./html";
-import { CONSOLE_TAG, foreignHostPage, formOf, sameOrigin, unavailablePage } from "./route";
+import { formBody, publicPageSpec, sameOrigin } from "./route";
 import { INVITE_OPEN_MS, inviteUserOf, openInvite, PASSWORD_MAX, PASSWORD_MIN, passwordProblem, setPasswordHash } from "./users";
 
 const HTML = "text/html; charset=utf-8";
 const COOKIE = "leadline_invite";
+
+const tokenParam = textParam("token");
 
 const inviteCookie = (token: string, secure: boolean) =>
   `${COOKIE}=${token}; Path=/console/invite; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}; Max-Age=${INVITE_OPEN_MS / 1000}`;
@@ -54,80 +57,79 @@ export function inviteRoutes(deps: Deps): Route[] {
   const hostOk = ownHost(deps.config.baseUrl);
   const notFound = { description: "The link is unknown, used, opened before, revoked or expired", contentType: HTML };
   return [
-    {
-      id: "consoleInviteLink",
-      tag: CONSOLE_TAG,
-      summary: "Open a one-time link: its token is exchanged for a cookie",
-      description: `Spends the link's token: answers 303 to \`/console/invite\` with the cookie \`${COOKIE}\` (\`HttpOnly; SameSite=Lax\`, path \`/console/invite\`, ${INVITE_OPEN_MS / 60_000} minutes). A second opening of the link is a 404.`,
-      method: "GET",
-      path: "/console/invite/{token}",
-      access: { kind: "public" },
-      answers: { 303: { description: "On to /console/invite, with the cookie" }, 403: { description: "The Host is not BASE_URL's", contentType: HTML }, 404: notFound },
-      errors: [],
-      handle: async (request, _server, selected) => {
-        if (!hostOk(request)) return foreignHostPage();
-        const token = await openInvite(deps.sql, selected.params.token ?? "", clock.now()).catch(() => undefined);
-        if (token === undefined) return unavailablePage();
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleInviteLink",
+        summary: "Open a one-time link: its token is exchanged for a cookie",
+        description: `Spends the link's token: answers 303 to \`/console/invite\` with the cookie \`${COOKIE}\` (\`HttpOnly; SameSite=Lax\`, path \`/console/invite\`, ${INVITE_OPEN_MS / 60_000} minutes). A second opening of the link is a 404.`,
+        method: "GET",
+        path: "/console/invite/{token}",
+        params: tokenParam,
+        hostAlways: true,
+        answers: {
+          303: { description: "On to /console/invite, with the cookie" },
+          403: { description: "The Host is not BASE_URL's", contentType: HTML },
+          404: notFound,
+        },
+      }),
+      async ({ params: linkToken }) => {
+        const token = await openInvite(deps.sql, linkToken, clock.now());
         if (token === null) return expiredLink();
         return seeOther("/console/invite", { "set-cookie": inviteCookie(token, secure), "referrer-policy": "no-referrer" });
       },
-    },
-    {
-      id: "consoleInvitePage",
-      tag: CONSOLE_TAG,
-      summary: "The form that sets a password, for an opened one-time link",
-      method: "GET",
-      path: "/console/invite",
-      access: { kind: "public" },
-      answers: { 200: { description: "The form", contentType: HTML }, 404: notFound },
-      errors: [],
-      handle: async (request) => {
+    ),
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleInvitePage",
+        summary: "The form that sets a password, for an opened one-time link",
+        method: "GET",
+        path: "/console/invite",
+        answers: { 200: { description: "The form", contentType: HTML }, 404: notFound },
+      }),
+      async (_input, { request }) => {
         const token = inviteToken(request);
         if (token === null) return expiredLink();
-        const user = await inviteUserOf(deps.sql, token, clock.now()).catch(() => undefined);
-        if (user === undefined) return unavailablePage();
+        const user = await inviteUserOf(deps.sql, token, clock.now());
         if (user === null) return expiredLink();
         return plainPage("Set your password", passwordForm(user.email));
       },
-    },
-    {
-      id: "consoleInvite",
-      tag: CONSOLE_TAG,
-      summary: "Set a password through an opened one-time link",
-      description: `Form fields \`password\` and \`confirm\` (${PASSWORD_MIN} to ${PASSWORD_MAX} characters), with the cookie of the opened link. Ends every session of the user; the invite is used up.`,
-      method: "POST",
-      path: "/console/invite",
-      access: { kind: "public" },
-      body: { schema: t.Object({ password: t.String(), confirm: t.String() }), form: true, limit: 16 * 1024 },
-      answers: {
-        303: { description: "Set: on to the sign-in page" },
-        403: { description: "The Host is not BASE_URL's", contentType: HTML },
-        404: notFound,
-        422: { description: "The password is refused (the form again, saying why)", contentType: HTML },
-        503: { description: "Password checks are full (or the database is away): try again after `Retry-After` seconds", contentType: HTML },
-      },
-      errors: [],
-      handle: async (request) => {
-        if (!hostOk(request)) return foreignHostPage();
+    ),
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleInvite",
+        summary: "Set a password through an opened one-time link",
+        description: `Form fields \`password\` and \`confirm\` (${PASSWORD_MIN} to ${PASSWORD_MAX} characters), with the cookie of the opened link. Ends every session of the user; the invite is used up.`,
+        method: "POST",
+        path: "/console/invite",
+        body: formBody(t.Object({ password: t.Optional(t.String()), confirm: t.Optional(t.String()) }), 16 * 1024),
+        answers: {
+          303: { description: "Set: on to the sign-in page" },
+          403: { description: "The Host is not BASE_URL's", contentType: HTML },
+          404: notFound,
+          422: { description: "The password is refused (the form again, saying why)", contentType: HTML },
+          503: { description: "Password checks are full (or the database is away): try again after `Retry-After` seconds", contentType: HTML },
+        },
+      }),
+      async ({ body: form }, { request }) => {
         const token = inviteToken(request);
         if (token === null || !sameOrigin(request, deps.config.baseUrl)) return expiredLink();
-        try {
-          const user = await inviteUserOf(deps.sql, token, clock.now());
-          if (user === null) return expiredLink();
-          const form = await formOf(request);
-          const password = form.password ?? "";
-          const problem = passwordProblem(password) ?? (password !== form.confirm ? "the two passwords differ" : null);
-          if (problem) return plainPage("Set your password", passwordForm(user.email, `Not set: ${problem}.`), 422);
-          const hash = await deps.passwords.hash(password);
-          if (hash === "busy") {
-            return plainPage("Set your password", passwordForm(user.email, "Not set: the server is busy just now. Try again in a moment."), 503, { "retry-after": String(BUSY_RETRY_S) });
-          }
-          if (!(await setPasswordHash(deps.sql, { token }, hash, clock.now()))) return expiredLink();
-          return seeOther("/console/login?done=password", { "set-cookie": clearedInviteCookie(secure) });
-        } catch {
-          return unavailablePage();
+        const user = await inviteUserOf(deps.sql, token, clock.now());
+        if (user === null) return expiredLink();
+        const password = form.password ?? "";
+        const problem = passwordProblem(password) ?? (password !== form.confirm ? "the two passwords differ" : null);
+        if (problem) return plainPage("Set your password", passwordForm(user.email, `Not set: ${problem}.`), 422);
+        const hash = await deps.passwords.hash(password);
+        if (hash === "busy") {
+          return plainPage("Set your password", passwordForm(user.email, "Not set: the server is busy just now. Try again in a moment."), 503, {
+            "retry-after": String(BUSY_RETRY_S),
+          });
         }
+        if (!(await setPasswordHash(deps.sql, { token }, hash, clock.now()))) return expiredLink();
+        return seeOther("/console/login?done=password", { "set-cookie": clearedInviteCookie(secure) });
       },
-    },
+    ),
   ];
 }

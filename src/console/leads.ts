@@ -2,14 +2,26 @@
 // filtered set as CSV (/console/leads.csv), streamed from a cursor.
 import { Type as t } from "@sinclair/typebox";
 import { formatNumber } from "../dni/rules";
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
-import { cursorText, dateOrNull, filterChoices, LEAD_CSV_COLUMNS, leadsForExport, parseCursor, searchLeads, textMatch, type LeadFilter, type LeadListRow } from "../leads/search";
+import {
+  cursorText,
+  dateOrNull,
+  filterChoices,
+  LEAD_CSV_COLUMNS,
+  leadsForExport,
+  parseCursor,
+  searchLeads,
+  textMatch,
+  type LeadFilter,
+  type LeadListRow,
+} from "../leads/search";
 import { FALLBACK_ZONE } from "../messages/quiet-hours";
-import { csvRoute } from "./csv";
+import { csvAnswer } from "./csv";
 import { auditedExport, mayExport } from "./exports";
 import { consoleHtml, html, notFoundPage, notice, when, type Html } from "./html";
-import { consolePage, type Viewer } from "./route";
+import { pageQuery, pageSpec, type Viewer } from "./route";
 
 export const LEADS_PAGE = 50;
 
@@ -76,7 +88,14 @@ export function leadsBody(p: LeadsPage): Html {
   const f = p.filter;
   const match = textMatch(f.q);
   const exportHref = `/console/leads.csv?${filterQuery(f)}`;
-  const nextHref = p.next === null ? null : `/console/leads?${(() => { const q = filterQuery(f); q.set("after", p.next); return q; })()}`;
+  const nextHref =
+    p.next === null
+      ? null
+      : `/console/leads?${(() => {
+          const q = filterQuery(f);
+          q.set("after", p.next);
+          return q;
+        })()}`;
   return html`<form method="get" action="/console/leads" class="filters" role="search">
       <div><label for="q">Name, phone or email</label><input id="q" name="q" type="search" value="${f.q}" autocomplete="off"></div>
       <div><label for="campaign">Campaign</label><select id="campaign" name="campaign"><option value="">Any</option>${p.choices.campaigns.map(
@@ -110,51 +129,57 @@ export function leadsBody(p: LeadsPage): Html {
 
 export function leadsRoutes(deps: Deps): Route[] {
   return [
-    consolePage(deps, { id: "consoleLeads", summary: "Leads: search, filters, keyset pages", method: "GET", path: "/console/leads", query: FilterQuery }, async (viewer, request) => {
-      const q = Object.fromEntries(new URL(request.url).searchParams) as Query;
-      const filter = filterOf(q, await viewerZone(deps, viewer));
-      const cursor = parseCursor(q.after);
-      const [found, choices, canExport] = await Promise.all([
-        searchLeads(deps.sql, viewer.actor.orgId, filter, cursor, LEADS_PAGE),
-        filterChoices(deps.sql, viewer.actor.orgId),
-        mayExport(deps.sql, viewer),
-      ]);
-      return consoleHtml(deps, viewer, {
-        title: "Leads",
-        nav: "leads",
-        styles: ["lead.css"],
-        body: leadsBody({ filter, rows: found.rows, next: found.next && cursorText(found.next), paged: cursor !== null, choices, canExport }),
-      });
-    }),
-    csvRoute(
-      consolePage(
-        deps,
-        {
-          id: "consoleLeadsCsv",
-          summary: "The filtered leads as CSV, streamed",
-          description: "Managers and admins; agents where their organization grants it (`agents_export`), else the 404 page. Audited as export.leads (the filter, the rows sent).",
-          method: "GET",
-          path: "/console/leads.csv",
-          query: FilterQuery,
-        },
-        async (viewer, request) => {
-          if (!(await mayExport(deps.sql, viewer))) return notFoundPage(deps, viewer);
-          const q = Object.fromEntries(new URL(request.url).searchParams) as Query;
-          const filter = filterOf(q, await viewerZone(deps, viewer));
-          const day = new Date(deps.clock.now()).toISOString().slice(0, 10);
-          return auditedExport(deps.sql, viewer, {
-            what: "leads",
-            filter: { q: filter.q, campaign: filter.campaign, list: filter.list, status: filter.status, from: filter.from, to: filter.to },
-            orgId: viewer.actor.orgId,
-            filename: `leads-${day}.csv`,
-            header: LEAD_CSV_COLUMNS,
-            rows: leadsForExport(deps.sql, viewer.actor.orgId, filter),
-            cells: (r) => LEAD_CSV_COLUMNS.map((c) => r[c]),
-          });
-        },
-      ),
-      "The leads as CSV (RFC 4180), formula-like cells prefixed with '",
+    defineRoute(
+      deps,
+      pageSpec(deps, {
+        id: "consoleLeads",
+        summary: "Leads: search, filters, keyset pages",
+        method: "GET",
+        path: "/console/leads",
+        query: pageQuery(FilterQuery),
+      }),
+      async ({ query: q }, { grant: viewer }) => {
+        const filter = filterOf(q, await viewerZone(deps, viewer));
+        const cursor = parseCursor(q.after);
+        const [found, choices, canExport] = await Promise.all([
+          searchLeads(deps.sql, viewer.actor.orgId, filter, cursor, LEADS_PAGE),
+          filterChoices(deps.sql, viewer.actor.orgId),
+          mayExport(deps.sql, viewer),
+        ]);
+        return consoleHtml(deps, viewer, {
+          title: "Leads",
+          nav: "leads",
+          styles: ["lead.css"],
+          body: leadsBody({ filter, rows: found.rows, next: found.next && cursorText(found.next), paged: cursor !== null, choices, canExport }),
+        });
+      },
+    ),
+    defineRoute(
+      deps,
+      pageSpec(deps, {
+        answers: csvAnswer("The leads as CSV (RFC 4180), formula-like cells prefixed with '"),
+        id: "consoleLeadsCsv",
+        summary: "The filtered leads as CSV, streamed",
+        description:
+          "Managers and admins; agents where their organization grants it (`agents_export`), else the 404 page. Audited as export.leads (the filter, the rows sent).",
+        method: "GET",
+        path: "/console/leads.csv",
+        query: pageQuery(FilterQuery),
+      }),
+      async ({ query: q }, { grant: viewer }) => {
+        if (!(await mayExport(deps.sql, viewer))) return notFoundPage(deps, viewer);
+        const filter = filterOf(q, await viewerZone(deps, viewer));
+        const day = new Date(deps.clock.now()).toISOString().slice(0, 10);
+        return auditedExport(deps.sql, viewer, {
+          what: "leads",
+          filter: { q: filter.q, campaign: filter.campaign, list: filter.list, status: filter.status, from: filter.from, to: filter.to },
+          orgId: viewer.actor.orgId,
+          filename: `leads-${day}.csv`,
+          header: LEAD_CSV_COLUMNS,
+          rows: leadsForExport(deps.sql, viewer.actor.orgId, filter),
+          cells: (r) => LEAD_CSV_COLUMNS.map((c) => r[c]),
+        });
+      },
     ),
   ];
 }
-

@@ -1,4 +1,4 @@
-// Every route of the console (README: The console), for the assembly (src/app/app.ts), in the
+// Every route of the console (docs/console.md), for the assembly (src/app/app.ts), in the
 // order of a working day.
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";

@@ -7,6 +7,7 @@ const REASONS: Record<SendReason, string> = {
   empty_body: "Nothing was sent: the message is empty.",
   no_phone: "Not sent: the lead has no usable phone number.",
   no_email: "Not sent: the lead has no valid email address.",
+  do_not_contact: "Not sent: this address is on the organization's do-not-contact list.",
   opted_out: "Not sent: the lead opted out of this channel.",
   no_consent: "Not sent: no consent on this channel (the organization requires explicit consent).",
   provider_not_configured: "Not sent: the organization has no provider set up for this channel.",

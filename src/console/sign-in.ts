@@ -15,25 +15,33 @@
 import { Type as t } from "@sinclair/typebox";
 import { BUSY_RETRY_S } from "../auth/passwords";
 import type { Deps } from "../http/deps";
-import { ownHost } from "../http/host";
 import type { PeerSource } from "../http/client";
-import type { Route } from "../http/route";
+import { defineRoute } from "../http/define";
+import type { Fields } from "../http/input";
+import { type Input, type Route, textParam } from "../http/route";
 import { openSecret } from "../secrets/seal";
 import { ASSETS } from "./assets";
 import { accountAtAddress, anonymous, attempt, untilNextHour } from "./attempts";
 import { audit } from "./audit";
 import { html, notice, plainPage, seeOther, type Html } from "./html";
 import { inviteRoutes } from "./invite";
-import { clientHash, CONSOLE_TAG, foreignHostPage, formOf, sameOrigin, unavailablePage, viewerOf } from "./route";
+import { clientHash, formBody, pageQuery, publicPageSpec, sameOrigin, viewerOf } from "./route";
 import { clearedCookie, cookieToken, createSession, endSession, sessionCookie, signedInFrom } from "./sessions";
 import { matchingStep } from "./totp";
 import { PASSWORD_MAX, takeTotpStep, userByEmail, type SignInRecord } from "./users";
 
 const HTML = "text/html; charset=utf-8";
-const publicSignIn = {
-  kind: "public",
-  limit: "failed sign-ins: 20 per account and client address and 100 per client address per hour; 10 wrong two-step codes per user per hour",
-} as const;
+const SIGN_IN_LIMIT = "failed sign-ins: 20 per account and client address and 100 per client address per hour; 10 wrong two-step codes per user per hour";
+
+const SignInForm = t.Object({
+  email: t.Optional(t.String()),
+  password: t.Optional(t.String()),
+  code: t.Optional(t.String({ description: "with two-step sign-in on: the authenticator app's code" })),
+  next: t.Optional(t.String({ description: "a console path to go on to" })),
+});
+type SignInFields = Fields<typeof SignInForm>;
+
+const nameParam = textParam("name");
 
 /** Where to go after signing in: a console path of ours, never another site (`//evil`, `/\evil`). */
 export function safeNext(next: string | undefined): string {
@@ -64,7 +72,6 @@ const REFUSED = "That email, password and code (if you use one) do not match an 
 export function signInRoutes(deps: Deps): Route[] {
   const clock = deps.clock;
   const secure = deps.config.baseUrl.startsWith("https:");
-  const hostOk = ownHost(deps.config.baseUrl);
   const page = (next: string, email: string, text: string, status: number, headers: Record<string, string> = {}) =>
     plainPage("Sign in", signInForm(next, email, notice(text, "error")), status, headers);
 
@@ -81,10 +88,8 @@ export function signInRoutes(deps: Deps): Route[] {
     return ok;
   };
 
-  const signIn = async (request: Request, server: PeerSource | null): Promise<Response> => {
-    if (!hostOk(request)) return foreignHostPage();
+  const signIn = async (form: SignInFields, request: Request, server: PeerSource | null): Promise<Response> => {
     if (!sameOrigin(request, deps.config.baseUrl)) return page("/console/inbox", "", "The form came from another site. Sign in here.", 403);
-    const form = await formOf(request);
     const email = (form.email ?? "").trim().toLowerCase().slice(0, 320);
     const password = (form.password ?? "").slice(0, PASSWORD_MAX + 1);
     const next = safeNext(form.next);
@@ -122,103 +127,94 @@ export function signInRoutes(deps: Deps): Route[] {
   };
 
   return [
-    {
-      id: "consoleHome",
-      tag: CONSOLE_TAG,
-      summary: "The console: on to the inbox",
-      method: "GET",
-      path: "/console",
-      access: { kind: "public" },
-      answers: { 303: { description: "On to /console/inbox (or the sign-in page)" } },
-      errors: [],
-      handle: () => seeOther("/console/inbox"),
-    },
-    {
-      id: "consoleSignInPage",
-      tag: CONSOLE_TAG,
-      summary: "The sign-in page",
-      method: "GET",
-      path: "/console/login",
-      access: { kind: "public" },
-      query: t.Object({ next: t.Optional(t.String()), done: t.Optional(t.String()) }),
-      answers: { 200: { description: "The page", contentType: HTML }, 303: { description: "Already signed in: on to the inbox" } },
-      errors: [],
-      handle: async (request, server) => {
-        try {
-          if (await viewerOf(deps, request, server)) return seeOther("/console/inbox");
-        } catch {
-          return unavailablePage();
-        }
-        const url = new URL(request.url);
-        const done = url.searchParams.get("done") ?? "";
-        return plainPage("Sign in", signInForm(safeNext(url.searchParams.get("next") ?? undefined), "", Object.hasOwn(DONE, done) ? notice(DONE[done]!) : null));
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleHome",
+        summary: "The console: on to the inbox",
+        method: "GET",
+        path: "/console",
+        answers: { 303: { description: "On to /console/inbox (or the sign-in page)" } },
+      }),
+      () => seeOther("/console/inbox"),
+    ),
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleSignInPage",
+        summary: "The sign-in page",
+        method: "GET",
+        path: "/console/login",
+        query: pageQuery(t.Object({ next: t.Optional(t.String()), done: t.Optional(t.String()) })),
+        answers: { 200: { description: "The page", contentType: HTML }, 303: { description: "Already signed in: on to the inbox" } },
+      }),
+      async ({ query }, { request, server }) => {
+        if (await viewerOf(deps, request, server)) return seeOther("/console/inbox");
+        const done = query.done ?? "";
+        return plainPage("Sign in", signInForm(safeNext(query.next), "", Object.hasOwn(DONE, done) ? notice(DONE[done]!) : null));
       },
-    },
-    {
-      id: "consoleSignIn",
-      tag: CONSOLE_TAG,
-      summary: "Sign in",
-      description:
-        "Form fields `email`, `password`, `code` (a user with two-step sign-in on: the 6-digit code of their authenticator app), `next`. Success: 303 to `next` (a console path) with the session cookie (`HttpOnly; SameSite=Lax`, `Secure` when BASE_URL is https). An unknown account and a wrong password get the same 401 page. Failures are limited per account and client address and per client address, never per account alone; password checks run a few at a time, and a sign-in that finds the line full is answered 503 with `Retry-After` at once.",
-      method: "POST",
-      path: "/console/login",
-      access: publicSignIn,
-      body: { schema: t.Object({ email: t.String(), password: t.String(), code: t.Optional(t.String()), next: t.Optional(t.String()) }), form: true, limit: 16 * 1024 },
-      answers: {
-        303: { description: "Signed in: on to `next`" },
-        401: { description: "Email, password and code (when two-step sign-in is on) do not match an account", contentType: HTML },
-        403: { description: "The form came from another site, or the Host is not BASE_URL's", contentType: HTML },
-        429: { description: "Too many failed sign-ins this hour for this account from this address, or from this address", contentType: HTML },
-        503: { description: "Password checks are full (or the database is away): try again after `Retry-After` seconds", contentType: HTML },
-      },
-      errors: [],
-      handle: async (request, server) => {
-        try {
-          return await signIn(request, server);
-        } catch {
-          return unavailablePage();
-        }
-      },
-    },
-    {
-      id: "consoleSignOut",
-      tag: CONSOLE_TAG,
-      summary: "Sign out",
-      description: "Ends the session (server-side) and clears the cookie.",
-      method: "POST",
-      path: "/console/logout",
-      access: { kind: "public" },
-      answers: { 303: { description: "Signed out: on to the sign-in page" }, 403: { description: "The Host is not BASE_URL's", contentType: HTML } },
-      errors: [],
-      handle: async (request) => {
-        if (!hostOk(request)) return foreignHostPage();
+    ),
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleSignIn",
+        summary: "Sign in",
+        description:
+          "Form fields `email`, `password`, `code` (a user with two-step sign-in on: the 6-digit code of their authenticator app), `next`. Success: 303 to `next` (a console path) with the session cookie (`HttpOnly; SameSite=Lax`, `Secure` when BASE_URL is https). An unknown account and a wrong password get the same 401 page. Failures are limited per account and client address and per client address, never per account alone; password checks run a few at a time, and a sign-in that finds the line full is answered 503 with `Retry-After` at once.",
+        method: "POST",
+        path: "/console/login",
+        limit: SIGN_IN_LIMIT,
+        body: formBody(SignInForm, 16 * 1024),
+        answers: {
+          303: { description: "Signed in: on to `next`" },
+          401: { description: "Email, password and code (when two-step sign-in is on) do not match an account", contentType: HTML },
+          403: { description: "The form came from another site, or the Host is not BASE_URL's", contentType: HTML },
+          429: { description: "Too many failed sign-ins this hour for this account from this address, or from this address", contentType: HTML },
+          503: { description: "Password checks are full (or the database is away): try again after `Retry-After` seconds", contentType: HTML },
+        },
+      }),
+      ({ body }, { request, server }) => signIn(body, request, server),
+    ),
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleSignOut",
+        summary: "Sign out",
+        description: "Ends the session (server-side) and clears the cookie.",
+        method: "POST",
+        path: "/console/logout",
+        body: formBody(t.Object({})),
+        answers: { 303: { description: "Signed out: on to the sign-in page" }, 403: { description: "The Host is not BASE_URL's", contentType: HTML } },
+      }),
+      async (_input, { request }) => {
         const token = cookieToken(request);
         // Only the console's own pages may sign someone out (a cross-site form must not).
         if (token !== null && sameOrigin(request, deps.config.baseUrl)) await endSession(deps.sql, token, clock.now()).catch(() => {});
         return seeOther("/console/login?done=out", { "set-cookie": clearedCookie(secure) });
       },
-    },
+    ),
     ...inviteRoutes(deps),
-    {
-      id: "consoleAsset",
-      tag: CONSOLE_TAG,
-      summary: "The console's scripts, style sheets and icon",
-      method: "GET",
-      path: "/console/assets/{name}",
-      access: { kind: "public" },
-      answers: {
-        200: { description: "The file", contentType: ["text/css; charset=utf-8", "text/javascript; charset=utf-8", "image/svg+xml"] },
-        404: { description: "No such file", contentType: "text/plain; charset=utf-8" },
-      },
-      errors: [],
-      handle: (_request, _server, selected) => {
-        const name = selected.params.name ?? "";
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleAsset",
+        summary: "The console's scripts, style sheets and icon",
+        method: "GET",
+        path: "/console/assets/{name}",
+        params: nameParam,
+        answers: {
+          200: { description: "The file", contentType: ["text/css; charset=utf-8", "text/javascript; charset=utf-8", "image/svg+xml"] },
+          404: { description: "No such file", contentType: "text/plain; charset=utf-8" },
+        },
+      }),
+      ({ params: name }) => {
         const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
-        if (!asset) return new Response("not found", { status: 404, headers: { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" } });
+        if (!asset)
+          return new Response("not found", { status: 404, headers: { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" } });
         return new Response(asset.body, {
           headers: { "content-type": asset.type, "cache-control": "public, max-age=31536000, immutable", "x-content-type-options": "nosniff" },
         });
       },
-    },
+    ),
   ];
 }

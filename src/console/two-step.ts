@@ -6,7 +6,9 @@
 // user through the one limiter (two_step_code, shared with sign-in's codes); the change ends
 // every other session of the user and is audited in its transaction. `leadline users totp-off`
 // is the way back for a user who lost the device.
+import { Type as t } from "@sinclair/typebox";
 import type { Sql, Tx } from "../db/client";
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { BUSY_RETRY_S } from "../auth/passwords";
@@ -14,7 +16,7 @@ import { openSecret, seal } from "../secrets/seal";
 import { attempt, untilNextHour } from "./attempts";
 import { audit } from "./audit";
 import { consoleHtml, csrfField, html, notice, seeOther, type Html } from "./html";
-import { consolePage, formOf, type Viewer } from "./route";
+import { formBody, pageQuery, pageSpec, type Viewer } from "./route";
 import { matchingStep, newTotpSecret, otpauthUri } from "./totp";
 
 interface TotpState {
@@ -62,6 +64,14 @@ async function endOtherSessions(tx: Sql | Tx, viewer: Viewer, now: number): Prom
 type Checked = { ok: true; steps: number[]; giveBack(): Promise<void> } | { ok: false; status: number; problem: string; headers?: Record<string, string> };
 
 const HTML = "text/html; charset=utf-8";
+
+const PASSWORD = t.Optional(t.String({ description: "the user's password" }));
+const ConfirmForm = t.Object({
+  code: t.Optional(t.String({ description: "a code of the new secret" })),
+  current_code: t.Optional(t.String({ description: "moving: a current code of the secret in use" })),
+  password: PASSWORD,
+});
+const OffForm = t.Object({ code: t.Optional(t.String({ description: "a current code" })), password: PASSWORD });
 /** What a change's proof may answer besides every page's. */
 const PROVEN = {
   429: { description: "Too many wrong tries for this user this hour (the form again; `Retry-After`)", contentType: HTML },
@@ -82,13 +92,23 @@ export function twoStepRoutes(deps: Deps): Route[] {
     const tried = await attempt(deps.limits, [["two_step_code", viewer.user.id]]);
     if (!tried.admitted) {
       if (tried.audit) await audit(deps.sql, viewer.actor, "user.two_step_refused", `user:${viewer.user.id}`, { reason: "throttled" });
-      return { ok: false, status: 429, problem: "Too many wrong tries this hour. Nothing changed; try again later.", headers: { "retry-after": String(untilNextHour(now())) } };
+      return {
+        ok: false,
+        status: 429,
+        problem: "Too many wrong tries this hour. Nothing changed; try again later.",
+        headers: { "retry-after": String(untilNextHour(now())) },
+      };
     }
     const [row] = await deps.sql<{ password_hash: string | null }[]>`select password_hash from users where id = ${viewer.user.id}`;
     const passwordOk = await deps.passwords.verify(password, row?.password_hash ?? null);
     if (passwordOk === "busy") {
       await tried.giveBack();
-      return { ok: false, status: 503, problem: "The server is busy just now. Nothing changed; try again in a moment.", headers: { "retry-after": String(BUSY_RETRY_S) } };
+      return {
+        ok: false,
+        status: 503,
+        problem: "The server is busy just now. Nothing changed; try again in a moment.",
+        headers: { "retry-after": String(BUSY_RETRY_S) },
+      };
     }
     const steps = codes.map((c) => matchingStep(c.secret, c.code, now(), lastStep));
     if (!passwordOk || steps.some((s) => s === null)) {
@@ -120,33 +140,58 @@ ${passwordField("password")}
     });
 
   const offPage = (viewer: Viewer, problem: string, status: number, headers: Record<string, string> = {}) =>
-    consoleHtml(deps, viewer, { title: "Two-step sign-in", nav: null, status, headers, body: html`${twoStepSection(viewer, true, problem)}<p><a href="/console/account">Back to your account</a></p>` });
+    consoleHtml(deps, viewer, {
+      title: "Two-step sign-in",
+      nav: null,
+      status,
+      headers,
+      body: html`${twoStepSection(viewer, true, problem)}<p><a href="/console/account">Back to your account</a></p>`,
+    });
 
   return [
-    consolePage(deps, { id: "consoleTwoStepSetup", summary: "Start setting up two-step sign-in, or moving it (a new secret, pending)", method: "POST", path: "/console/account/two-step/setup" }, async (viewer) => {
-      // Only pending: nothing changes until confirm proves the password (and the current device).
-      await deps.sql`update users set totp_pending = ${seal(key, newTotpSecret())} where id = ${viewer.user.id}`;
-      return seeOther("/console/account/two-step");
-    }),
-    consolePage(deps, { id: "consoleTwoStepPage", summary: "The secret being set up, and the form that confirms it", method: "GET", path: "/console/account/two-step" }, async (viewer) => {
-      const state = await totpState(deps.sql, viewer.user.id);
-      if (state.pending === null) return seeOther("/console/account");
-      return setupPage(viewer, openSecret(key, state.pending, "a TOTP secret"), state.secret !== null, null);
-    }),
-    consolePage(
+    defineRoute(
       deps,
-      {
+      pageSpec(deps, {
+        id: "consoleTwoStepSetup",
+        summary: "Start setting up two-step sign-in, or moving it (a new secret, pending)",
+        method: "POST",
+        path: "/console/account/two-step/setup",
+        body: formBody(t.Object({})),
+      }),
+      async (_input, { grant: viewer }) => {
+        // Only pending: nothing changes until confirm proves the password (and the current device).
+        await deps.sql`update users set totp_pending = ${seal(key, newTotpSecret())} where id = ${viewer.user.id}`;
+        return seeOther("/console/account/two-step");
+      },
+    ),
+    defineRoute(
+      deps,
+      pageSpec(deps, {
+        id: "consoleTwoStepPage",
+        summary: "The secret being set up, and the form that confirms it",
+        method: "GET",
+        path: "/console/account/two-step",
+      }),
+      async (_input, { grant: viewer }) => {
+        const state = await totpState(deps.sql, viewer.user.id);
+        if (state.pending === null) return seeOther("/console/account");
+        return setupPage(viewer, openSecret(key, state.pending, "a TOTP secret"), state.secret !== null, null);
+      },
+    ),
+    defineRoute(
+      deps,
+      pageSpec(deps, {
         id: "consoleTwoStepConfirm",
         summary: "Turn two-step sign-in on (or move it) with a first code, the password and, when moving, a current code",
         method: "POST",
         path: "/console/account/two-step/confirm",
         answers: PROVEN,
-      },
-      async (viewer, request) => {
+        body: formBody(ConfirmForm),
+      }),
+      async ({ body: form }, { grant: viewer }) => {
         const state = await totpState(deps.sql, viewer.user.id);
         if (state.pending === null) return seeOther("/console/account");
         const fresh = openSecret(key, state.pending, "a TOTP secret");
-        const form = await formOf(request);
         const codes = [{ secret: fresh, code: form.code ?? "" }];
         if (state.secret !== null) codes.push({ secret: openSecret(key, state.secret, "a TOTP secret"), code: form.current_code ?? "" });
         const proof = await prove(viewer, form.password ?? "", codes, state.step);
@@ -168,22 +213,38 @@ ${passwordField("password")}
         return seeOther(`/console/account?done=${state.secret === null ? "two-step-on" : "two-step-moved"}`);
       },
     ),
-    consolePage(deps, { id: "consoleTwoStepOff", summary: "Turn two-step sign-in off with the password and a current code", method: "POST", path: "/console/account/two-step/off", answers: PROVEN }, async (viewer, request) => {
-      const state = await totpState(deps.sql, viewer.user.id);
-      if (state.secret === null) return seeOther("/console/account");
-      const form = await formOf(request);
-      const proof = await prove(viewer, form.password ?? "", [{ secret: openSecret(key, state.secret, "a TOTP secret"), code: form.code ?? "" }], state.step);
-      if (!proof.ok) return offPage(viewer, proof.problem === MISMATCH ? "The password or code does not match: two-step sign-in is still on." : proof.problem, proof.status, proof.headers);
-      await deps.sql.begin(async (tx) => {
-        const rows = await tx`
+    defineRoute(
+      deps,
+      pageSpec(deps, {
+        id: "consoleTwoStepOff",
+        summary: "Turn two-step sign-in off with the password and a current code",
+        method: "POST",
+        path: "/console/account/two-step/off",
+        answers: PROVEN,
+        body: formBody(OffForm),
+      }),
+      async ({ body: form }, { grant: viewer }) => {
+        const state = await totpState(deps.sql, viewer.user.id);
+        if (state.secret === null) return seeOther("/console/account");
+        const proof = await prove(viewer, form.password ?? "", [{ secret: openSecret(key, state.secret, "a TOTP secret"), code: form.code ?? "" }], state.step);
+        if (!proof.ok)
+          return offPage(
+            viewer,
+            proof.problem === MISMATCH ? "The password or code does not match: two-step sign-in is still on." : proof.problem,
+            proof.status,
+            proof.headers,
+          );
+        await deps.sql.begin(async (tx) => {
+          const rows = await tx`
           update users set totp_secret = null, totp_pending = null, totp_step = ${proof.steps[0]!}
           where id = ${viewer.user.id} and totp_secret = ${state.secret} returning 1`;
-        if (rows.length === 0) return;
-        const ended = await endOtherSessions(tx, viewer, now());
-        await audit(tx, viewer.actor, "user.two_step_off", `user:${viewer.user.id}`, { sessions_ended: ended });
-      });
-      await proof.giveBack();
-      return seeOther("/console/account?done=two-step-off");
-    }),
+          if (rows.length === 0) return;
+          const ended = await endOtherSessions(tx, viewer, now());
+          await audit(tx, viewer.actor, "user.two_step_off", `user:${viewer.user.id}`, { sessions_ended: ended });
+        });
+        await proof.giveBack();
+        return seeOther("/console/account?done=two-step-off");
+      },
+    ),
   ];
 }

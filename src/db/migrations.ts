@@ -22,6 +22,9 @@ import m0018 from "../../sql/0018_console_leads.sql" with { type: "text" };
 import m0019 from "../../sql/0019_lead_name_order.sql" with { type: "text" };
 import m0020 from "../../sql/0020_automations_work_the_lead.sql" with { type: "text" };
 import m0021 from "../../sql/0021_org_agents_export.sql" with { type: "text" };
+import m0022 from "../../sql/0022_do_not_contact.sql" with { type: "text" };
+import m0023 from "../../sql/0023_workspace.sql" with { type: "text" };
+import m0024 from "../../sql/0024_attribution_outward.sql" with { type: "text" };
 import m0026 from "../../sql/0026_reports.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
@@ -46,5 +49,8 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 19, name: "0019_lead_name_order", sql: m0019 },
   { version: 20, name: "0020_automations_work_the_lead", sql: m0020 },
   { version: 21, name: "0021_org_agents_export", sql: m0021 },
+  { version: 22, name: "0022_do_not_contact", sql: m0022 },
+  { version: 23, name: "0023_workspace", sql: m0023 },
+  { version: 24, name: "0024_attribution_outward", sql: m0024 },
   { version: 26, name: "0026_reports", sql: m0026 },
 ];

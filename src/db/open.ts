@@ -140,7 +140,7 @@ const closeAll = async (breaker: Breaker, ...clients: Sql[]): Promise<void> => {
 async function warnUnboundedStatements(sql: Sql): Promise<void> {
   const [row] = await sql<{ t: string }[]>`select current_setting('statement_timeout') as t`;
   if (row?.t === "0") {
-    log.warn("statement_timeout is 0 on the pooled connections; set it for Leadline's role or database (README: Several instances)");
+    log.warn("statement_timeout is 0 on the pooled connections; set it for Leadline's role or database (docs/several-instances.md)");
   }
 }
 

@@ -32,7 +32,9 @@ export type DbFailure =
    * 22021 / 22P05: text PostgreSQL cannot hold (a NUL). Input rules drop NULs before they reach
    * SQL; this is the net under a field they missed: the client's input error, never a 500.
    */
-  | "bad_text";
+  | "bad_text"
+  /** LB001: the booking capacity trigger (sql/0004_booking.sql) found the slot full. */
+  | "slot_full";
 
 const codeOf = (err: unknown): string | null => {
   const code = (err as { code?: unknown } | null)?.code;
@@ -79,6 +81,7 @@ export function classify(err: unknown): DbFailure | null {
   if (code === "40001" || code === "40P01") return "retry";
   if (code === "55P03") return "lock_timeout";
   if (code === "22021" || code === "22P05") return "bad_text";
+  if (code === "LB001") return "slot_full";
   if (connectionCodes.has(code)) return "unavailable";
   // 08: connection exception; 57014: statement timeout; 57P01-03: shutdown / cannot connect now;
   // 53300: too many connections.

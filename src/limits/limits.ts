@@ -36,6 +36,9 @@ export const LIMITS = {
   // A client address that has failed a sign-in this hour (counted after the check, so it holds
   // failures only, never attempts in flight): its sign-ins never wait in the password checks' line.
   login_failed: { perHour: 1, counter: "exact" },
+  // Refused conversions-feed credentials, per client address: a feed's secret is not guessed by
+  // trying (Google's fetchers, which share addresses across feeds, only count when they fail).
+  feed_auth: { perHour: 30, counter: "exact" },
 } as const;
 
 export type LimitName = keyof typeof LIMITS;

@@ -3,8 +3,9 @@
 // deferred-send worker all send; it calls contactGate before its billing transaction and
 // billingGate and quietGate inside it, in `gate`'s order. Notes are never gated.
 //
-// Order, first failure wins: channel → consent → provider → billing → automation cap → quiet
-// hours → send-before. Quiet hours come late because a deferral is not a refusal: the message is
+// Order, first failure wins: channel → do-not-contact → consent → provider → billing → automation
+// cap → quiet hours → send-before. The organization's do-not-contact list (src/leads/dnc.ts) comes
+// before consent: a listed address is never sent to, whatever consent it gave. Quiet hours come late because a deferral is not a refusal: the message is
 // recorded and sent later, so every reason it could never go must be checked first; the last gate
 // refuses a send that quiet hours would push to or past its deadline (a reminder past its start).
 import { emailField } from "../http/fields";
@@ -15,10 +16,14 @@ import { quietHoursEnd, recipientZone, type QuietHours } from "./quiet-hours";
 
 export type SendChannel = "sms" | "email";
 
-/** Every reason a gate refuses a send; each is listed in the README (billing ones are HTTP 402: errors.ts reasonStatus). */
+/**
+ * Every reason a gate refuses a send; each is listed in docs/messaging.md's Results (test/readme.test.ts
+ * checks it). Billing ones are HTTP 402: errors.ts reasonStatus.
+ */
 export const GATE_REASONS = [
   "no_phone", // sms: the lead has no usable phone number
   "no_email", // email: the lead has no valid email address
+  "do_not_contact", // the address is on the organization's do-not-contact list (src/leads/dnc.ts)
   "opted_out", // the lead's channel opted out (SMS STOP); wins over any opt-in
   "no_consent", // explicit-consent org, and the channel never opted in
   "provider_not_configured", // the org has no (complete) sms / email provider settings
@@ -90,6 +95,8 @@ export interface GateInput {
   org: OrgSettings | null;
   lead: LeadContact;
   consent: ConsentState;
+  /** Whether the channel's address is on the organization's do-not-contact list. */
+  listed: boolean;
   billing: BillingState;
   now: number;
 }
@@ -128,15 +135,17 @@ export function channelAddress(channel: SendChannel, lead: LeadContact): string 
   return email === "" ? null : email;
 }
 
-/** Channel, consent and provider: everything that needs neither the balance nor the clock. */
+/** Channel, do-not-contact, consent and provider: everything that needs neither the balance nor the clock. */
 export function contactGate(
   channel: SendChannel,
   org: OrgSettings | null,
   lead: LeadContact,
   consent: ConsentState,
+  listed: boolean,
 ): { ok: true; to: string } | { ok: false; reason: GateReason } {
   const to = channelAddress(channel, lead);
   if (to === null) return { ok: false, reason: channel === "sms" ? "no_phone" : "no_email" };
+  if (listed) return { ok: false, reason: "do_not_contact" };
   // An opt-out always wins, whatever the org's consent mode.
   if (consent === "out") return { ok: false, reason: "opted_out" };
   if (org?.consent === "explicit" && consent !== "in") return { ok: false, reason: "no_consent" };
@@ -197,7 +206,7 @@ export function quietGate(org: OrgSettings | null, lead: LeadContact, now: numbe
 
 /** All gates in their order: the first refusal, or where to send, what it costs and when. */
 export function gate(input: GateInput): GateResult {
-  const contact = contactGate(input.channel, input.org, input.lead, input.consent);
+  const contact = contactGate(input.channel, input.org, input.lead, input.consent, input.listed);
   if (!contact.ok) return contact;
   const billing = billingGate(input.channel, input.billing);
   if (!billing.ok) return billing;

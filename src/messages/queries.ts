@@ -3,6 +3,7 @@
 import { inInputOrder } from "../db/batcher";
 import { outboxInsert } from "../events/envelope";
 import type { Sql, Tx } from "../db/client";
+import { leadAddress, listed } from "../leads/dnc";
 import { inRowTenant, inTenant, NO_ORG } from "../leads/scope";
 import { drawHit } from "../limits/fused";
 import type { BillingState, ConsentState, OrgSettings } from "./gates";
@@ -36,6 +37,8 @@ export interface SendContext {
   lead: LeadRow | null;
   org: OrgSettings | null;
   consent: ConsentState;
+  /** Whether the channel's address is on the lead's organization's do-not-contact list. */
+  listed: boolean;
   prior: PriorRow | null;
 }
 
@@ -52,6 +55,7 @@ type ContextRow = Partial<LeadRow> & {
   o_email: unknown;
   o_automation_cap: number | null;
   consent: ConsentState | null;
+  listed: boolean | null;
   p_id: number | null;
   p_hash: string | null;
   p_result: string | null;
@@ -62,15 +66,18 @@ type ContextRow = Partial<LeadRow> & {
  * texted STOP is the same person on a newer lead), `out` if any opted out, else `in` if any opted
  * in, else `none`. Expects the alias `l` for the lead.
  */
-const consentOf = (sql: Db, channel: Channel) => sql`
+export const consentOf = (sql: Db, channel: Channel) => sql`
   (select case when bool_or(c.consent = 'out') then 'out' when bool_or(c.consent = 'in') then 'in' else 'none' end
    from lead_channels c join leads l2 on l2.id = c.lead_id
    where c.channel = ${channel}
      and (c.lead_id = l.id or (c.address <> '' and c.address = ${channel === "sms" ? sql`l.phone` : sql`l.email`}))
      and l2.org_id is not distinct from l.org_id)`;
 
+/** Whether the lead `l`'s address on the channel is on its organization's do-not-contact list (src/leads/dnc.ts). */
+const listedOf = (sql: Db, channel: "sms" | "email") => listed(sql, sql`l.org_id`, channel === "sms" ? "phone" : "email", leadAddress(sql, channel === "sms" ? "phone" : "email"));
+
 function toContext(r: ContextRow | undefined): SendContext {
-  if (!r || r.lead_id === null) return { lead: null, org: null, consent: "none", prior: null };
+  if (!r || r.lead_id === null) return { lead: null, org: null, consent: "none", listed: false, prior: null };
   const lead: LeadRow = {
     id: r.lead_id,
     org_id: r.org_id ?? null,
@@ -97,7 +104,7 @@ function toContext(r: ContextRow | undefined): SendContext {
           automationCap: r.o_automation_cap,
         };
   const prior = r.p_id === null ? null : { id: r.p_id, request_hash: r.p_hash, result: r.p_result };
-  return { lead, org, consent: r.consent ?? "none", prior };
+  return { lead, org, consent: r.consent ?? "none", listed: r.listed === true, prior };
 }
 
 const leadColumns = (sql: Db) => sql`
@@ -120,6 +127,7 @@ export async function sendContext(
   const [row] = await sql<ContextRow[]>`
     select ${leadColumns(sql)},
            ${channel === "note" ? sql`null::text` : consentOf(sql, channel)} as consent,
+           ${channel === "note" ? sql`null::boolean` : listedOf(sql, channel)} as listed,
            p.id as p_id, p.request_hash as p_hash, p.result as p_result
     from (values (1)) as one (x)
     left join leads l on l.id = ${leadId ?? 0} and ${inTenant(sql, actor.orgId)}
@@ -337,7 +345,7 @@ export async function loadDeferred(sql: Sql, id: number): Promise<DeferredRow | 
     select channel from messages where id = ${id} and status = 'queued' and channel in ('sms', 'email')`;
   if (!head) return null;
   const [row] = await sql<(ContextRow & { m_body: string; m_subject: string; m_merged: boolean; m_defer_until: Date | null; m_ics: string | null; m_send_before: Date | null })[]>`
-    select ${leadColumns(sql)}, ${consentOf(sql, head.channel)} as consent,
+    select ${leadColumns(sql)}, ${consentOf(sql, head.channel)} as consent, ${listedOf(sql, head.channel)} as listed,
            null::bigint as p_id, null::text as p_hash, null::text as p_result,
            m.body as m_body, m.subject as m_subject, m.merged as m_merged, m.defer_until as m_defer_until,
            m.meta->>'ics' as m_ics, m.send_before as m_send_before
@@ -526,4 +534,39 @@ export async function recoverInterrupted(sql: Sql, now: Date, limit = 100): Prom
       order by sending_until limit ${limit} for update skip locked)
     returning m.id`;
   return rows.map((r) => r.id);
+}
+
+/** The organization and address an outbound email went to (an unsubscribe link names the message); null for anything else. */
+export async function emailRecipient(sql: Db, messageId: number): Promise<{ org_id: number; to: string; company: string } | null> {
+  const [row] = await sql<{ org_id: number; to: string; company: string }[]>`
+    select m.org_id, lower(m.meta->>'to') as to, coalesce(nullif(o.company, ''), o.name) as company
+    from messages m join orgs o on o.id = m.org_id
+    where m.id = ${messageId} and m.channel = 'email' and m.direction = 'out' and coalesce(m.meta->>'to', '') <> ''`;
+  return row ?? null;
+}
+
+/**
+ * An email address opts out (an unsubscribe link): the email channel of every lead of the
+ * organization on that address, with the time and source, and a `consent.changed` entry on each
+ * lead's timeline. An address already opted out keeps its first opt-out (a repeated POST changes
+ * nothing). `held`: whether any lead of the organization has the address now.
+ */
+export async function optOutEmail(tx: Tx, orgId: number, email: string, source: string, now: Date): Promise<{ changed: number; held: boolean }> {
+  const [row] = await tx<{ changed: number; held: boolean }[]>`
+    with opted as (
+      insert into lead_channels (lead_id, channel, address, consent, consent_at, consent_source, updated_at)
+      select l.id, 'email', ${email}, 'out', ${now}, ${source}, ${now} from leads l
+      where l.org_id = ${orgId} and lower(l.email) = ${email}
+      on conflict (lead_id, channel) do update
+        set address = excluded.address, consent = 'out', consent_at = excluded.consent_at,
+            consent_source = excluded.consent_source, updated_at = excluded.updated_at
+        where lead_channels.consent <> 'out'
+      returning lead_id
+    ), evt as (
+      insert into lead_events (lead_id, event, label, actor, actor_role, note, created_at)
+      select lead_id, 'consent.changed', 'Email consent: out (unsubscribe link)', 'the recipient', 'recipient', '', ${now} from opted
+    )
+    select (select count(*) from opted)::int as changed,
+           exists (select 1 from leads l where l.org_id = ${orgId} and lower(l.email) = ${email}) as held`;
+  return row;
 }

@@ -18,6 +18,7 @@ import { countedReads, type CountedReads } from "../limits/fused";
 import type { KeyHit } from "../limits/key-counter";
 import type { Limits } from "../limits/limits";
 import { sendEmail } from "./email";
+import { unsubscribeUrl } from "./unsubscribe";
 import { openSecret, SecretError } from "../secrets/seal";
 import { isSink } from "../sink";
 import {
@@ -75,10 +76,19 @@ export interface SendEnv {
   billingLockMs?: number;
   /** LEADLINE_SECRET_KEY: opens the org's stored auth token / SMTP URL (src/secrets/). */
   secretKey?: Buffer | null;
+  /**
+   * Signs the unsubscribe link of a non-transactional email (unsubscribe.ts); absent, emails go
+   * without List-Unsubscribe (a test's env). `serve` always has one (src/app/settings.ts).
+   */
+  unsubscribeKey?: Buffer | null;
 }
 
-/** What the send path needs of the configuration. */
-export const sendEnv = (config: Config): SendEnv => ({ baseUrl: config.baseUrl, secretKey: config.secretKey });
+/** What the send path needs of the configuration and of what `serve` loaded at start. */
+export const sendEnv = (deps: { config: Config; unsubscribeKey: Buffer }): SendEnv => ({
+  baseUrl: deps.config.baseUrl,
+  secretKey: deps.config.secretKey,
+  unsubscribeKey: deps.unsubscribeKey,
+});
 
 export const BILLING_LOCK_MS = 2_000;
 
@@ -224,6 +234,7 @@ async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
       lead,
       org: ctx.org,
       consent: ctx.consent,
+      listed: ctx.listed,
       text: { body: input.body, subject: input.subject ?? "", merged: false, values: extras?.values },
       // A new automation send counts against the org's daily cap; a queued one was counted when recorded.
       capped: actor.type === "automation",
@@ -277,6 +288,8 @@ interface Outgoing {
   lead: LeadRow;
   org: OrgSettings | null;
   consent: ConsentState;
+  /** Whether the address is on the organization's do-not-contact list (read with the consent). */
+  listed: boolean;
   /** The request's template (merged: false), or the text stored merged when it was queued (sql/0014). */
   text: Text & { merged: boolean; values?: Record<string, string> };
   /** Subject to the org's daily automation cap (capGate): a new automation send. */
@@ -305,7 +318,7 @@ type Went =
  * THE send: the gates in their order (gates.ts), the record, the provider, the outcome; the only
  * function that calls a gate or a provider. A send is recorded before the provider is called and
  * its outcome after, with no transaction or pooled connection held in between:
- *   1. contact gate (address, consent/opt-out, provider settings), on what the caller read;
+ *   1. contact gate (address, do-not-contact list, consent/opt-out, provider settings), on what the caller read;
  *   2. one short transaction: lock the org's billing row, apply the billing gate, then quiet
  *      hours: either `defer` it, or `charge` it (recorded `sending` with its lease, the cost
  *      deducted beside a ledger entry). Concurrent sends of one org serialize on that row lock, so
@@ -317,7 +330,7 @@ type Went =
  * meanwhile is not texted, and billing is charged then.
  */
 async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promise<Went> {
-  const contact = contactGate(m.channel, m.org, m.lead, m.consent);
+  const contact = contactGate(m.channel, m.org, m.lead, m.consent, m.listed);
   if (!contact.ok) return { kind: "refused", reason: contact.reason, busy: false, waited: false };
   const org = m.org!; // the provider gate passed, so there is an org
   const to = contact.to;
@@ -372,9 +385,18 @@ async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promis
     env,
     recorded.id,
     (sms) => sendSms(sms, { to, body: text.body, statusCallback: statusCallbackUrl(env.baseUrl) }, timeoutOf(env)),
-    (email) => sendEmail(email, to, emailOf(text.subject, text.body), timeoutOf(env), m.ics),
+    (email) => sendEmail(email, to, emailOf(text.subject, text.body), timeoutOf(env), m.ics, unsubscribeLink(env, recorded.id, m.ics)),
   );
   return { kind: "delivered", result: await settle(sql, recorded.id, m.channel, to, org, outcome, now) };
+}
+
+/**
+ * The List-Unsubscribe link of an email (unsubscribe.ts): every email but an appointment's own
+ * (one that carries its calendar event), which is transactional. Null without a key.
+ */
+function unsubscribeLink(env: SendEnv, messageId: number, ics: string | null): string | null {
+  if (ics !== null || !env.unsubscribeKey) return null;
+  return unsubscribeUrl(env.baseUrl, env.unsubscribeKey, messageId);
 }
 
 /**
@@ -553,6 +575,7 @@ export async function sendDeferred(sql: Sql, messageId: number, now: number, env
       lead: row.context.lead,
       org: row.context.org,
       consent: row.context.consent,
+      listed: row.context.listed,
       text: { body: row.body, subject: row.subject, merged: row.merged },
       capped: false,
       sendBefore: row.send_before?.getTime() ?? null,

@@ -9,7 +9,7 @@ import { PROVIDER_TIMEOUT_MS } from "./twilio";
 
 /** Sends deferred by quiet hours, claimed when due; the same gates run again (service.ts). */
 export function messageJobs(deps: Deps): JobHandler[] {
-  const env = sendEnv(deps.config);
+  const env = sendEnv(deps);
   return [
     {
       kind: DEFERRED_SEND,

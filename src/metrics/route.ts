@@ -12,10 +12,13 @@ import type { Clock } from "../clock";
 import { breakerOf } from "../db/breaker";
 import { poolState, type Sql } from "../db/client";
 import { isLoopback, parseIp } from "../http/address";
+import { Refused, type AccessCheck } from "../http/access";
 import type { PeerSource } from "../http/client";
+import { defineRoute } from "../http/define";
+import type { Deps } from "../http/deps";
 import { ownHost } from "../http/host";
-import { errorOf } from "../http/respond";
 import type { Route } from "../http/route";
+import { publicSurface } from "../http/surface";
 import { dniFallbacks, messageSends, refusalsByFamily, requestSeries, webhookDeliveries, type LabelledCounter } from "./counters";
 import { databaseGauges } from "./gauges";
 import { CONTENT_TYPE, Exposition } from "./text";
@@ -90,23 +93,30 @@ export async function scrape(sql: Sql, clock: Clock): Promise<string> {
   return out.text();
 }
 
-export function metricsRoute(deps: { sql: Sql; clock: Clock; metricsToken: string | null; baseUrl: string }): Route {
-  const hostOk = ownHost(deps.baseUrl);
-  return {
-    id: "metrics",
-    tag: "Operations",
-    summary: "Prometheus metrics",
-    description:
-      "The Prometheus text format. Answered to a loopback peer that forwards no one (no X-Forwarded-For, X-Real-IP or Forwarded) and sends a Host of BASE_URL's host name or a loopback address, or to `Authorization: Bearer` with METRICS_TOKEN; 404 to anyone else.",
-    method: "GET",
-    path: "/metrics",
-    access: { kind: "public" },
-    surface: "public",
-    answers: { 200: { description: "The metrics", contentType: "text/plain" } },
-    errors: ["not_found"],
-    handle: async (request, server) => {
-      if (!mayScrape(request, server, deps.metricsToken, hostOk)) return errorOf("not_found", "public");
-      return new Response(await scrape(deps.sql, deps.clock), { headers: { "content-type": CONTENT_TYPE, "cache-control": "no-store" } });
+export function metricsRoute(deps: Deps): Route {
+  return defineRoute(
+    deps,
+    {
+      id: "metrics",
+      tag: "Operations",
+      summary: "Prometheus metrics",
+      description:
+        "The Prometheus text format. Answered to a loopback peer that forwards no one (no X-Forwarded-For, X-Real-IP or Forwarded) and sends a Host of BASE_URL's host name or a loopback address, or to `Authorization: Bearer` with METRICS_TOKEN; 404 to anyone else.",
+      method: "GET",
+      path: "/metrics",
+      access: scraper(deps.config.metricsToken, ownHost(deps.config.baseUrl)),
+      surface: publicSurface,
+      answers: { 200: { description: "The metrics", contentType: "text/plain" } },
+      errors: ["not_found"],
+      // A scrape reads a handful of counts; it is bounded by the statement timeout, not the request deadline.
+      deadlineMs: null,
     },
-  };
+    async () => new Response(await scrape(deps.sql, deps.clock), { headers: { "content-type": CONTENT_TYPE, "cache-control": "no-store" } }),
+  );
+}
+
+/** Who may scrape: see the route's description; anyone else is told there is nothing here. */
+function scraper(token: string | null, hostOk: (request: Request) => boolean): AccessCheck<undefined> {
+  const notFound = Refused.of("not_found");
+  return { doc: { kind: "public" }, errors: ["not_found"], gate: (request, server) => (mayScrape(request, server, token, hostOk) ? undefined : notFound) };
 }

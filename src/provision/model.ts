@@ -9,6 +9,7 @@
 import { Type as t, type Static, type TLiteral, type TOptional, type TSchema } from "@sinclair/typebox";
 import { canonicalScopes } from "../auth/admin";
 import { SCOPES } from "../auth/keys";
+import { CONVERSION_KINDS, FEED_ID_PATTERN, FEED_SECRET_MIN } from "../conversions/model";
 import type { Tx } from "../db/client";
 import { always, clearable, field, merged, objectSchema, REQUIRED, type Fields } from "./fields";
 
@@ -247,6 +248,37 @@ function apiKeySchema() {
   return objectSchema("key", t.Optional(key.schema), rest);
 }
 
+/**
+ * An entry of an organization's do-not-contact list (src/leads/dnc.ts): one phone (at least 10
+ * digits, kept as its last 10) or one email. Added with source `provision`, audited; an entry the
+ * file no longer lists stays listed (nothing absent is deleted: `leadline dnc remove` takes it off).
+ */
+export const DoNotContact = closed({
+  org_id: intId,
+  phone: t.Optional(t.String({ minLength: 1, maxLength: 40 })),
+  email: t.Optional(t.String({ minLength: 1, maxLength: 320 })),
+  note: t.Optional(t.String({ maxLength: 500 })),
+});
+
+/** A conversion action of a feed (operations.md §3): its name in Google Ads and what converts. */
+export const ConversionAction = closed({
+  name: t.String({ minLength: 1, maxLength: 100 }),
+  on: oneOf(CONVERSION_KINDS),
+  /** Calls only; default 60. */
+  min_secs: t.Optional(t.Integer({ minimum: 0, maximum: 86_400 })),
+  // Past 10^15 a double holds no cents, and Google Ads would not take it either.
+  value: t.Optional(t.Number({ minimum: 0, maximum: 1e15 })),
+  currency: t.Optional(t.String({ pattern: "^[A-Z]{3}$", expected: "ISO 4217 currency code such as USD" })),
+});
+
+export const ConversionFeed = closed({
+  id: t.String({ pattern: FEED_ID_PATTERN, expected: "feed id of letters, digits, _ and -, up to 64 characters" }),
+  // A feed is one organization's conversions, in its time zone: never the house's.
+  org_id: intId,
+  secret: t.String({ minLength: FEED_SECRET_MIN, maxLength: 1024 }),
+  actions: t.Array(ConversionAction, { minItems: 1, maxItems: 100 }),
+});
+
 export const ProvisioningFile = closed({
   settings: t.Optional(Settings),
   orgs: t.Optional(t.Array(Org)),
@@ -258,6 +290,8 @@ export const ProvisioningFile = closed({
   calendars: t.Optional(t.Array(Calendar)),
   webhooks: t.Optional(t.Array(Webhook)),
   automations: t.Optional(t.Array(Automation)),
+  do_not_contact: t.Optional(t.Array(DoNotContact)),
+  conversion_feeds: t.Optional(t.Array(ConversionFeed)),
 });
 
 export type ProvisioningFile = Static<typeof ProvisioningFile>;
@@ -265,5 +299,6 @@ export type OrgSpec = Static<typeof Org>;
 export type ApiKeySpec = Static<typeof ApiKey>;
 export type DniPoolSpec = Static<typeof DniPool>;
 export type CalendarSpec = Static<typeof Calendar>;
+export type ConversionFeedSpec = Static<typeof ConversionFeed>;
 export type Section = Exclude<keyof ProvisioningFile, "settings">;
 export const SECTIONS = Object.keys(ProvisioningFile.properties) as (keyof ProvisioningFile)[];

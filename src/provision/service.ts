@@ -9,7 +9,9 @@ import { insertKey, notifyKeysChanged, putKey } from "../auth/admin";
 import { auditMany, type AuditEntry } from "../auth/audit";
 import { CHOSEN_KEY_MIN_LENGTH } from "../auth/keys";
 import type { Sql, Tx } from "../db/client";
+import { addToDnc, dncAddress, type DncAddition } from "../leads/dnc";
 import { checkStoredSecrets } from "../secrets/stored";
+import { DEFAULT_MIN_SECS, feedSecretHash, type FeedAction } from "../conversions/model";
 import type { Fields } from "./fields";
 import { columnsOf, type Row } from "./merge";
 import { TABLES, type ProvisioningFile, type TableName } from "./model";
@@ -123,6 +125,26 @@ export async function applyProvisioning(sql: Sql, file: ProvisioningFile, opts: 
     await writeTable(tx, "webhooks", of("webhooks"), now);
     await writeTable(tx, "automations", of("automations"), now);
     await auditMany(tx, ctx.actor, planned.filter(changed).map(auditEntry));
+    // Additions only (never a removal), each audited by the list's own service (src/leads/dnc.ts).
+    if (file.do_not_contact) {
+      const added = (await addDoNotContact(tx, file.do_not_contact, now)).length;
+      summary.counts.do_not_contact = { created: added, updated: 0, unchanged: file.do_not_contact.length - added };
+    }
+    // Written whole by their id; the secret is kept only as its hash, so the audit says "changed".
+    if (file.conversion_feeds) {
+      const written = await upsertFeeds(tx, file.conversion_feeds, now);
+      const created = written.filter((w) => w.inserted);
+      summary.counts.conversion_feeds = {
+        created: created.length,
+        updated: written.length - created.length,
+        unchanged: file.conversion_feeds.length - written.length,
+      };
+      await auditMany(
+        tx,
+        ctx.actor,
+        written.map((w) => ({ action: `conversion_feed.${w.inserted ? "create" : "update"}`, target: `conversion_feed:${w.id}`, orgId: w.org_id })),
+      );
+    }
   });
   if (!dryRun) await notifyKeysChanged(sql);
   return summary;
@@ -302,4 +324,54 @@ async function writeNumbers(tx: Tx, pools: Planned[]): Promise<void> {
 async function writeLinks(tx: Tx, calendars: Planned[], now: Date): Promise<void> {
   const rows = calendars.flatMap((c) => (c.row.links as { slug: string }[]).map((l) => ({ slug: l.slug, calendar_id: c.key as number })));
   await upsertRows(tx, "calendar_links", ["slug"], rows, { column: "updated_at", at: now });
+}
+
+/**
+ * `do_not_contact[]`: each entry added to its organization's list with source `provision` and
+ * audited as the operator (`operator`/`provision`), like the CLI's additions; one already listed is
+ * unchanged, whatever its note (the first record stands). Validated: one address each, in a form
+ * the list keeps.
+ */
+async function addDoNotContact(tx: Tx, entries: NonNullable<ProvisioningFile["do_not_contact"]>, now: Date): Promise<Written> {
+  const written: Written = [];
+  const byOrg = new Map<number, DncAddition[]>();
+  for (const e of entries) {
+    const kind = e.phone !== undefined ? "phone" : "email";
+    const additions = byOrg.get(e.org_id) ?? [];
+    additions.push({ kind, address: dncAddress(kind, e.phone ?? e.email)!, note: e.note ?? "" });
+    byOrg.set(e.org_id, additions);
+  }
+  for (const [orgId, additions] of byOrg) {
+    const added = await addToDnc(tx, systemActor("operator", "provision", orgId), orgId, additions, "provision", now);
+    written.push(...added.map(() => ({ inserted: true })));
+  }
+  return written;
+}
+
+/**
+ * Conversion feeds (src/conversions/): the secret kept only as its hash (feedSecretHash), the
+ * actions with their defaults written out, so the feed reads them as stored.
+ */
+async function upsertFeeds(
+  tx: Tx,
+  feeds: NonNullable<ProvisioningFile["conversion_feeds"]>,
+  now: Date,
+): Promise<{ inserted: boolean; id: string; org_id: number }[]> {
+  const rows = feeds.map((f) => ({
+    id: f.id,
+    org_id: f.org_id,
+    secret_hash: feedSecretHash(f.secret),
+    actions: tx.json(
+      f.actions.map((a): FeedAction => ({
+        name: a.name,
+        on: a.on,
+        min_secs: a.on === "call" ? (a.min_secs ?? DEFAULT_MIN_SECS) : 0,
+        value: a.value ?? 0,
+        currency: a.currency ?? "USD",
+      })) as never,
+    ),
+  }));
+  const orgOf = new Map(rows.map((r) => [r.id, r.org_id]));
+  const written = await upsertRows(tx, "conversion_feeds", ["id"], rows, { column: "updated_at", at: now });
+  return written.map((w) => ({ inserted: w.inserted, id: w.id as string, org_id: orgOf.get(w.id as string)! }));
 }

@@ -2,7 +2,8 @@
 // written by it, from rows whose keys are its columns, so no column list is written out by hand.
 import type { Tx } from "../db/client";
 
-export type Written = { inserted: boolean }[];
+/** The rows written: each one's key columns, and whether it was inserted. */
+export type Written = ({ inserted: boolean } & Record<string, unknown>)[];
 
 // Rows per insert statement: far below the 65535 bind parameters of one statement.
 export const BATCH = 1000;
@@ -11,7 +12,7 @@ export const BATCH = 1000;
  * Inserts `rows`, or updates the row of the same `key` to them where any other column differs
  * (`is distinct from`): writing the same values again writes nothing, not even `stamp` (updated_at),
  * which is set with a change but not compared. Every row has the same columns. Answers the rows
- * written, each saying whether it was inserted.
+ * written: their keys, each saying whether it was inserted.
  */
 export async function upsertRows(
   tx: Tx,
@@ -39,7 +40,7 @@ export async function upsertRows(
       ...(await tx<Written>`
         insert into ${tx(table)} ${tx(batch as never, columns)}
         on conflict (${tx(key as string[])}) ${conflict}
-        returning (xmax = 0) as inserted`),
+        returning ${tx(key as string[])}, (xmax = 0) as inserted`),
     );
   }
   return out;

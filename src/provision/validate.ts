@@ -8,6 +8,7 @@ import { isSealed } from "../secrets/seal";
 import { isZone } from "../zone";
 import { isSink } from "../sink";
 import { EVENT_TYPES, isSubscription } from "../events/types";
+import { dncAddress } from "../leads/dnc";
 import { ProvisioningFile, DAYS } from "./model";
 
 // A badly broken file of thousands of rows must not turn into a megabyte-long error line.
@@ -150,6 +151,7 @@ function formatProblems(root: Record<string, unknown>): string[] {
     for (const day of DAYS) checkWindows(out, `calendars[${i}].hours.${day}`, hours[day]);
   }
   for (const [i, auto] of items(root.automations)) automationProblems(out, `automations[${i}]`, auto);
+  for (const [i, entry] of items(root.do_not_contact)) dncProblems(out, `do_not_contact[${i}]`, entry);
   for (const [i, hook] of items(root.webhooks)) {
     checkUrl(out, `webhooks[${i}].url`, hook.url, ["http:", "https:"], true);
     checkSecret(out, `webhooks[${i}].secret`, hook.secret);
@@ -159,6 +161,19 @@ function formatProblems(root: Record<string, unknown>): string[] {
           out.push(`webhooks[${i}].events[${j}]: unknown event type ${JSON.stringify(e)}; one of ${EVENT_TYPES.join(", ")} or "*"`);
         }
       });
+    }
+  }
+  for (const [i, feed] of items(root.conversion_feeds)) {
+    for (const [j, action] of items(feed.actions)) {
+      const path = `conversion_feeds[${i}].actions[${j}]`;
+      if (typeof action.name === "string" && /^[=+\-@]/.test(action.name)) {
+        out.push(`${path}.name: must not start with =, +, - or @ (the feed writes names as they are, and no cell may start as a formula)`);
+      }
+      if (typeof action.name === "string" && /[\u0000-\u001f\u007f]/.test(action.name)) out.push(`${path}.name: must not hold control characters or line breaks`);
+      if (action.min_secs !== undefined && action.on !== "call") out.push(`${path}.min_secs: only a call action takes min_secs`);
+      if (typeof action.currency === "string" && /^[A-Z]{3}$/.test(action.currency) && !CURRENCIES.has(action.currency)) {
+        out.push(`${path}.currency: unknown currency ${JSON.stringify(action.currency)}`);
+      }
     }
   }
   return out;
@@ -172,6 +187,22 @@ function automationProblems(out: string[], path: string, auto: Record<string, un
   if (trigger !== "appointment_reminder" && auto.offset_minutes !== undefined) out.push(`${path}.offset_minutes: only for appointment_reminder`);
   if (trigger !== "new_lead" && auto.sources !== undefined && auto.sources !== null) out.push(`${path}.sources: only for new_lead`);
 }
+
+/** One address per entry, in a form the list keeps (src/leads/dnc.ts). */
+function dncProblems(out: string[], path: string, entry: Record<string, unknown>) {
+  const given = (["phone", "email"] as const).filter((k) => entry[k] !== undefined);
+  if (given.length !== 1) {
+    out.push(`${path}: give one of phone and email`);
+    return;
+  }
+  const kind = given[0];
+  if (typeof entry[kind] === "string" && entry[kind] !== "" && dncAddress(kind, entry[kind]) === null) {
+    out.push(`${path}.${kind}: ${kind === "phone" ? "expected a phone number of at least 10 digits" : "expected an email address"}`);
+  }
+}
+
+// ISO 4217 as the runtime's ICU knows it.
+const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf("currency"));
 
 function checkTimezone(out: string[], path: string, v: unknown) {
   if (typeof v === "string" && v !== "" && !isZone(v)) out.push(`${path}: unknown time zone ${JSON.stringify(v)}`);
@@ -227,6 +258,7 @@ const ID_FIELDS = {
   calendars: "id",
   webhooks: "id",
   automations: "id",
+  conversion_feeds: "id",
 } as const;
 
 function duplicateProblems(root: Record<string, unknown>): string[] {
@@ -296,7 +328,8 @@ export interface KnownRows {
 /** The identifiers a valid file refers to, so that only those are looked up. */
 export function referencedIds(file: ProvisioningFile) {
   const orgs = new Set<number>();
-  for (const s of [file.campaigns, file.users, file.api_keys, file.dni_pools, file.calendars, file.webhooks, file.automations]) {
+  const sections = [file.campaigns, file.users, file.api_keys, file.dni_pools, file.calendars, file.webhooks, file.automations];
+  for (const s of [...sections, file.do_not_contact, file.conversion_feeds]) {
     for (const item of s ?? []) if (item.org_id !== null) orgs.add(item.org_id);
   }
   const users = new Set<string>();
@@ -354,6 +387,8 @@ export function referenceProblems(file: ProvisioningFile, known: KnownRows): str
   orgRef("calendars", file.calendars);
   orgRef("webhooks", file.webhooks);
   orgRef("automations", file.automations);
+  orgRef("do_not_contact", file.do_not_contact);
+  orgRef("conversion_feeds", file.conversion_feeds);
   return out;
 }
 

@@ -99,6 +99,7 @@ const leadPages: Record<string, ConsoleRoute> = {
   consoleLeadSend: ofLead("POST /console/leads/{id}/send", "/send", "POST"),
   consoleLeadConsent: ofLead("POST /console/leads/{id}/consent", "/consent", "POST"),
   consoleLeadDial: ofLead("POST /console/leads/{id}/dial", "/dial", "POST"),
+  consoleLeadDnc: ofLead("POST /console/leads/{id}/dnc", "/dnc", "POST"),
   consoleLeadTimeline: {
     name: "GET /console/api/leads/{id}/timeline",
     session: asAgent,
