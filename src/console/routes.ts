@@ -15,6 +15,7 @@ import { kpiRoutes } from "./kpi";
 import { leadPageRoutes } from "./lead";
 import { leadsRoutes } from "./leads";
 import { signInRoutes } from "./sign-in";
+import { todayRoutes } from "./today";
 import { webhookRoutes } from "./webhooks/routes";
 
 export function consoleRoutes(deps: Deps): Route[] {
@@ -22,6 +23,7 @@ export function consoleRoutes(deps: Deps): Route[] {
     ...signInRoutes(deps),
     ...installerRoutes(deps),
     ...accountRoutes(deps),
+    ...todayRoutes(deps),
     ...inboxRoutes(deps),
     ...leadsRoutes(deps),
     ...leadPageRoutes(deps),
