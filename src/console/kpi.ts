@@ -6,9 +6,11 @@ import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { kpiDimensions, kpiMetrics, kpiSeries, type KpiMetric } from "../kpi/queries";
+import { localDay } from "../kpi/service";
+import { daysBefore } from "../reports/today";
 import { chart, daysBetween } from "./chart";
 import { consoleHtml, html, type Html } from "./html";
-import { dayParam, orgChoices, orgOf, orgSelect, textParam, today, zoneOf, type OrgChoice } from "./period";
+import { dayParam, orgChoices, orgOf, orgSelect, queryOf, textParam, today, zoneOf, type OrgChoice } from "./period";
 import { pageQuery, pageSpec } from "./route";
 
 const KpiQuery = t.Object({
@@ -17,7 +19,29 @@ const KpiQuery = t.Object({
   from: t.Optional(t.String({ description: "first day, YYYY-MM-DD" })),
   to: t.Optional(t.String({ description: "last day, inclusive" })),
   org: t.Optional(t.String({ description: "admins: one organization" })),
+  preset: t.Optional(t.String({ description: "`today`, `7`, `30` or `90` days ending at the default end; ignored when from or to is given" })),
 });
+
+/** The presets: days ending at the default end (today: that day alone). */
+export const KPI_PRESETS: readonly { id: string; label: string; days: number }[] = [
+  { id: "today", label: "Today", days: 1 },
+  { id: "7", label: "7 days", days: 7 },
+  { id: "30", label: "30 days", days: 30 },
+  { id: "90", label: "90 days", days: 90 },
+];
+const DEFAULT_DAYS = 30;
+
+/**
+ * The default range's last day: the later of the organization's today and the server's (a point
+ * ingested without `day` is stored under the server's date, api-v1.md; when the organization's zone
+ * is behind the server's, the server's date is already tomorrow for the organization, and a range
+ * ending at the organization's today would hide what was just ingested).
+ */
+export function defaultEnd(now: number, zone: string): string {
+  const org = today(now, zone);
+  const server = localDay(new Date(now));
+  return server > org ? server : org;
+}
 
 /** The longest range a chart shows: beyond it the bars are thinner than a pixel on a phone. */
 export const MAX_KPI_DAYS = 366;
@@ -32,9 +56,15 @@ export interface KpiView {
   to: string;
   days: string[];
   values: (number | null)[];
+  /** The same number of days just before `from`, day by day. */
+  previous: { from: string; to: string; values: (number | null)[] };
+  preset: string | null;
   org: number | null;
   orgs: OrgChoice[];
 }
+
+const total = (vs: (number | null)[]) => vs.reduce<number>((a, v) => a + (v ?? 0), 0);
+const figure = (n: number) => n.toLocaleString("en-US", { maximumFractionDigits: 2 });
 
 const dimLabel = (d: string) => (d === "" ? "(no dimension)" : d);
 
@@ -54,10 +84,26 @@ export function kpiBody(v: KpiView): Html {
   ${orgSelect(v.orgs, v.org)}
   <div><button class="btn btn-primary" type="submit">Show</button></div>
 </form>
+<ul class="presets" aria-label="Periods">${KPI_PRESETS.map(
+    (p) => html`<li><a href="/console/kpi${queryOf({ metric: v.metric?.key, dim: v.dim, org: v.orgs.length ? v.org : null, preset: p.id })}"${p.id === v.preset ? html` aria-current="true"` : null}>${p.label}</a></li>`,
+  )}</ul>
 ${v.metric === null
   ? null
   : html`<h2>${label}${v.dim === null ? null : html` <span class="muted">· ${dimLabel(v.dim)}</span>`}</h2>
-${chart({ id: "kpi-chart", title: `${label} by day, ${v.from} to ${v.to}`, labels: v.days, series: [{ name: label, values: v.values }], kind: "bar" })}`}`}`;
+<dl class="totals" id="kpi-totals">
+  <div><dt>${v.from} to ${v.to}</dt><dd>${figure(total(v.values))}</dd></div>
+  <div><dt>Previous period, ${v.previous.from} to ${v.previous.to}</dt><dd>${figure(total(v.previous.values))}</dd></div>
+</dl>
+${chart({
+  id: "kpi-chart",
+  title: `${label} by day, ${v.from} to ${v.to}`,
+  labels: v.days,
+  series: [
+    { name: label, values: v.values },
+    { name: `Previous period (${v.previous.from} to ${v.previous.to}), same day of the period`, values: v.previous.values, line: true, tone: "chart-prev" },
+  ],
+  kind: "bar",
+})}`}`}`;
 }
 
 export function kpiRoutes(deps: Deps): Route[] {
@@ -77,8 +123,10 @@ export function kpiRoutes(deps: Deps): Route[] {
         const org = orgOf(viewer, q);
         const now = deps.clock.now();
         const zone = await zoneOf(sql, org);
-        let to = dayParam(q.to) ?? today(now, zone);
-        let from = dayParam(q.from) ?? today(now, zone, 29);
+        const end = defaultEnd(now, zone);
+        const preset = q.from === undefined && q.to === undefined ? (KPI_PRESETS.find((p) => p.id === q.preset) ?? null) : null;
+        let to = dayParam(q.to) ?? end;
+        let from = dayParam(q.from) ?? daysBefore(to, (preset?.days ?? DEFAULT_DAYS) - 1);
         if (from > to) [from, to] = [to, from];
         let days = daysBetween(from, to);
         if (days.length > MAX_KPI_DAYS) {
@@ -91,14 +139,20 @@ export function kpiRoutes(deps: Deps): Route[] {
         let dims: string[] = [];
         let dim: string | null = null;
         let values: (number | null)[] = [];
+        const prevTo = daysBefore(from, 1);
+        const prevDays = daysBetween(daysBefore(from, days.length), prevTo);
+        let prevValues: (number | null)[] = [];
         if (metric) {
           dims = await kpiDimensions(sql, org, metric.key);
           // Only a dimension the metric has: anything else is every dimension summed.
           dim = q.dim !== undefined && q.dim !== ALL_DIMS && dims.includes(q.dim) ? q.dim : null;
           const series = new Map((await kpiSeries(sql, { orgId: org, metric: metric.key, dim, from, to })).map((p) => [p.day, p.value]));
           values = days.map((d) => series.get(d) ?? null);
+          const before = new Map((await kpiSeries(sql, { orgId: org, metric: metric.key, dim, from: prevDays[0], to: prevTo })).map((p) => [p.day, p.value]));
+          prevValues = prevDays.map((d) => before.get(d) ?? null);
         }
-        const body = kpiBody({ metrics, metric, dims, dim, from, to, days, values, org, orgs });
+        const previous = { from: prevDays[0], to: prevTo, values: prevValues };
+        const body = kpiBody({ metrics, metric, dims, dim, from, to, days, values, previous, preset: preset?.id ?? null, org, orgs });
         return consoleHtml(deps, viewer, { title: "KPIs", nav: "kpi", body, styles: ["c2.css"] });
       },
     ),
