@@ -82,7 +82,7 @@ describe("the Today page", () => {
     const r = await as.manager.get("/console/today");
     expect(r.status).toBe(200);
     const body = r.body as string;
-    expect(body).toContain("<th scope=\"col\" class=\"num\">2026-11-23 (the day)</th>");
+    expect(body).toContain('<th scope="col" class="num">2026-11-23<br><span class="muted">the day</span></th>');
     expect(row(body, "New leads")).toEqual(["2", "1", "1"]);
     expect(row(body, "google")).toEqual(["2", "1", "0"]);
     expect(row(body, "bing")).toEqual(["0", "0", "1"]);
@@ -101,11 +101,11 @@ describe("the Today page", () => {
   test("a chosen day; a day that is not one reads as today", async () => {
     const body = (await as.manager.get("/console/today?day=2026-11-22")).body as string;
     expect(row(body, "New leads")).toEqual(["1", "0", "0"]);
-    expect(body).toContain("2026-11-22 (the day)");
+    expect(body).toContain('2026-11-22<br><span class="muted">the day</span>');
     for (const bad of ["2026-02-30", "yesterday", "2026-11-23'--", "x".repeat(5000)]) {
       const r = await as.manager.get(`/console/today?day=${encodeURIComponent(bad)}`);
       expect(r.status).toBe(200);
-      expect(r.body as string).toContain("2026-11-23 (the day)");
+      expect(r.body as string).toContain('2026-11-23<br><span class="muted">the day</span>');
     }
   });
 

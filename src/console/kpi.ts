@@ -70,7 +70,8 @@ const dimLabel = (d: string) => (d === "" ? "(no dimension)" : d);
 
 export function kpiBody(v: KpiView): Html {
   const label = v.metric ? v.metric.label : "";
-  return html`${v.metrics.length === 0
+  return html`<p><a href="/console/reports/attribution${queryOf({ org: v.orgs.length ? v.org : null })}">Attribution report</a>: visitors, calls, leads and appointments by source, medium, campaign and landing page.</p>
+${v.metrics.length === 0
   ? html`<p class="empty">No KPI points have been reported yet (POST /hooks/kpi_ingest.php).</p>`
   : html`<form class="filters" method="get" action="/console/kpi">
   <div><label for="k-metric">Metric</label><select id="k-metric" name="metric">${v.metrics.map(

@@ -3,6 +3,7 @@
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { accountRoutes } from "./account";
+import { attributionRoutes } from "./attribution";
 import { appointmentRoutes } from "./appointments/routes";
 import { auditRoutes } from "./audit-log/routes";
 import { billingRoutes } from "./billing";
@@ -31,6 +32,7 @@ export function consoleRoutes(deps: Deps): Route[] {
     ...appointmentRoutes(deps),
     ...dniRoutes(deps),
     ...kpiRoutes(deps),
+    ...attributionRoutes(deps),
     ...billingRoutes(deps),
     ...webhookRoutes(deps),
     ...keyRoutes(deps),

@@ -69,16 +69,16 @@ export function todayBody(r: TodayReport | null, orgs: OrgChoice[], org: number 
 </form>`;
   if (r === null) return html`${form}<p class="empty">Pick an organization to see its day.</p>`;
   const cols = [
-    { label: `${r.day} (the day)`, d: r.today },
-    { label: `${r.yesterday.day} (the day before)`, d: r.yesterday },
-    { label: `${r.lastWeek.day} (a week before)`, d: r.lastWeek },
+    { label: r.day, note: "the day", d: r.today },
+    { label: r.yesterday.day, note: "day before", d: r.yesterday },
+    { label: r.lastWeek.day, note: "week before", d: r.lastWeek },
   ];
   const threeDays = [r.lastWeek, r.yesterday, r.today];
   return html`${form}
 <p class="muted">${r.org.name}, ${r.org.zone}. <a href="/console/today.csv${csvLink}">Download as CSV</a></p>
 <div class="table-wrap" tabindex="0" role="region" aria-label="The day's figures"><table class="data" id="today-figures">
   <caption>The day's figures beside the day before and the same weekday a week before</caption>
-  <thead><tr><th scope="col">Figure</th>${cols.map((c) => html`<th scope="col" class="num">${c.label}</th>`)}</tr></thead>
+  <thead><tr><th scope="col">Figure</th>${cols.map((c) => html`<th scope="col" class="num">${c.label}<br><span class="muted">${c.note}</span></th>`)}</tr></thead>
   <tbody>${figures(r).map(
     (f) => html`<tr${f.part ? html` class="part"` : null}><th scope="row">${f.part ? html`<span class="muted">of which </span>` : null}${f.name}</th>${cols.map(
       (c) => html`<td class="num">${f.show(f.value(c.d))}</td>`,
