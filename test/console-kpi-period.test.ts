@@ -92,4 +92,17 @@ describe("KPI periods", () => {
     expect(admin).toContain(">Sales closed</option>");
     expect(totals(admin)[0]).toEqual(["2026-11-22 to 2026-11-22", "1"]);
   });
+
+  test("the label form: a manager labels their organization's metric; CSRF needed; bad labels change nothing", async () => {
+    const saved = await as.manager2.post("/console/kpi/labels", { metric: "bolt.sales", label: "Bolt revenue", org: "1" });
+    expect(saved.status).toBe(303);
+    expect(saved.headers.get("location")).toBe("/console/kpi?metric=bolt.sales");
+    expect((await as.manager2.get("/console/kpi?metric=bolt.sales")).body as string).toContain(">Bolt revenue</option>");
+    const [row] = await db.sql`select org_id from kpi_labels where metric_key = 'bolt.sales'`;
+    expect(row.org_id).toBe(2);
+    expect((await as.manager2.post("/console/kpi/labels", { metric: "bolt.sales", label: "x".repeat(81) })).status).toBe(303);
+    expect((await as.manager2.post("/console/kpi/labels", { metric: "bolt.sales", label: "Forged", _csrf: "wrong" })).status).toBe(403);
+    const [after] = await db.sql`select label from kpi_labels where metric_key = 'bolt.sales'`;
+    expect(after.label).toBe("Bolt revenue");
+  });
 });

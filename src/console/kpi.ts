@@ -6,12 +6,13 @@ import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { kpiDimensions, kpiMetrics, kpiSeries, type KpiMetric } from "../kpi/queries";
+import { LABEL_MAX, setKpiLabel } from "../kpi/labels";
 import { localDay } from "../kpi/service";
 import { daysBefore } from "../reports/today";
 import { chart, daysBetween } from "./chart";
-import { consoleHtml, html, type Html } from "./html";
+import { consoleHtml, html, seeOther, type Html } from "./html";
 import { dayParam, orgChoices, orgOf, orgSelect, queryOf, textParam, today, zoneOf, type OrgChoice } from "./period";
-import { pageQuery, pageSpec } from "./route";
+import { formBody, MANAGERS, pageQuery, pageSpec } from "./route";
 
 const KpiQuery = t.Object({
   metric: t.Optional(t.String()),
@@ -59,6 +60,8 @@ export interface KpiView {
   /** The same number of days just before `from`, day by day. */
   previous: { from: string; to: string; values: (number | null)[] };
   preset: string | null;
+  /** The session's CSRF token, for the label form. */
+  csrf: string;
   org: number | null;
   orgs: OrgChoice[];
 }
@@ -91,6 +94,11 @@ ${v.metrics.length === 0
 ${v.metric === null
   ? null
   : html`<h2>${label}${v.dim === null ? null : html` <span class="muted">· ${dimLabel(v.dim)}</span>`}</h2>
+<form class="filters" method="post" action="/console/kpi/labels"><input type="hidden" name="_csrf" value="${v.csrf}"><input type="hidden" name="metric" value="${v.metric.key}">${
+  v.orgs.length && v.org !== null ? html`<input type="hidden" name="org" value="${v.org}">` : null}
+  <div><label for="k-label">Label of ${v.metric.key}${v.orgs.length && v.org === null ? " (every organization's default)" : ""}</label><input id="k-label" name="label" maxlength="${LABEL_MAX}" value="${label}"></div>
+  <div><button class="btn" type="submit">Save label</button></div>
+</form>
 <dl class="totals" id="kpi-totals">
   <div><dt>${v.from} to ${v.to}</dt><dd>${figure(total(v.values))}</dd></div>
   <div><dt>Previous period, ${v.previous.from} to ${v.previous.to}</dt><dd>${figure(total(v.previous.values))}</dd></div>
@@ -153,8 +161,26 @@ export function kpiRoutes(deps: Deps): Route[] {
           prevValues = prevDays.map((d) => before.get(d) ?? null);
         }
         const previous = { from: prevDays[0], to: prevTo, values: prevValues };
-        const body = kpiBody({ metrics, metric, dims, dim, from, to, days, values, previous, preset: preset?.id ?? null, org, orgs });
+        const body = kpiBody({ metrics, metric, dims, dim, from, to, days, values, previous, preset: preset?.id ?? null, csrf: viewer.csrf, org, orgs });
         return consoleHtml(deps, viewer, { title: "KPIs", nav: "kpi", body, styles: ["c2.css"] });
+      },
+    ),
+    defineRoute(
+      deps,
+      pageSpec(deps, {
+        id: "consoleKpiLabel",
+        summary: "Set (or with an empty label remove) the organization's label of a metric key",
+        method: "POST",
+        path: "/console/kpi/labels",
+        roles: MANAGERS,
+        body: formBody(t.Object({ metric: t.Optional(t.String()), label: t.Optional(t.String()), org: t.Optional(t.String()) })),
+      }),
+      async ({ body: form }, { grant: viewer }) => {
+        const org = orgOf(viewer, { org: form.org });
+        const metric = form.metric ?? "";
+        // A refusal (a bad key or label, an unknown organization) shows the page again unchanged.
+        await setKpiLabel(sql, viewer.actor, { org, metric, label: form.label ?? "" }, new Date(deps.clock.now()));
+        return seeOther(`/console/kpi${queryOf({ metric, org: viewer.actor.orgId === null ? org : null })}`);
       },
     ),
   ];
