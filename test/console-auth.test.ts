@@ -93,7 +93,7 @@ describe("entry and sign-in", () => {
     expect(sessionCookie("t", true)).toContain("; Secure");
     for (const next of ["//evil.example/", "https://evil.example/", "/\\evil.example", "/console/../x y"]) {
       const r = await fetch(`${app.base}/console/login`, form({ email: manager.email, password: manager.password, next }));
-      expect(r.headers.get("location")).toBe("/console/inbox");
+      expect(r.headers.get("location")).toBe("/console");
     }
     const [row] = await db.sql`select action, org_id, actor_id, address from audit_log where action = 'session.sign_in' order by id desc limit 1`;
     expect(row).toMatchObject({ action: "session.sign_in", org_id: 1, actor_id: manager.id });

@@ -75,13 +75,22 @@ export function parseCursor(v: string | undefined): CallCursor | null {
  * Asks for one more than `limit`, so the caller knows whether a next page exists.
  */
 export async function listCalls(sql: Sql, actor: Actor, filter: CallFilter, after: CallCursor | null, limit: number): Promise<CallRow[]> {
-  const org = actor.orgId ?? filter.org;
   return sql<CallRow[]>`
     select c.id, (extract(epoch from c.occurred_at) * 1000000)::bigint::text || '.' || c.id as cursor, c.occurred_at, o.org_id, coalesce(g.timezone, 'UTC') as timezone, c.phone, c.to_number, c.status,
            c.secs, c.agent, coalesce(u.name, '') as agent_name, c.lead_id,
            coalesce(trim(l.first_name || ' ' || l.last_name), '') as lead_name,
            c.dni_pool, o.touch->>'source' as utm_source, o.touch->>'medium' as utm_medium,
            o.touch->>'campaign' as utm_campaign, o.touch->>'landing' as landing, o.touch->>'gclid' as gclid
+    ${filteredCalls(sql, actor, filter)}
+      and ${after === null ? sql`true` : sql`(c.occurred_at, c.id) < (timestamptz 'epoch' + ${String(after.micros)}::bigint * interval '1 microsecond', ${after.id})`}
+    order by c.occurred_at desc, c.id desc
+    limit ${limit + 1}`;
+}
+
+/** The calls of the filter, as `from … where …` (aliases c, l, k, o, g, u), for the log and its totals. */
+function filteredCalls(sql: Sql, actor: Actor, filter: CallFilter) {
+  const org = actor.orgId ?? filter.org;
+  return sql`
     from calls c
     left join leads l on l.id = c.lead_id
     left join api_keys k on k.id = c.key_id
@@ -95,10 +104,53 @@ export async function listCalls(sql: Sql, actor: Actor, filter: CallFilter, afte
       and ${filter.agent === null ? sql`true` : sql`c.agent = ${filter.agent}`}
       and ${filter.pool === null ? sql`true` : sql`c.dni_pool = ${filter.pool}`}
       and ${filter.source === null ? sql`true` : sql`o.touch->>'source' = ${filter.source}`}
-      and ${filter.status === null ? sql`true` : sql`c.status = ${filter.status}`}
-      and ${after === null ? sql`true` : sql`(c.occurred_at, c.id) < (timestamptz 'epoch' + ${String(after.micros)}::bigint * interval '1 microsecond', ${after.id})`}
-    order by c.occurred_at desc, c.id desc
-    limit ${limit + 1}`;
+      and ${filter.status === null ? sql`true` : sql`c.status = ${filter.status}`}`;
+}
+
+export interface CallTotals {
+  /** Calls with secs > 0. */
+  answered: number;
+  /** Calls with secs 0. */
+  missed: number;
+  /** The answered calls' seconds. */
+  talkSecs: number;
+}
+
+/** The filter's days as typed (YYYY-MM-DD in the organization's zone, inclusive): what the rollups are kept by. */
+export interface CallDays {
+  from: string | null;
+  to: string | null;
+}
+
+/**
+ * Answered, missed and talk time of every call of the filter (not only the page shown). One
+ * organization's calls filtered by nothing but days and agent are read from the daily rollups that
+ * the call reports keep (sql/0027: per organization, its day and the call's agent), a few rows per
+ * day, so the totals of a whole history of millions of calls cost what a page does. Any other filter
+ * (pool, source, status, or every organization at once) counts the calls themselves, through the
+ * same conditions as the list. Both count a call in the organization of its lead, else of its key;
+ * the rollups as it was when the call was reported (docs/reports.md).
+ */
+export async function callTotals(sql: Sql, actor: Actor, filter: CallFilter, days: CallDays): Promise<CallTotals> {
+  const org = actor.orgId ?? filter.org;
+  const agent = actor.agent ?? filter.agent;
+  if (org !== null && filter.pool === null && filter.source === null && filter.status === null) {
+    const [row] = await sql<CallTotals[]>`
+      select coalesce(sum(n) filter (where fact = 'call_answered'), 0)::float8 as answered,
+             coalesce(sum(n) filter (where fact = 'call_missed'), 0)::float8 as missed,
+             coalesce(sum(amount) filter (where fact = 'call_answered'), 0)::float8 as "talkSecs"
+      from report_daily
+      where org_id = ${org} and fact in ('call_answered', 'call_missed')
+        and ${days.from === null ? sql`true` : sql`day >= ${days.from}::date`}
+        and ${days.to === null ? sql`true` : sql`day <= ${days.to}::date`}
+        and ${agent === null ? sql`true` : sql`dim = ${agent}`}`;
+    return row;
+  }
+  const [row] = await sql<CallTotals[]>`
+    select (count(*) filter (where c.secs > 0))::float8 as answered, (count(*) filter (where c.secs = 0))::float8 as missed,
+           coalesce(sum(c.secs) filter (where c.secs > 0), 0)::float8 as "talkSecs"
+    ${filteredCalls(sql, actor, filter)}`;
+  return row;
 }
 
 /** Every call of the filter, page after page (the CSV export streams these). */

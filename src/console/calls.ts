@@ -2,7 +2,8 @@
 // Agents see their own calls (reported with their user id as `agent`), as they see their own
 // dials; managers their organization's; admins every organization's, or one they pick.
 import { Type as t } from "@sinclair/typebox";
-import { agentChoices, allCalls, CALLS_PAGE, listCalls, parseCursor, type CallFilter, type CallRow, type Choice } from "../calls/log";
+import { agentChoices, allCalls, callTotals, CALLS_PAGE, listCalls, parseCursor, type CallFilter, type CallRow, type CallTotals, type Choice } from "../calls/log";
+import { formatNumber } from "../dni/rules";
 import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
@@ -58,6 +59,15 @@ const filterOf = (p: CallParams, zone: string): CallFilter => ({
 
 export const duration = (secs: number): string => `${Math.floor(secs / 60)}:${String(secs % 60).padStart(2, "0")}`;
 
+/** A talk time as a clock reads it: "m:ss" under an hour, "h:mm:ss" from an hour on. */
+export function talkTime(secs: number): string {
+  if (secs < 3600) return duration(secs);
+  const h = Math.floor(secs / 3600);
+  return `${h.toLocaleString("en-US")}:${duration(secs % 3600).padStart(5, "0")}`;
+}
+
+const count = (n: number) => n.toLocaleString("en-US");
+
 /** The filters as a link's query; the organization only where the viewer picks it (admins). */
 const paramsQuery = (p: CallParams, picks: boolean) => ({
   from: p.from,
@@ -80,6 +90,8 @@ export interface CallsView {
   orgs: OrgChoice[];
   /** The viewer may export (src/console/exports.ts): the export link is shown. */
   canExport: boolean;
+  /** Every call of the filters, not only this page's. */
+  totals: CallTotals;
 }
 
 const dash = (v: string | null | undefined) => (v ? v : "–");
@@ -96,8 +108,8 @@ function row(r: CallRow, showOrg: boolean): Html {
     <td class="nowrap">${when(r.occurred_at, r.timezone)}</td>
     ${showOrg ? html`<td>${r.org_id ?? "–"}</td>` : null}
     <td>${r.lead_id === null ? html`<span class="muted">none</span>` : html`<a href="/console/leads/${r.lead_id}">${r.lead_name || `Lead ${r.lead_id}`}</a>`}</td>
-    <td>${dash(r.phone)}</td>
-    <td>${dash(r.to_number)}</td>
+    <td class="nowrap">${r.phone ? formatNumber(r.phone) : "–"}</td>
+    <td class="nowrap">${r.to_number ? formatNumber(r.to_number) : "–"}</td>
     <td>${r.agent_name || dash(r.agent)}</td>
     <td class="num">${duration(r.secs)}</td>
     <td>${dash(r.status)}</td>
@@ -105,6 +117,17 @@ function row(r: CallRow, showOrg: boolean): Html {
     <td>${attribution || "–"}</td>
     <td class="cell-clip">${r.landing ? html`<span title="${r.landing}">${landingLabel(r.landing)}</span>` : "–"}</td>
   </tr>`;
+}
+
+/** The filtered set's totals, above its first page. */
+export function totalsLine(t: CallTotals): Html {
+  return html`<section aria-labelledby="calls-totals"><h2 id="calls-totals" class="visually-hidden">Totals of these calls</h2>
+<dl class="totals">
+  <div><dt>Calls</dt><dd>${count(t.answered + t.missed)}</dd></div>
+  <div><dt>Answered</dt><dd>${count(t.answered)}</dd></div>
+  <div><dt>Missed</dt><dd>${count(t.missed)}</dd></div>
+  <div><dt>Talk time</dt><dd>${talkTime(t.talkSecs)}</dd></div>
+</dl></section>`;
 }
 
 export function callsBody(v: CallsView): Html {
@@ -125,6 +148,7 @@ export function callsBody(v: CallsView): Html {
   ${orgSelect(v.orgs, p.org)}
   <div><button class="btn btn-primary" type="submit">Show calls</button></div>
 </form>
+${totalsLine(v.totals)}
 ${v.canExport ? html`<p><a class="btn" href="/console/calls.csv${queryOf(q)}" download>Export these calls as CSV</a></p>` : null}
 ${v.rows.length === 0
   ? html`<p class="empty">No calls${v.paged ? " on this page" : " match these filters"}.</p>`
@@ -199,8 +223,10 @@ export function callRoutes(deps: Deps): Route[] {
         const params = callParams(viewer, query);
         const after = parseCursor(query.after);
         const zone = await zoneOf(sql, params.org);
-        const [rows, agents, pools, orgs, canExport] = await Promise.all([
-          listCalls(sql, viewer.actor, filterOf(params, zone), after, CALLS_PAGE),
+        const filter = filterOf(params, zone);
+        const [rows, totals, agents, pools, orgs, canExport] = await Promise.all([
+          listCalls(sql, viewer.actor, filter, after, CALLS_PAGE),
+          callTotals(sql, viewer.actor, filter, { from: params.from, to: params.to }),
           viewer.actor.agent === null ? agentChoices(sql, params.org) : Promise.resolve(null),
           poolsNow(sql, params.org, new Date(deps.clock.now())),
           orgChoices(sql, viewer),
@@ -208,7 +234,7 @@ export function callRoutes(deps: Deps): Route[] {
         ]);
         const page = rows.slice(0, CALLS_PAGE);
         const next = rows.length > CALLS_PAGE ? page[page.length - 1].cursor : null;
-        const body = callsBody({ params, rows: page, next, paged: after !== null, agents, pools, orgs, canExport });
+        const body = callsBody({ params, rows: page, next, paged: after !== null, agents, pools, orgs, canExport, totals });
         return consoleHtml(deps, viewer, { title: "Calls", nav: "calls", body, styles: ["c2.css"] });
       },
     ),

@@ -11,6 +11,10 @@ export interface Series {
   values: (number | null)[];
   /** Whether a total means something (a count per day), unlike a peak per day; default true. */
   total?: boolean;
+  /** Drawn as a line over the bars whatever the chart's kind (a comparison: the previous period). */
+  line?: boolean;
+  /** Its colour's class when not its place's (`chart-s0`, …): `chart-prev` for a comparison. */
+  tone?: string;
 }
 
 export interface ChartSpec {
@@ -23,6 +27,10 @@ export interface ChartSpec {
   kind: "bar" | "line";
   /** Shown after the summary's figures, e.g. "holds". */
   unit?: string;
+  /** Bars of the series stacked on each other (parts of one whole, e.g. a metric by dimension). */
+  stacked?: boolean;
+  /** The table's rows carry the stacked bars' total in a column of its own. */
+  totalColumn?: boolean;
 }
 
 const W = 720;
@@ -79,10 +87,19 @@ export function chartSummary(spec: ChartSpec): string {
     .join(" ");
 }
 
+const toneOf = (s: Series, si: number) => s.tone ?? `chart-s${si}`;
+
+/** Each day's stacked total of the bar series: the part above zero, which is what is drawn. */
+export function stackedTotals(spec: ChartSpec): number[] {
+  const bars = spec.series.filter((s) => !s.line);
+  return spec.labels.map((_, i) => bars.reduce((a, s) => a + Math.max(0, s.values[i] ?? 0), 0));
+}
+
 export function chart(spec: ChartSpec): Html {
   const n = spec.labels.length;
   const values = spec.series.flatMap((s) => s.values.filter((v): v is number => v !== null));
-  const ticks = axisTicks(Math.max(0, ...values), values.every(Number.isInteger));
+  const drawn = spec.stacked ? [...stackedTotals(spec), ...spec.series.filter((s) => s.line).flatMap((s) => s.values.filter((v): v is number => v !== null))] : values;
+  const ticks = axisTicks(Math.max(0, ...drawn), values.every(Number.isInteger));
   const max = ticks[ticks.length - 1];
   const plotW = W - PAD.left - PAD.right;
   const plotH = H - PAD.top - PAD.bottom;
@@ -103,34 +120,51 @@ export function chart(spec: ChartSpec): Html {
       ? html`<text class="chart-axis" x="${r1(PAD.left + slot * i + slot / 2)}" y="${H - PAD.bottom + 16}" text-anchor="middle">${dayLabel(d)}</text>`
       : null,
   );
+  const placed = spec.series.map((s, si) => ({ s, si }));
+  const asBars = spec.kind === "bar" ? placed.filter((p) => !p.s.line) : [];
+  const asLines = spec.kind === "bar" ? placed.filter((p) => p.s.line) : placed;
   let marks: Html[];
-  if (spec.kind === "bar") {
-    const k = spec.series.length;
-    const barW = Math.max(1, (slot * 0.8) / k);
-    marks = spec.series.flatMap((s, si) =>
+  if (spec.stacked) {
+    const barW = Math.max(1, slot * 0.8);
+    const base = spec.labels.map(() => 0);
+    marks = asBars.flatMap(({ s, si }) =>
       s.values.map((v, i) => {
         if (v === null || v <= 0) return html``;
-        const x = r1(PAD.left + slot * i + slot * 0.1 + barW * si);
-        return html`<rect class="chart-s${si}" x="${x}" y="${y(v)}" width="${r1(barW)}" height="${r1(PAD.top + plotH - y(v))}"><title>${s.name}, ${dayLabel(spec.labels[i])}: ${fmt(v)}</title></rect>`;
+        const bottom = base[i];
+        base[i] += v;
+        const x = r1(PAD.left + slot * i + slot * 0.1);
+        return html`<rect class="${toneOf(s, si)}" x="${x}" y="${y(base[i])}" width="${r1(barW)}" height="${r1(y(bottom) - y(base[i]))}"><title>${s.name}, ${dayLabel(spec.labels[i])}: ${fmt(v)}</title></rect>`;
       }),
     );
   } else {
-    marks = spec.series.flatMap((s, si) => {
+    const k = asBars.length;
+    const barW = Math.max(1, (slot * 0.8) / Math.max(k, 1));
+    marks = asBars.flatMap(({ s, si }, bi) =>
+      s.values.map((v, i) => {
+        if (v === null || v <= 0) return html``;
+        const x = r1(PAD.left + slot * i + slot * 0.1 + barW * bi);
+        return html`<rect class="${toneOf(s, si)}" x="${x}" y="${y(v)}" width="${r1(barW)}" height="${r1(PAD.top + plotH - y(v))}"><title>${s.name}, ${dayLabel(spec.labels[i])}: ${fmt(v)}</title></rect>`;
+      }),
+    );
+  }
+  marks.push(
+    ...asLines.flatMap(({ s, si }) => {
       const pts = s.values
         .map((v, i) => (v === null ? null : `${r1(PAD.left + slot * i + slot / 2)},${y(v)}`))
         .filter((p): p is string => p !== null);
       const dots = s.values.map((v, i) =>
         v === null
           ? html``
-          : html`<circle class="chart-s${si}" cx="${r1(PAD.left + slot * i + slot / 2)}" cy="${y(v)}" r="3"><title>${s.name}, ${dayLabel(spec.labels[i])}: ${fmt(v)}</title></circle>`,
+          : html`<circle class="${toneOf(s, si)}" cx="${r1(PAD.left + slot * i + slot / 2)}" cy="${y(v)}" r="3"><title>${s.name}, ${dayLabel(spec.labels[i])}: ${fmt(v)}</title></circle>`,
       );
-      return [html`<polyline class="chart-line chart-s${si}" points="${pts.join(" ")}"></polyline>`, ...dots];
-    });
-  }
+      return [html`<polyline class="chart-line ${toneOf(s, si)}" points="${pts.join(" ")}"></polyline>`, ...dots];
+    }),
+  );
   const legend =
     spec.series.length > 1
-      ? html`<ul class="chart-legend">${spec.series.map((s, si) => html`<li><span class="chart-key chart-s${si}" aria-hidden="true"></span>${s.name}</li>`)}</ul>`
+      ? html`<ul class="chart-legend">${spec.series.map((s, si) => html`<li><span class="chart-key ${toneOf(s, si)}${s.line ? " chart-key-line" : ""}" aria-hidden="true"></span>${s.name}</li>`)}</ul>`
       : null;
+  const totals = spec.totalColumn && asBars.length > 1 ? stackedTotals(spec) : null;
   // On a phone the picture keeps a readable size and scrolls sideways (a focusable region, so the
   // keyboard can scroll it too); the table below has every number anyway.
   return html`<figure class="chart">
@@ -148,14 +182,17 @@ export function chart(spec: ChartSpec): Html {
   <details class="chart-data">
     <summary>${spec.title}: the numbers</summary>
     <div class="table-wrap" tabindex="0" role="region" aria-label="${spec.title}: the numbers"><table class="data">
-      <thead><tr><th scope="col">Day</th>${spec.series.map((s) => html`<th scope="col" class="num">${s.name}</th>`)}</tr></thead>
+      <thead><tr><th scope="col">Day</th>${asBars.map(({ s }) => html`<th scope="col" class="num">${s.name}</th>`)}${
+        totals ? html`<th scope="col" class="num">Total</th>` : null}${asLines.map(({ s }) => html`<th scope="col" class="num">${s.name}</th>`)}</tr></thead>
       <tbody>${spec.labels.map(
-        (d, i) => html`<tr><th scope="row">${d}</th>${spec.series.map((s) => html`<td class="num">${s.values[i] === null ? "–" : fmt(s.values[i]!)}</td>`)}</tr>`,
+        (d, i) => html`<tr><th scope="row">${d}</th>${asBars.map(({ s }) => cell(s.values[i]))}${totals ? cell(totals[i]) : null}${asLines.map(({ s }) => cell(s.values[i]))}</tr>`,
       )}</tbody>
     </table></div>
   </details>
 </figure>`;
 }
+
+const cell = (v: number | null | undefined) => html`<td class="num">${v === null || v === undefined ? "–" : fmt(v)}</td>`;
 
 /** Every day from `from` to `to` inclusive ('YYYY-MM-DD'), for series that skip days without data. */
 export function daysBetween(from: string, to: string): string[] {

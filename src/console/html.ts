@@ -51,13 +51,14 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   "x-frame-options": "DENY",
 };
 
-export type NavId = "inbox" | "leads" | "calls" | "dni" | "appointments" | "webhooks" | "keys" | "kpi" | "billing" | "audit" | "settings";
+export type NavId = "today" | "inbox" | "leads" | "calls" | "dni" | "appointments" | "webhooks" | "keys" | "kpi" | "billing" | "audit" | "settings";
 
 const ALL: readonly Role[] = ["admin", "manager", "agent"];
 const MANAGERS: readonly Role[] = ["admin", "manager"];
 
 /** The navigation, in the order of a working day; each item with the roles that see it. */
 export const NAV: readonly { id: NavId; label: string; href: string; roles: readonly Role[] }[] = [
+  { id: "today", label: "Today", href: "/console/today", roles: MANAGERS },
   { id: "inbox", label: "Inbox", href: "/console/inbox", roles: ALL },
   { id: "leads", label: "Leads", href: "/console/leads", roles: ALL },
   { id: "calls", label: "Calls", href: "/console/calls", roles: ALL },
@@ -121,7 +122,7 @@ ${p.head ?? null}
 <body>
 <a class="skip" href="#main">Skip to content</a>
 <header class="top">
-<a class="brand" href="/console/inbox">Leadline</a>
+<a class="brand" href="/console">Leadline</a>
 <div class="who"><a class="who-name" href="/console/account">${who}</a> <span class="muted">${roleName(u.role)}, ${scope}</span></div>
 <form method="post" action="/console/logout" class="signout">${csrfField(viewer)}<button type="submit" class="btn btn-quiet">Sign out</button></form>
 </header>

@@ -3,6 +3,7 @@
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { accountRoutes } from "./account";
+import { attributionRoutes } from "./attribution";
 import { appointmentRoutes } from "./appointments/routes";
 import { auditRoutes } from "./audit-log/routes";
 import { billingRoutes } from "./billing";
@@ -19,6 +20,7 @@ import { newLeadRoutes } from "./lead-new";
 import { leadsRoutes } from "./leads";
 import { settingsRoutes } from "./settings/routes";
 import { signInRoutes } from "./sign-in";
+import { todayRoutes } from "./today";
 import { webhookRoutes } from "./webhooks/routes";
 
 export function consoleRoutes(deps: Deps): Route[] {
@@ -26,6 +28,7 @@ export function consoleRoutes(deps: Deps): Route[] {
     ...signInRoutes(deps),
     ...installerRoutes(deps),
     ...accountRoutes(deps),
+    ...todayRoutes(deps),
     ...inboxRoutes(deps),
     ...inboxStreamRoutes(deps),
     ...leadsRoutes(deps),
@@ -36,6 +39,7 @@ export function consoleRoutes(deps: Deps): Route[] {
     ...appointmentRoutes(deps),
     ...dniRoutes(deps),
     ...kpiRoutes(deps),
+    ...attributionRoutes(deps),
     ...billingRoutes(deps),
     ...webhookRoutes(deps),
     ...keyRoutes(deps),

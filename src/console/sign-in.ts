@@ -25,7 +25,7 @@ import { accountAtAddress, anonymous, attempt, untilNextHour } from "./attempts"
 import { audit } from "./audit";
 import { html, notice, plainPage, seeOther, type Html } from "./html";
 import { inviteRoutes } from "./invite";
-import { clientHash, formBody, pageQuery, publicPageSpec, sameOrigin, viewerOf } from "./route";
+import { clientHash, formBody, pageQuery, publicPageSpec, sameOrigin, viewerOf, type Viewer } from "./route";
 import { clearedCookie, cookieToken, createSession, endSession, sessionCookie, signedInFrom } from "./sessions";
 import { matchingStep } from "./totp";
 import { PASSWORD_MAX, takeTotpStep, userByEmail, type SignInRecord } from "./users";
@@ -44,8 +44,11 @@ type SignInFields = Fields<typeof SignInForm>;
 const nameParam = textParam("name");
 
 /** Where to go after signing in: a console path of ours, never another site (`//evil`, `/\evil`). */
+/** Where `/console` lands: managers and admins on the day's figures, agents (and no session) on the inbox. */
+export const homeOf = (viewer: Viewer | null): string => (viewer !== null && viewer.user.role !== "agent" ? "/console/today" : "/console/inbox");
+
 export function safeNext(next: string | undefined): string {
-  if (!next || !next.startsWith("/console/") || next.startsWith("//") || /[\\\s]/.test(next) || next.length > 500) return "/console/inbox";
+  if (!next || !next.startsWith("/console/") || next.startsWith("//") || /[\\\s]/.test(next) || next.length > 500) return "/console";
   return next;
 }
 
@@ -131,12 +134,12 @@ export function signInRoutes(deps: Deps): Route[] {
       deps,
       publicPageSpec(deps, {
         id: "consoleHome",
-        summary: "The console: on to the inbox",
+        summary: "The console: on to the viewer's home",
         method: "GET",
         path: "/console",
-        answers: { 303: { description: "On to /console/inbox (or the sign-in page)" } },
+        answers: { 303: { description: "On to the home of the viewer's role: /console/today for managers and admins, /console/inbox for agents (and for no session, which the inbox sends to the sign-in page)" } },
       }),
-      () => seeOther("/console/inbox"),
+      async (_input, { request, server }) => seeOther(homeOf(await viewerOf(deps, request, server))),
     ),
     defineRoute(
       deps,
@@ -146,10 +149,11 @@ export function signInRoutes(deps: Deps): Route[] {
         method: "GET",
         path: "/console/login",
         query: pageQuery(t.Object({ next: t.Optional(t.String()), done: t.Optional(t.String()) })),
-        answers: { 200: { description: "The page", contentType: HTML }, 303: { description: "Already signed in: on to the inbox" } },
+        answers: { 200: { description: "The page", contentType: HTML }, 303: { description: "Already signed in: on to the viewer's home" } },
       }),
       async ({ query }, { request, server }) => {
-        if (await viewerOf(deps, request, server)) return seeOther("/console/inbox");
+        const signedIn = await viewerOf(deps, request, server);
+        if (signedIn) return seeOther(homeOf(signedIn));
         const done = query.done ?? "";
         return plainPage("Sign in", signInForm(safeNext(query.next), "", Object.hasOwn(DONE, done) ? notice(DONE[done]!) : null));
       },

@@ -49,13 +49,17 @@ export interface KpiMetric {
   label: string;
 }
 
-/** The metrics that have points in the scope (any day), by label. */
+/**
+ * The metrics that have points in the scope (any day), by label: the organization's own label for
+ * the key (src/kpi/labels.ts), else the metric's (every organization at once: the metric's).
+ */
 export async function kpiMetrics(sql: Sql, orgId: number | null): Promise<KpiMetric[]> {
   return sql<KpiMetric[]>`
-    select m.key, m.label from kpi_metrics m
+    select m.key, coalesce(${orgId === null ? sql`null` : sql`(select l.label from kpi_labels l where l.org_id = ${orgId} and l.metric_key = m.key)`}, m.label) as label
+    from kpi_metrics m
     where exists (select 1 from kpi_points p where p.metric_key = m.key
                     and ${orgId === null ? sql`true` : sql`p.org_id = ${orgId}`})
-    order by m.label, m.key`;
+    order by 2, 1`;
 }
 
 /** The dimensions a metric was reported with in the scope. */
@@ -75,4 +79,13 @@ export async function kpiSeries(sql: Sql, s: KpiScope): Promise<{ day: string; v
       and ${s.orgId === null ? sql`true` : sql`org_id = ${s.orgId}`}
       and ${s.dim === null ? sql`true` : sql`dim_key = ${s.dim}`}
     group by day order by day`;
+}
+
+/** The metric by day and dimension over the scope's points (the stacked chart); days or dimensions without a point are absent. */
+export async function kpiSeriesByDim(sql: Sql, s: Omit<KpiScope, "dim">): Promise<{ day: string; dim: string; value: number }[]> {
+  return sql<{ day: string; dim: string; value: number }[]>`
+    select day, dim_key as dim, sum(value)::float8 as value from kpi_points
+    where metric_key = ${s.metric} and day >= ${s.from} and day <= ${s.to}
+      and ${s.orgId === null ? sql`true` : sql`org_id = ${s.orgId}`}
+    group by day, dim_key order by day, dim_key`;
 }

@@ -1,0 +1,110 @@
+// The Today report's reads: the rollups of sql/0027 (report_daily, report_responses,
+// report_agent_leads, report_asks) for one organization and a few days, each through its index on
+// (org_id, day), so a read touches the rows of those days whatever the organization's history.
+import type { Sql } from "../db/client";
+
+export interface OrgDay {
+  id: number;
+  name: string;
+  /** The zone the rollups use: the organization's, or UTC when PostgreSQL does not know it. */
+  zone: string;
+  /** The organization's day at the instant asked about. */
+  today: string;
+}
+
+export async function orgDay(sql: Sql, orgId: number, now: Date): Promise<OrgDay | null> {
+  const [row] = await sql<OrgDay[]>`
+    select o.id, o.name, z.zone, (${now}::timestamptz at time zone z.zone)::date::text as today
+    from orgs o cross join lateral (select report_zone(o.timezone) as zone) z
+    where o.id = ${orgId}`;
+  return row ?? null;
+}
+
+export interface FactRow {
+  day: string;
+  fact: string;
+  dim: string;
+  n: number;
+  amount: number;
+}
+
+/** The counters of the days, their stripes summed. */
+export function dailyFacts(sql: Sql, orgId: number, days: string[]): Promise<FactRow[]> {
+  return sql<FactRow[]>`
+    select day::text, fact, dim, sum(n)::float8 as n, sum(amount)::float8 as amount
+    from report_daily
+    where org_id = ${orgId} and day = any(${days}::date[])
+    group by day, fact, dim`;
+}
+
+export interface ResponseRow {
+  /** The day, or the agent (responsesByAgent). */
+  key: string;
+  n: number;
+  p50: number | null;
+  p90: number | null;
+}
+
+/** First responses given on each day: how many, and their nearest-rank median and 90th percentile. */
+export function responsesByDay(sql: Sql, orgId: number, days: string[]): Promise<ResponseRow[]> {
+  return sql<ResponseRow[]>`
+    select day::text as key, count(*)::int as n,
+           percentile_disc(0.5) within group (order by seconds) as p50,
+           percentile_disc(0.9) within group (order by seconds) as p90
+    from report_responses
+    where org_id = ${orgId} and day = any(${days}::date[])
+    group by day`;
+}
+
+export function responsesByAgent(sql: Sql, orgId: number, day: string): Promise<ResponseRow[]> {
+  return sql<ResponseRow[]>`
+    select agent as key, count(*)::int as n,
+           percentile_disc(0.5) within group (order by seconds) as p50,
+           percentile_disc(0.9) within group (order by seconds) as p90
+    from report_responses
+    where org_id = ${orgId} and day = ${day}::date
+    group by agent`;
+}
+
+export interface CountRow {
+  key: string;
+  n: number;
+}
+
+/** Leads a person replied to or spoke with, per day. */
+export function conversationsByDay(sql: Sql, orgId: number, days: string[]): Promise<CountRow[]> {
+  return sql<CountRow[]>`
+    select day::text as key, count(distinct lead_id)::int as n
+    from report_agent_leads
+    where org_id = ${orgId} and day = any(${days}::date[])
+    group by day`;
+}
+
+export function conversationsByAgent(sql: Sql, orgId: number, day: string): Promise<CountRow[]> {
+  return sql<CountRow[]>`
+    select agent as key, count(*)::int as n
+    from report_agent_leads
+    where org_id = ${orgId} and day = ${day}::date
+    group by agent`;
+}
+
+/**
+ * Leads still waiting whose wait began on each day: a lead's open asks whose earliest is on that
+ * day (each of the day's open asks is checked for an earlier one of its lead, by the primary key).
+ */
+export function waitingByDay(sql: Sql, orgId: number, days: string[]): Promise<CountRow[]> {
+  return sql<CountRow[]>`
+    select a.day::text as key, count(*)::int as n
+    from report_asks a
+    where a.org_id = ${orgId} and a.day = any(${days}::date[])
+      and not exists (select 1 from report_asks b where b.lead_id = a.lead_id and b.at < a.at)
+    group by a.day`;
+}
+
+/** The names of the people among `ids` who are users of the organization (or house users). */
+export async function agentNames(sql: Sql, orgId: number, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await sql<{ id: string; name: string }[]>`
+    select id, name from users where id = any(${ids}::text[]) and (org_id = ${orgId} or org_id is null)`;
+  return new Map(rows.map((r) => [r.id, r.name]));
+}
