@@ -13,8 +13,15 @@ node_modules/.installed: package.json package-lock.json $(wildcard patches/*.pat
 
 build: dist/leadline
 
+# The migrated embedded database (src/db/image.ts): initdb and every migration inside PGlite, once
+# here instead of at every new DATA_DIR's first start. Made again when a migration or the database
+# code changes.
+IMAGE := dist/embedded-image.tar.gz
+$(IMAGE): node_modules/.installed $(wildcard sql/*.sql) $(wildcard src/db/*.ts)
+	$(BUN) src/db/build-image.ts $@
+
 # patches/check.ts fails the build when a dependency fix is missing from the executable.
-dist/leadline: node_modules/.installed $(SRC)
+dist/leadline: node_modules/.installed $(SRC) $(IMAGE)
 	$(BUN) build --compile src/main.ts --outfile dist/leadline
 	@$(BUN) patches/check.ts dist/leadline || { rm -f dist/leadline; exit 1; }
 

@@ -139,16 +139,17 @@ describe.skipIf(missing)("the executable", () => {
     expect(existsSync(join(dir, "help-data"))).toBe(false);
   }, 60_000);
 
-  test("extra arguments are refused with one line; migrate says how many migrations it applied", async () => {
+  test("extra arguments are refused with one line; migrate says what it did", async () => {
     for (const args of [["serve", "now"], ["migrate", "twice"], ["version", "x"]]) {
       const r = await run(args, { DATA_DIR: "./refused-data" });
       expect(r.code).toBe(2);
       expect(r.out).toBe("");
       expect(r.err).toBe(`leadline: ${args[0]}: unexpected argument "${args[1]}"; see leadline ${args[0]} --help\n`);
     }
+    // A new DATA_DIR starts from the migrated image built into the executable (src/db/image.ts).
     const first = await run(["migrate"], { DATA_DIR: "./migrate-data" });
     expect(first.code).toBe(0);
-    expect(first.out).toMatch(/^applied \d+ migrations: 0001_init, /);
+    expect(first.out).toBe(`created the database from this executable's image, at migration ${migrations.length}\nno migrations to apply: the database is up to date\n`);
     const again = await run(["migrate"], { DATA_DIR: "./migrate-data" });
     expect(again.out).toBe("no migrations to apply: the database is up to date\n");
   }, 60_000);
@@ -261,9 +262,11 @@ describe.skipIf(missing)("the embedded database's directory and session", () => 
       chmodSync(data, 0o755);
       writeFileSync(join(data, "old", "secrets.txt"), "from an earlier version", { mode: 0o666 });
       chmodSync(join(data, "old", "secrets.txt"), 0o666);
-      // The first start creates the database (initdb) and migrates it while serving.
+      // The first start creates the database from the image built into the executable (src/db/image.ts).
       const s = await serve({ DATA_DIR: data });
       try {
+        const created = s.lines.filter((l) => l.includes('"msg":"created the embedded database from the image"'));
+        expect(created.map((l) => JSON.parse(l).migration)).toEqual([migrations.length]);
         expect(statSync(data).mode & 0o777).toBe(0o700);
         const loose = walk(data).filter((e) => e.mode & 0o077);
         expect(loose).toEqual([]);
@@ -392,6 +395,14 @@ async function withEmptyDatabase(fn: (url: string) => Promise<void>): Promise<vo
 }
 
 describe.skipIf(missing || !adminUrl)("the executable on a real PostgreSQL", () => {
+  test("migrate on an empty database applies every migration and says which; then nothing is left", () =>
+    withEmptyDatabase(async (url) => {
+      const first = await run(["migrate"], { DATABASE_URL: url });
+      expect([first.code, first.err]).toEqual([0, ""]);
+      expect(first.out).toBe(`applied ${migrations.length} migrations: ${migrations.map((m) => m.name).join(", ")}\n`);
+      expect((await run(["migrate"], { DATABASE_URL: url })).out).toBe("no migrations to apply: the database is up to date\n");
+    }));
+
   test(
     "listening is exclusive: a second serve on an address already served fails at once, naming it",
     () =>

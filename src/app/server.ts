@@ -155,6 +155,7 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
     log.warn("LEADLINE_SECRET_KEY is not set; provider credentials and webhook secrets are stored in clear (README: Secrets at rest)");
   }
   const db = await openDatabase(config, "serve");
+  if (db.createdFromImage) log.info("created the embedded database from the image", { migration: db.createdFromImage });
   let running: Running;
   let demo: DemoOutcome | null = null;
   try {
