@@ -30,9 +30,12 @@ dist/leadline: node_modules/.installed $(SRC) $(IMAGE)
 run: build
 	HOST=$${HOST:-127.0.0.1} ./dist/leadline serve --demo
 
-# Provides a throwaway PostgreSQL when TEST_DATABASE_URL is unset (see test/run.ts).
-test: node_modules/.installed dist/leadline
+# Provides a throwaway PostgreSQL when TEST_DATABASE_URL is unset (see test/run.ts). A broken
+# build fails first and fast: the typecheck, the build, then the in-process tests, and only when
+# they pass the tests that start processes (docs/testing.md).
+test: node_modules/.installed
 	$(BUN) run typecheck
+	$(MAKE) --no-print-directory dist/leadline
 	$(BUN) test/run.ts
 
 typecheck: node_modules/.installed
