@@ -10,6 +10,7 @@ import { openDatabase, type Database } from "../db/open";
 import { startControl, type Control } from "../control/server";
 import { automationHandler, automationWorkers } from "../automations/jobs";
 import { sessionPruner } from "../console/sessions";
+import { PASSWORD_COST, type PasswordCost } from "../console/users";
 import { demoBanner, provisionDemo, type DemoOutcome } from "../demo/provision";
 import { dniWorkers } from "../dni/instance";
 import { eventWorkers, webhookDeliveryHandler } from "../events/jobs";
@@ -50,6 +51,8 @@ export interface Running {
 export interface StartOptions {
   /** The clock every time rule reads (tests set it). */
   clock?: Clock;
+  /** Argon2id's cost for console passwords (default PASSWORD_COST; tests that sign in hundreds of times lower it). */
+  passwordCost?: PasswordCost;
 }
 
 /** The job kinds of every feature: one runner claims them all. */
@@ -69,7 +72,8 @@ export async function start(given: Config, db: Database, options: StartOptions =
   const keys = new KeyStore(db.sql, clock);
   const limits = new Limits(db.sql, clock);
   const ipSalt = await loadIpSalt(db.sql, config);
-  const deps: Deps = { sql: db.sql, config, clock, keys, limits, ipSalt, embedded: db.embedded };
+  const passwordCost = options.passwordCost ?? PASSWORD_COST;
+  const deps: Deps = { sql: db.sql, config, clock, keys, limits, ipSalt, embedded: db.embedded, passwordCost };
   // The embedded database is a single connection that LISTEN would take over; it has one process.
   // A transaction pooler would hand the LISTEN session to whoever runs next: LISTEN goes direct.
   if (!db.embedded) await keys.listen(db.direct);

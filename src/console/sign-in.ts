@@ -11,15 +11,10 @@ import { clientHash, CONSOLE_TAG, formOf, sameOrigin, unavailablePage, viewerOf 
 import { clearedCookie, cookieToken, createSession, endSession, sessionCookie } from "./sessions";
 import { openSecret } from "../secrets/seal";
 import { matchingStep } from "./totp";
-import { inviteUserOf, PASSWORD_MAX, PASSWORD_MIN, passwordProblem, setPassword, takeTotpStep, userByEmail, type SignInRecord } from "./users";
+import { hashPassword, inviteUserOf, PASSWORD_MAX, PASSWORD_MIN, passwordProblem, setPassword, takeTotpStep, userByEmail, type SignInRecord } from "./users";
 
 const HTML = "text/html; charset=utf-8";
 const publicSignIn = { kind: "public", limit: "sign-in attempts: 20 per account and 100 per client address per hour" } as const;
-
-// A real Argon2id hash of a random password: an unknown account is verified against it, so it
-// takes as long as a known one.
-let dummyHash: Promise<string> | null = null;
-const dummy = () => (dummyHash ??= Bun.password.hash(crypto.randomUUID(), { algorithm: "argon2id" }));
 
 /** Where to go after signing in: a console path of ours, never another site (`//evil`, `/\evil`). */
 export function safeNext(next: string | undefined): string {
@@ -49,6 +44,10 @@ const REFUSED = "That email, password and code (if you use one) do not match an 
 
 export function signInRoutes(deps: Deps): Route[] {
   const clock = deps.clock;
+  // A real Argon2id hash of a random password, at the cost of real ones: an unknown account is
+  // verified against it, so it takes as long as a known one.
+  let dummyHash: Promise<string> | null = null;
+  const dummy = () => (dummyHash ??= hashPassword(crypto.randomUUID(), deps.passwordCost));
   const codeOk = async (user: SignInRecord, code: string): Promise<boolean> => {
     const step = matchingStep(openSecret(deps.config.secretKey, user.totpSecret!, "a TOTP secret"), code, clock.now(), user.totpStep);
     return step !== null && (await takeTotpStep(deps.sql, user.id, step));
@@ -191,7 +190,7 @@ export function signInRoutes(deps: Deps): Route[] {
           const password = form.password ?? "";
           const problem = passwordProblem(password) ?? (password !== form.confirm ? "the two passwords differ" : null);
           if (problem) return plainPage("Set your password", passwordForm(token, user.email, `Not set: ${problem}.`), 422);
-          if (!(await setPassword(deps.sql, { token }, password, clock.now()))) return expiredLink();
+          if (!(await setPassword(deps.sql, { token }, password, clock.now(), deps.passwordCost))) return expiredLink();
           return seeOther("/console/login?done=password");
         } catch {
           return unavailablePage();

@@ -4,6 +4,7 @@
 // does leaves the machine. On a database with data it does nothing: a real installation's rows
 // are never mixed with the demo's, and the demo's public keys never reach one.
 import demoFile from "../../deploy/demo.json";
+import { hashPassword } from "../console/users";
 import type { Sql } from "../db/client";
 import { applyProvisioning } from "../provision/service";
 import { parseProvisioning } from "../provision/validate";
@@ -30,7 +31,7 @@ export async function provisionDemo(sql: Sql, now: Date, secretKey: Buffer | nul
   if (!empty) return { applied: false };
   await applyProvisioning(sql, file, { now, secretKey });
   const users = (file.users ?? []).filter((u) => u.email && u.role).map((u) => ({ email: u.email!, role: u.role!, password: DEMO_PASSWORD }));
-  const hash = await Bun.password.hash(DEMO_PASSWORD, { algorithm: "argon2id" });
+  const hash = await hashPassword(DEMO_PASSWORD);
   await sql`update users set password_hash = ${hash}, password_changed_at = ${now} where email in ${sql(users.map((u) => u.email))} and password_hash is null`;
   return {
     applied: true,

@@ -15,4 +15,9 @@ export interface Deps {
   ipSalt: string;
   /** On the embedded database: one connection, one process. */
   embedded: boolean;
+  /**
+   * Argon2id's cost (KiB, passes) for the passwords the console sets and its unknown-account check:
+   * PASSWORD_COST of src/console/users.ts, whose PasswordCost this is (written out: http imports no feature).
+   */
+  passwordCost: { memoryCost: number; timeCost: number };
 }

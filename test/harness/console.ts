@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { Page } from "playwright-core";
 import type { Sql } from "../../src/db/client";
 import { createUser, hashPassword, type Role } from "../../src/console/users";
-import type { Reply } from "./app";
+import { TEST_PASSWORD_COST, type Reply } from "./app";
 import { SHOTS_DIR } from "./browser";
 
 let made = 0;
@@ -22,7 +22,7 @@ export async function makeUser(sql: Sql, o: { role: Role; orgId: number | null; 
   const email = (o.email ?? `${o.role}${n}-${process.pid}@example.test`).toLowerCase();
   const password = o.password ?? `correct horse battery ${n}`;
   const user = await createUser(sql, { email, role: o.role, orgId: o.orgId, id: o.id, name: o.name });
-  await sql`update users set password_hash = ${await hashPassword(password)} where id = ${user.id}`;
+  await sql`update users set password_hash = ${await hashPassword(password, TEST_PASSWORD_COST)} where id = ${user.id}`;
   return { id: user.id, email, password };
 }
 
