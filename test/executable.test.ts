@@ -224,9 +224,8 @@ describe.skipIf(missing)("the executable", () => {
       expect(relayed.code).toBe(0);
       expect(first.lines.some((l) => l.includes('"msg":"control command","command":"keys"'))).toBe(true);
 
-      const started = Date.now();
+      // Exit status 0 on SIGTERM (stop() answers null and kills it if it has not exited after STOP_MS).
       expect(await first.stop()).toBe(0);
-      expect(Date.now() - started).toBeLessThan(STOP_MS);
       expect(first.lines.length).toBeGreaterThan(0);
       // Every line is JSON: a log line (`msg`) or an access-log line (its six fields, README: Metrics and logs).
       const ACCESS = ["client", "duration_ms", "family", "method", "status", "time"];
@@ -364,14 +363,11 @@ describe.skipIf(missing)("start-up refusals", () => {
     const port = (impostor.address() as { port: number }).port;
     try {
       const env = { DATABASE_URL: `postgres://leadline:secret@127.0.0.1:${port}/leadline` };
-      const results = await Promise.all([["serve"], ["migrate"], ["keys", "list"]].map(async (args) => {
-        const started = Date.now();
-        const r = await run(args, env);
-        return { args, ...r, ms: Date.now() - started };
-      }));
+      const results = await Promise.all([["serve"], ["migrate"], ["keys", "list"]].map(async (args) => ({ args, ...(await run(args, env)) })));
+      // Each ended by itself with its one line: the start-up probe's bound (src/db/open.ts). Without
+      // it postgres.js reconnects for ever, and the harness kills the command after START_MS, silent.
       for (const r of results) {
         expect({ args: r.args, code: r.code === 0 ? 0 : "non-zero" }).toEqual({ args: r.args, code: "non-zero" });
-        expect(r.ms).toBeLessThan(15_000);
         expect(r.err).toMatch(new RegExp(`^leadline: [^\\n]*127\\.0\\.0\\.1:${port}[^\\n]*\\n$`));
         expect(r.err).not.toContain("secret");
       }

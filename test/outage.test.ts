@@ -6,6 +6,8 @@ import { call, startApp, type TestApp } from "./harness/app";
 import { ALL_SCOPES, makeKey, makeLead, seedWorld } from "./harness/factory";
 import { poolNumbers, provisionPools } from "./harness/dni";
 import { startProxy, type Proxy } from "./harness/proxy";
+import { measured, waitBound } from "./harness/timing";
+import { DEADLINE_MS } from "../src/db/deadline";
 
 let db: TestDatabase;
 let proxy: Proxy;
@@ -35,19 +37,26 @@ afterAll(async () => {
 
 const getLead = (k = nextKey()) => call(app.base, `/hooks/api_v1.php?r=leads/${leadId}`, { key: k });
 
-async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
-  const t = performance.now();
-  const v = await fn();
-  return [v, performance.now() - t];
+/**
+ * `fn`'s answer, and whether it came within about a second: the 1 s deadline, and after it only as
+ * much as this process's timers (the in-process server's among them) ran late meanwhile.
+ */
+async function timed<T>(fn: () => Promise<T>): Promise<[T, boolean]> {
+  const { value, ms, late } = await measured(fn);
+  return [value, ms < waitBound(DEADLINE_MS, late)];
 }
 
-async function waitFor(ok: () => Promise<boolean>, ms: number): Promise<number> {
-  const t = performance.now();
-  while (performance.now() - t < ms) {
-    if (await ok()) return performance.now() - t;
-    await Bun.sleep(25);
-  }
-  throw new Error(`not recovered within ${ms} ms`);
+/** Polls `ok` until it answers true (a give-up after `ms`, not a bound); whether that came within about a second. */
+async function waitFor(ok: () => Promise<boolean>, ms: number): Promise<boolean> {
+  const [, soon] = await timed(async () => {
+    const t = performance.now();
+    while (performance.now() - t < ms) {
+      if (await ok()) return;
+      await Bun.sleep(25);
+    }
+    throw new Error(`not recovered within ${ms} ms`);
+  });
+  return soon;
 }
 
 describe("database outage", () => {
@@ -55,8 +64,8 @@ describe("database outage", () => {
     expect((await getLead()).status).toBe(200);
     proxy.cut();
     const fresh = (await makeKey(db.sql, { scopes: ALL_SCOPES })).key;
-    const [replies, ms] = await timed(() => Promise.all([getLead(), getLead(fresh), call(app.base, "/hooks/lead_intake.php", { method: "POST", key, json: { phone: "5125550901", list_id: 101 } })]));
-    expect(ms).toBeLessThan(1500);
+    const [replies, soon] = await timed(() => Promise.all([getLead(), getLead(fresh), call(app.base, "/hooks/lead_intake.php", { method: "POST", key, json: { phone: "5125550901", list_id: 101 } })]));
+    expect(soon).toBe(true);
     for (const r of replies) {
       expect(r.status).toBe(503);
       expect(r.body).toEqual({ ok: false, error: "unavailable", ...(r.body.message ? { message: r.body.message } : {}) });
@@ -65,26 +74,25 @@ describe("database outage", () => {
     expect((await call(app.base, "/healthz")).status).toBe(200);
     await Bun.sleep(3000);
     proxy.restore();
-    const recovered = await waitFor(async () => (await getLead()).status === 200, 5000);
-    expect(recovered).toBeLessThan(1500);
+    expect(await waitFor(async () => (await getLead()).status === 200, 5000)).toBe(true);
     expect((await call(app.base, "/readyz")).status).toBe(200);
   }, 20_000);
 
   test("a hung database gives 503 within about a second instead of a hang", async () => {
     proxy.hang();
-    const [r, ms] = await timed(() => getLead());
+    const [r, soon] = await timed(() => getLead());
     expect(r.status).toBe(503);
-    expect(ms).toBeLessThan(1600);
+    expect(soon).toBe(true);
     // A DNI request whose pool is not in memory yet looks it up: bounded like the rest.
-    const [lease, lms] = await timed(() =>
+    const [lease, leaseSoon] = await timed(() =>
       call(app.base, "/hooks/dni.php?action=lease", { method: "POST", json: { pool: "outage-site", visitor: "v-hung" }, headers: { "x-forwarded-for": "10.9.0.1" } }),
     );
     expect([lease.status, lease.body]).toEqual([503, { ok: false, error: "unavailable", ...(lease.body?.message ? { message: lease.body.message } : {}) }]);
     // Like the request above (unbounded, it took the 2 s connect timeout, or forever on an open connection).
-    expect(lms).toBeLessThan(1600);
-    const [ready, rms] = await timed(() => call(app.base, "/readyz"));
+    expect(leaseSoon).toBe(true);
+    const [ready, readySoon] = await timed(() => call(app.base, "/readyz"));
     expect(ready.status).toBe(503);
-    expect(rms).toBeLessThan(1600);
+    expect(readySoon).toBe(true);
     // Stalled connections must be dropped so the pool can recover.
     proxy.cut();
     proxy.restore();

@@ -50,7 +50,7 @@ import { messageSends } from "../metrics/counters";
 export interface SendEnv {
   /** The public base address: Twilio's StatusCallback is `{baseUrl}/hooks/sms_status.php`. */
   baseUrl: string;
-  /** The longest wait for a provider (default 10 s); past it the send fails with provider_timeout. */
+  /** The longest wait for a provider (PROVIDER_TIMEOUT_MS, default 10 s); past it the send fails with provider_timeout. */
   providerTimeoutMs?: number;
   /** The longest wait for the org's billing row lock (default 2 s); past it, billing_unavailable. */
   billingLockMs?: number;
@@ -59,18 +59,23 @@ export interface SendEnv {
 }
 
 /** What the send path needs of the configuration. */
-export const sendEnv = (config: Config): SendEnv => ({ baseUrl: config.baseUrl, secretKey: config.secretKey });
+export const sendEnv = (config: Config): SendEnv => ({
+  baseUrl: config.baseUrl,
+  secretKey: config.secretKey,
+  ...(config.providerTimeoutMs === null ? {} : { providerTimeoutMs: config.providerTimeoutMs }),
+});
 
 export const BILLING_LOCK_MS = 2_000;
 
 /** The job kind of a send deferred by quiet hours (ref: the message id; due at defer_until). */
 export const DEFERRED_SEND = "message.deferred";
 
-const timeoutOf = (env: SendEnv) => env.providerTimeoutMs ?? PROVIDER_TIMEOUT_MS;
+/** How long a send waits for its provider (PROVIDER_TIMEOUT_MS, default 10 s). */
+export const providerTimeoutOf = (env: SendEnv) => env.providerTimeoutMs ?? PROVIDER_TIMEOUT_MS;
 /** A `sending` row older than this lost its sender (far beyond any provider wait). */
-const leaseOf = (env: SendEnv) => timeoutOf(env) + 60_000;
+const leaseOf = (env: SendEnv) => providerTimeoutOf(env) + 60_000;
 /** How long a retry waits for the first attempt's answer while that one is with its provider. */
-const replayWaitOf = (env: SendEnv) => 2 * timeoutOf(env);
+const replayWaitOf = (env: SendEnv) => 2 * providerTimeoutOf(env);
 
 /**
  * The longest a send can take: the billing lock, a provider wait or a retry's wait for the first
@@ -322,8 +327,8 @@ async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promis
     org,
     env,
     recorded.id,
-    (sms) => sendSms(sms, { to, body: text.body, statusCallback: statusCallbackUrl(env.baseUrl) }, timeoutOf(env)),
-    (email) => sendEmail(email, to, emailOf(text.subject, text.body), timeoutOf(env)),
+    (sms) => sendSms(sms, { to, body: text.body, statusCallback: statusCallbackUrl(env.baseUrl) }, providerTimeoutOf(env)),
+    (email) => sendEmail(email, to, emailOf(text.subject, text.body), providerTimeoutOf(env)),
   );
   return { kind: "delivered", result: await settle(sql, recorded.id, m.channel, to, org, outcome, now) };
 }
