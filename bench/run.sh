@@ -9,7 +9,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-ALL="core messages booking events dni pooled startup text console"
+ALL="core messages booking events dni pooled startup first-start text console"
 IFS=', ' read -r -a suites <<<"${BENCH_SUITES:-$ALL}"
 for s in "${suites[@]}"; do
   [[ " $ALL soak " == *" $s "* ]] || { echo "bench: unknown suite '$s' in BENCH_SUITES (one of: $ALL soak)" >&2; exit 2; }

@@ -22,8 +22,11 @@ export type DemoOutcome =
  */
 export const DEMO_PASSWORD = "leadline-demo-pass";
 
+/** The demo users' password hash (Argon2id at full cost: a quarter of a second), begun early by a caller that knows the demo will be provisioned. */
+export const demoPasswordHash = (): Promise<string> => hashPassword(DEMO_PASSWORD);
+
 /** Provisions the demo when no organization exists; the same validation as `leadline provision`. */
-export async function provisionDemo(sql: Sql, now: Date, secretKey: Buffer | null): Promise<DemoOutcome> {
+export async function provisionDemo(sql: Sql, now: Date, secretKey: Buffer | null, passwordHash?: Promise<string>): Promise<DemoOutcome> {
   const file = parseProvisioning(JSON.stringify(demoFile));
   // Two `serve --demo` started at once on an empty database may both find it empty: provisioning
   // is an idempotent upsert under its own lock, so the second applies the same rows again.
@@ -31,7 +34,7 @@ export async function provisionDemo(sql: Sql, now: Date, secretKey: Buffer | nul
   if (!empty) return { applied: false };
   await applyProvisioning(sql, file, { now, secretKey });
   const users = (file.users ?? []).filter((u) => u.email && u.role).map((u) => ({ email: u.email!, role: u.role!, password: DEMO_PASSWORD }));
-  const hash = await hashPassword(DEMO_PASSWORD);
+  const hash = await (passwordHash ?? demoPasswordHash());
   await sql`update users set password_hash = ${hash}, password_changed_at = ${now} where email in ${sql(users.map((u) => u.email))} and password_hash is null`;
   return {
     applied: true,
