@@ -26,9 +26,9 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "leadline-msg-embedded-"));
   twilio = await startFakeTwilio();
   // A provider's wait far beyond the test: a hanging send ends only when the fake lets it go.
-  const config = loadConfig({ DATA_DIR: dir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", BASE_URL: "https://leadline.example", PROVIDER_TIMEOUT_MS: "120000" });
+  const config = loadConfig({ DATA_DIR: dir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", BASE_URL: "https://leadline.example" });
   const db = await openDatabase(config, "serve");
-  running = await start(config, db, { clock });
+  running = await start(config, db, { clock, providerTimeoutMs: 120_000 });
   base = `http://127.0.0.1:${running.port}`;
   const sql = running.deps.sql;
   await seedWorld(sql);

@@ -472,9 +472,9 @@ describe("SMS and email providers", () => {
   });
 
   test("a provider that never answers starves nobody: more hanging sends than connections, and notes and reads still go", async () => {
-    // The provider's wait (PROVIDER_TIMEOUT_MS) far beyond the test: the sends end only when the
+    // The provider's wait (StartOptions.providerTimeoutMs) far beyond the test: the sends end only when the
     // fake lets them go, so they are surely still waiting while the notes are asked for.
-    const patient = await startApp(db.url, { BASE_URL: PUBLIC, PROVIDER_TIMEOUT_MS: "120000" }, { clock });
+    const patient = await startApp(db.url, { BASE_URL: PUBLIC }, { clock, providerTimeoutMs: 120_000 });
     try {
       const k = await key();
       const ids = await Promise.all(Array.from({ length: 6 }, () => lead()));
@@ -497,7 +497,7 @@ describe("SMS and email providers", () => {
 
   test("a provider that never answers costs its request the bounded wait, then provider_timeout, refunded", async () => {
     const WAIT_MS = 1000;
-    const brief = await startApp(db.url, { BASE_URL: PUBLIC, PROVIDER_TIMEOUT_MS: String(WAIT_MS) }, { clock });
+    const brief = await startApp(db.url, { BASE_URL: PUBLIC }, { clock, providerTimeoutMs: WAIT_MS });
     try {
       const k = await key();
       const ids = await Promise.all([lead(), lead()]);

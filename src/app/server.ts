@@ -54,6 +54,8 @@ export interface StartOptions {
   clock?: Clock;
   /** Argon2id's cost for console passwords (default PASSWORD_COST; tests that sign in hundreds of times lower it). */
   passwordCost?: PasswordCost;
+  /** How long a send waits for its provider (default 10 s; tests whose provider hangs set it: Config.providerTimeoutMs). */
+  providerTimeoutMs?: number;
 }
 
 /** The job kinds of every feature: one runner claims them all. */
@@ -68,7 +70,8 @@ export async function start(given: Config, db: Database, options: StartOptions =
   // Refuses to start (one line naming the key ids) when a stored secret does not open with
   // LEADLINE_SECRET_KEY, rather than failing every send and delivery that needs it later.
   await checkStoredSecrets(db.sql, given.secretKey);
-  const config = await withProvisionedSettings(db.sql, given);
+  const provisioned = await withProvisionedSettings(db.sql, given);
+  const config = options.providerTimeoutMs === undefined ? provisioned : { ...provisioned, providerTimeoutMs: options.providerTimeoutMs };
   const clock = options.clock ?? systemClock;
   const keys = new KeyStore(db.sql, clock);
   const limits = new Limits(db.sql, clock);

@@ -50,7 +50,7 @@ import { messageSends } from "../metrics/counters";
 export interface SendEnv {
   /** The public base address: Twilio's StatusCallback is `{baseUrl}/hooks/sms_status.php`. */
   baseUrl: string;
-  /** The longest wait for a provider (PROVIDER_TIMEOUT_MS, default 10 s); past it the send fails with provider_timeout. */
+  /** The longest wait for a provider (default 10 s); past it the send fails with provider_timeout. */
   providerTimeoutMs?: number;
   /** The longest wait for the org's billing row lock (default 2 s); past it, billing_unavailable. */
   billingLockMs?: number;
@@ -70,7 +70,7 @@ export const BILLING_LOCK_MS = 2_000;
 /** The job kind of a send deferred by quiet hours (ref: the message id; due at defer_until). */
 export const DEFERRED_SEND = "message.deferred";
 
-/** How long a send waits for its provider (PROVIDER_TIMEOUT_MS, default 10 s). */
+/** How long a send waits for its provider (default PROVIDER_TIMEOUT_MS, 10 s). */
 export const providerTimeoutOf = (env: SendEnv) => env.providerTimeoutMs ?? PROVIDER_TIMEOUT_MS;
 /** A `sending` row older than this lost its sender (far beyond any provider wait). */
 const leaseOf = (env: SendEnv) => providerTimeoutOf(env) + 60_000;
