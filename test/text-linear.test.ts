@@ -38,15 +38,29 @@ function bestOfEach(fn: (s: string) => unknown, input: string): { small: number;
   return { small: s, large: l };
 }
 
-/** The inputs (of `inputs`) on which `fn` grows faster than linearly, with the times that show it. */
-function superlinear(fn: (s: string) => unknown, inputs = Object.keys(large)): { input: string; ms8k: number; ms64k: number; ratio: number }[] {
+/** Comparisons of an input before it counts as superlinear, each after a pause (see below). */
+const ATTEMPTS = 3;
+
+/**
+ * The inputs (of `inputs`) on which `fn` grows faster than linearly, with the times that show it.
+ * An input counts only when every one of ATTEMPTS comparisons says so, with a quarter second
+ * between them: in a full run beside other work, lead intake on 64 KiB of newlines took 17 ms in
+ * each of seven runs against 0.15 ms on 8 KiB (alone: 0.74 ms, linear from 4 to 128 KiB; most
+ * likely the optimizing compiler's threads had not had the CPU yet); a quadratic pattern stays
+ * quadratic however long it is given.
+ */
+async function superlinear(fn: (s: string) => unknown, inputs = Object.keys(large)): Promise<{ input: string; ms8k: number; ms64k: number; ratio: number }[]> {
   timeOne(fn, "warm-up"); // the first call compiles the patterns
   const found = [];
   for (const input of inputs) {
     if (Math.min(timeOne(fn, large[input]!), timeOne(fn, large[input]!)) < SURELY_LINEAR_MS) continue;
-    const t = bestOfEach(fn, input);
-    const ratio = t.large / Math.max(t.small, 0.001);
-    if (ratio > MAX_RATIO) found.push({ input, ms8k: +t.small.toFixed(2), ms64k: +t.large.toFixed(2), ratio: +ratio.toFixed(1) });
+    for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+      const t = bestOfEach(fn, input);
+      const ratio = t.large / Math.max(t.small, 0.001);
+      if (ratio <= MAX_RATIO) break;
+      if (attempt === ATTEMPTS) found.push({ input, ms8k: +t.small.toFixed(2), ms64k: +t.large.toFixed(2), ratio: +ratio.toFixed(1) });
+      else await Bun.sleep(250);
+    }
   }
   return found;
 }
@@ -59,12 +73,12 @@ describe("text transformations are linear", () => {
   });
 
   for (const [name, fn] of Object.entries(TRANSFORMS)) {
-    test(`${name}: 8 times the input, at most ${MAX_RATIO} times the time, on every adversarial input`, () => {
-      expect(superlinear(fn)).toEqual([]);
+    test(`${name}: 8 times the input, at most ${MAX_RATIO} times the time, on every adversarial input`, async () => {
+      expect(await superlinear(fn)).toEqual([]);
     });
   }
 
-  test("a quadratic transformation is caught, however fast the machine", () => {
+  test("a quadratic transformation is caught, however fast the machine", async () => {
     // Searches again from every position for what is not there, as a backtracking pattern or a
     // restarting search does (native indexOf: a quadratic that still takes only a fraction of a second).
     const quadratic = (s: string) => {
@@ -72,6 +86,6 @@ describe("text transformations are linear", () => {
       for (let i = 0; i < s.length; i++) n += s.indexOf("x", i);
       return n;
     };
-    expect(superlinear(quadratic, ["spaces", "digits"]).map((f) => f.input)).toEqual(["spaces", "digits"]);
+    expect((await superlinear(quadratic, ["spaces", "digits"])).map((f) => f.input)).toEqual(["spaces", "digits"]);
   });
 });
