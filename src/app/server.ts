@@ -11,8 +11,7 @@ import { startControl, type Control } from "../control/server";
 import { automationHandler, automationWorkers } from "../automations/jobs";
 import { sessionPruner } from "../console/sessions";
 import { PASSWORD_COST, type PasswordCost } from "../console/users";
-import { demoBanner, demoPasswordHash, provisionDemo, type DemoOutcome } from "../demo/provision";
-import { isNewDataDir } from "../db/image";
+import { demoBanner, provisionDemo, type DemoOutcome } from "../demo/provision";
 import { dniWorkers } from "../dni/instance";
 import { eventWorkers, webhookDeliveryHandler } from "../events/jobs";
 import type { Deps } from "../http/deps";
@@ -162,9 +161,6 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
   if (!config.secretKey) {
     log.warn("LEADLINE_SECRET_KEY is not set; provider credentials and webhook secrets are stored in clear (README: Secrets at rest)");
   }
-  // A new embedded DATA_DIR gets the demo: its password hash (a quarter of a second of Argon2 on a
-  // thread of its own) is made while the database opens, not after (bench/first-start.ts).
-  const demoHash = options.demo && !config.databaseUrl && isNewDataDir(config.dataDir) ? demoPasswordHash() : undefined;
   const db = await openDatabase(config, "serve");
   if (db.createdFromImage) log.info("created the embedded database from the image", { migration: db.createdFromImage });
   let running: Running;
@@ -174,7 +170,7 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
     // it provisions (COMMS_INBOUND_LIST_ID).
     if (options.demo) {
       await migrate(db.direct);
-      demo = await provisionDemo(db.sql, new Date(systemClock.now()), config.secretKey, demoHash);
+      demo = await provisionDemo(db.sql, new Date(systemClock.now()), config.secretKey);
     }
     running = await start(config, db);
   } catch (err) {

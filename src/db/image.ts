@@ -5,7 +5,7 @@
 // a second PostgreSQL instance in WebAssembly beside the first); from the image it is about what
 // opening an existing directory costs (bench/RESULTS.md, "First start").
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import type { PGlite } from "@electric-sql/pglite";
 import { migrations } from "./migrations";
 
@@ -50,9 +50,6 @@ export async function unpackImage(path: string, pgdata: string): Promise<void> {
 export function isEmptyDir(pgdata: string): boolean {
   return !existsSync(pgdata) || readdirSync(pgdata).length === 0;
 }
-
-/** True when DATA_DIR holds no database yet: its first start will create one (src/db/embedded.ts). */
-export const isNewDataDir = (dataDir: string): boolean => isEmptyDir(join(resolve(dataDir), "pgdata"));
 
 /**
  * The last migration of an image just opened, given its schema_migrations rows in order, when they

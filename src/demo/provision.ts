@@ -4,7 +4,6 @@
 // does leaves the machine. On a database with data it does nothing: a real installation's rows
 // are never mixed with the demo's, and the demo's public keys never reach one.
 import demoFile from "../../deploy/demo.json";
-import { hashPassword } from "../console/users";
 import type { Sql } from "../db/client";
 import { applyProvisioning } from "../provision/service";
 import { parseProvisioning } from "../provision/validate";
@@ -22,11 +21,16 @@ export type DemoOutcome =
  */
 export const DEMO_PASSWORD = "leadline-demo-pass";
 
-/** The demo users' password hash (Argon2id at full cost: a quarter of a second), begun early by a caller that knows the demo will be provisioned. */
-export const demoPasswordHash = (): Promise<string> => hashPassword(DEMO_PASSWORD);
+/**
+ * DEMO_PASSWORD's Argon2id hash at PASSWORD_COST, made once (test/demo-password.test.ts checks it
+ * against both): hashing a published password at every first start protects nothing, and took a
+ * quarter of a second and 64 MiB of the demo's first start (bench/first-start.ts). A sign-in still
+ * verifies it at the full cost.
+ */
+export const DEMO_PASSWORD_HASH = "$argon2id$v=19$m=65536,t=2,p=1$lDCvWIIACerDtzEx+ytYX9j8Fg8tXz5QcnlgtEzrgmo$gjIYYNVFAt5FWeHmxGM69q+WZeGKJr8+WmxWDtbzG94";
 
 /** Provisions the demo when no organization exists; the same validation as `leadline provision`. */
-export async function provisionDemo(sql: Sql, now: Date, secretKey: Buffer | null, passwordHash?: Promise<string>): Promise<DemoOutcome> {
+export async function provisionDemo(sql: Sql, now: Date, secretKey: Buffer | null): Promise<DemoOutcome> {
   const file = parseProvisioning(JSON.stringify(demoFile));
   // Two `serve --demo` started at once on an empty database may both find it empty: provisioning
   // is an idempotent upsert under its own lock, so the second applies the same rows again.
@@ -34,8 +38,7 @@ export async function provisionDemo(sql: Sql, now: Date, secretKey: Buffer | nul
   if (!empty) return { applied: false };
   await applyProvisioning(sql, file, { now, secretKey });
   const users = (file.users ?? []).filter((u) => u.email && u.role).map((u) => ({ email: u.email!, role: u.role!, password: DEMO_PASSWORD }));
-  const hash = await (passwordHash ?? demoPasswordHash());
-  await sql`update users set password_hash = ${hash}, password_changed_at = ${now} where email in ${sql(users.map((u) => u.email))} and password_hash is null`;
+  await sql`update users set password_hash = ${DEMO_PASSWORD_HASH}, password_changed_at = ${now} where email in ${sql(users.map((u) => u.email))} and password_hash is null`;
   return {
     applied: true,
     users,
