@@ -70,11 +70,21 @@ describe("a new DATA_DIR starts from the image", () => {
     expect(existsSync(join(dir, "pgdata.unpacking"))).toBe(false);
   });
 
-  test("its files are the service user's alone: DATA_DIR 0700, no group or other bits under it", async () => {
+  test("its files are the service user's alone: DATA_DIR 0700, no group or other bits under it, every directory the owner's to enter", async () => {
     const dir = join(work, "modes");
     await withEmbedded(dir, async () => {});
     expect(openToOthers(dir)).toEqual([]);
     expect(lstatSync(dir).mode & 0o777).toBe(0o700);
+    // Tests run as root, which enters any directory: the modes themselves must let the service's own user in.
+    const closed: string[] = [];
+    const walk = (path: string) => {
+      const st = lstatSync(path);
+      if (!st.isDirectory()) return;
+      if ((st.mode & 0o700) !== 0o700) closed.push(`${path.slice(dir.length)} ${(st.mode & 0o777).toString(8)}`);
+      for (const name of readdirSync(path)) walk(join(path, name));
+    };
+    walk(dir);
+    expect(closed).toEqual([]);
   });
 
   test("a database already there is opened as it is, never replaced by the image", async () => {

@@ -25,8 +25,6 @@ export interface EmbeddedServer {
    * null when the directory held a database already, or initdb made an empty one.
    */
   fromImage: number | null;
-  /** The data directory as a gzipped tarball (PGlite's dumpDataDir), after a checkpoint: how the image is made. */
-  dump(): Promise<Blob>;
   /** Ends the connection, shuts PGlite down cleanly (so the data persists) and releases the lock. */
   close(): Promise<void>;
 }
@@ -78,10 +76,6 @@ export async function startEmbedded(dataDir: string, options: EmbeddedOptions = 
       url: "postgres://postgres@localhost/postgres",
       fromImage,
       connect: () => session.connect(),
-      dump: async () => {
-        await pglite.exec("checkpoint");
-        return pglite.dumpDataDir("gzip");
-      },
       close: () =>
         (closing ??= (async () => {
           try {
