@@ -7,7 +7,7 @@ SRC := $(shell find src sql -type f 2>/dev/null) deploy/demo.json
 
 install: node_modules/.installed
 
-node_modules/.installed: package.json package-lock.json $(wildcard patches/*.patch)
+node_modules/.installed: package.json package-lock.json $(wildcard src/db/postgres-js/*.patch)
 	npm ci --no-audit --no-fund
 	@touch $@
 
@@ -20,13 +20,13 @@ IMAGE := dist/embedded-image.tar.gz
 $(IMAGE): node_modules/.installed $(wildcard sql/*.sql) $(wildcard src/db/*.ts)
 	$(BUN) src/db/build-image.ts $@
 
-# patches/check.ts fails the build when a dependency fix is missing from the executable.
+# src/db/postgres-js/check.ts fails the build when a dependency fix is missing from the executable.
 dist/leadline: node_modules/.installed $(SRC) $(IMAGE)
 	$(BUN) build --compile src/main.ts --outfile dist/leadline
-	@$(BUN) patches/check.ts dist/leadline || { rm -f dist/leadline; exit 1; }
+	@$(BUN) src/db/postgres-js/check.ts dist/leadline || { rm -f dist/leadline; exit 1; }
 
 # A fresh data directory gets the demo (deploy/demo.json); one with data is served as it is.
-# The demo's keys are printed in the README: it listens on loopback unless HOST says otherwise.
+# The demo's keys are public (README.md, docs/tour.md): it listens on loopback unless HOST says otherwise.
 run: build
 	HOST=$${HOST:-127.0.0.1} ./dist/leadline serve --demo
 

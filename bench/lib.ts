@@ -461,16 +461,17 @@ export class Suite {
   /**
    * An instance of the service (`serve` of the executable under test) on a free port; resolves
    * once /readyz answers. With BENCH_PROFILE the suite's first instance runs from src/ under
-   * bun's CPU profiler, which writes a markdown profile when the instance stops.
+   * bun's CPU profiler, which writes a markdown profile when the instance stops. `exe`: another
+   * executable than the one under test (bench/outage.ts's before/after).
    */
-  async service(env: Record<string, string> = {}): Promise<Server> {
+  async service(env: Record<string, string> = {}, exe: string[] = this.exe): Promise<Server> {
     const n = this.services.length + 1;
     const name = n === 1 ? "leadline" : `leadline-${n}`;
     const dir = options.profileDir;
     const cmd =
       dir && n === 1
         ? [BUN, "--cpu-prof-md", `--cpu-prof-interval=${options.profileInterval}`, `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${this.name}-${Date.now()}.md`, join(root, "src/main.ts"), "serve"]
-        : [...this.exe, "serve"];
+        : [...exe, "serve"];
     if (dir && n === 1) {
       mkdirSync(dir, { recursive: true });
       this.say(`BENCH_PROFILE: the service runs from src/ under the CPU profiler; the profile goes to ${dir}`);

@@ -43,10 +43,10 @@ function runAs(): { name: string; uid: number; gid: number } | null {
 
 /**
  * PgBouncer for `database` on the cluster at `directUrl` (postgres://postgres@127.0.0.1:PORT/...),
- * pool_mode=transaction, `poolSize` server connections for the database. Resolves once it accepts
- * connections.
+ * pool_mode=transaction, `poolSize` server connections for the database, and `settings` (extra
+ * lines of its [pgbouncer] section). Resolves once it accepts connections.
  */
-export async function startPgbouncer(directUrl: string, database: string, poolSize: number): Promise<Bouncer> {
+export async function startPgbouncer(directUrl: string, database: string, poolSize: number, settings: string[] = []): Promise<Bouncer> {
   ensurePgbouncer();
   const target = new URL(directUrl);
   const dir = mkdtempSync(join(tmpdir(), "leadline-bench-pgbouncer-"));
@@ -72,6 +72,7 @@ export async function startPgbouncer(directUrl: string, database: string, poolSi
       // prepares none: an unnamed statement gets a custom plan every time).
       "ignore_startup_parameters = extra_float_digits,options,search_path,statement_timeout,plan_cache_mode",
       `logfile = ${join(dir, "pgbouncer.log")}`,
+      ...settings,
       "",
     ].join("\n"),
   );

@@ -21,7 +21,7 @@ function load(name: string): SuiteJson | null {
   return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as SuiteJson) : null;
 }
 
-const suites = Object.fromEntries(["core", "messages", "booking", "events", "dni", "startup", "pooled", "console"].map((n) => [n, load(n)])) as Record<string, SuiteJson | null>;
+const suites = Object.fromEntries(["core", "messages", "booking", "events", "dni", "startup", "pooled", "console", "conversions"].map((n) => [n, load(n)])) as Record<string, SuiteJson | null>;
 const row = (suite: string, id: string): Row | undefined => suites[suite]?.rows.find((r) => r.id === id);
 const out: string[] = [];
 const say = (...lines: string[]) => out.push(...lines);
@@ -191,6 +191,24 @@ if (st) {
     `| embedded, fresh data directory (from the image built into the executable) | ${f0(st.embedded_fresh.ready_ms)} | ${f0(st.embedded_fresh.idle_rss_kib / 1024)} |`,
     `| embedded, existing data directory | ${f0(st.embedded_again.ready_ms)} | ${f0(st.embedded_again.idle_rss_kib / 1024)} |`,
     `| real PostgreSQL (migrated) | ${f0(st.postgres.ready_ms)} | ${f0(st.postgres.idle_rss_kib / 1024)} |`,
+    "",
+  );
+} else say("Not run.", "");
+
+// ---------------------------------------------------------------- conversions feed
+
+type Feed = { rows: number; ttfb_ms: number; total_ms: number; bytes: number; rss_before_mib: number; rss_peak_mib: number; app_cpu_ms: number; pg_cpu_ms: number; paused_reader: { busy: number; idle_in_tx: number } };
+const feed = suites.conversions?.extra.feed as Feed | undefined;
+say("### Conversions feed", "");
+if (feed) {
+  say(
+    `\`GET /conversions/{feed_id}.csv\` of ${feed.rows.toLocaleString("en-US")} conversions (new leads, calls, bookings over 88 days, beside another organization's leads and calls of the same days), fetched whole, median of the suite's fetches (bench/README.md: conversions).`,
+    "",
+    "| conversions | first byte ms | whole feed ms | rows/s | MB | service RSS before → peak MiB | CPU ms service / PostgreSQL |",
+    "|---:|---:|---:|---:|---:|---:|---:|",
+    `| ${feed.rows} | ${f0(feed.ttfb_ms)} | ${f0(feed.total_ms)} | ${f0(feed.rows / (feed.total_ms / 1000))} | ${(feed.bytes / 1e6).toFixed(1)} | ${f0(feed.rss_before_mib)} → ${f0(feed.rss_peak_mib)} | ${f0(feed.app_cpu_ms)} / ${f0(feed.pg_cpu_ms)} |`,
+    "",
+    `A reader that stopped after the first chunk: ${feed.paused_reader.busy} statements running and ${feed.paused_reader.idle_in_tx} transactions open for the service meanwhile (the feed reads a page of time per statement and holds nothing between pages).`,
     "",
   );
 } else say("Not run.", "");

@@ -2,17 +2,17 @@
 # `make bench`: the benchmark suites in sequence against dist/leadline (see bench/README.md), each
 # writing its table to bench/results/<suite>.md and stdout, then all of them to
 # bench/results/latest.md, then the report (bench/report.ts) to bench/RESULTS.md. BENCH_SUITES
-# selects suites (default: all, in this order; `soak`, which `make soak` runs, is not among the
-# defaults and writes its own section of bench/RESULTS.md). Each suite
+# selects suites (default: all, in this order; `soak`, which `make soak` runs, `outage` and `sign-in`
+# (bench/sign-in.ts) are not among the defaults and write their own sections of bench/RESULTS.md). Each suite
 # removes its processes and cluster on exit, failure, SIGINT and SIGTERM. The exit status is 1
 # when a suite failed or measured an invalid scenario; a missed target alone does not fail.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-ALL="core messages booking events dni pooled startup first-start text console"
+ALL="core messages booking events dni pooled startup first-start text console conversions"
 IFS=', ' read -r -a suites <<<"${BENCH_SUITES:-$ALL}"
 for s in "${suites[@]}"; do
-  [[ " $ALL soak " == *" $s "* ]] || { echo "bench: unknown suite '$s' in BENCH_SUITES (one of: $ALL soak)" >&2; exit 2; }
+  [[ " $ALL soak outage sign-in " == *" $s "* ]] || { echo "bench: unknown suite '$s' in BENCH_SUITES (one of: $ALL soak outage sign-in)" >&2; exit 2; }
 done
 
 # The text suite runs in process; every other one needs wrk and the executable.
@@ -55,8 +55,11 @@ for s in "${suites[@]}"; do
 done
 mv "$latest.tmp" "$latest"
 echo "bench: written to $latest" >&2
-# The report, from the suites' results of this run (a suite not run this time is reported as not run).
-if [ "${suites[*]}" != soak ]; then
+# The report, from the suites' results of this run (a suite not run this time is reported as not run);
+# not after the suites that write their own sections alone.
+own_sections=1
+for s in "${suites[@]}"; do [ "$s" = soak ] || [ "$s" = outage ] || [ "$s" = sign-in ] || own_sections=0; done
+if [ "$own_sections" = 0 ]; then
   for s in $ALL; do [[ " ${suites[*]} " == *" $s "* ]] || rm -f "bench/results/$s.json"; done
   node_modules/.bin/bun bench/report.ts || failed+=(report)
 fi

@@ -171,7 +171,7 @@ await suite.run(async () => {
       `${Math.max(...minutes.map((m) => m.rss_max)).toFixed(0)} MiB at most` +
       (half.length > 1 ? `; over the second half it moved by ${halfGrowth >= 0 ? "+" : ""}${halfGrowth.toFixed(0)} MiB` : "") +
       `. p99 per minute: ${Math.min(...p99s).toFixed(1)}–${Math.max(...p99s).toFixed(1)} ms. ` +
-      "Every in-memory cache and map has a bound (README, \"Memory\"): RSS climbs while they fill (the DNI lease cache alone is full at 100,000 " +
+      "Every in-memory cache and map has a bound (docs/operations.md, \"Memory\"): RSS climbs while they fill (the DNI lease cache alone is full at 100,000 " +
       "visitors, the address counters at 200,000 addresses per limit), then levels off. The machine is shared: the CPU column of bench/results/soak.md " +
       "gives, per minute, the share other work took.",
     "",

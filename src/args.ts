@@ -25,9 +25,19 @@ export interface Io {
 export const stdio: Io = {
   out: (text) => void process.stdout.write(text),
   err: (text) => void process.stderr.write(text),
-  readInput: (path) => readFile(path === "-" ? "/dev/stdin" : path, "utf8"),
+  readInput: (path) => (path === "-" ? readStandardInput() : readFile(path, "utf8")),
   flush: () => drained(process.stdout),
 };
+
+/**
+ * Standard input to its end, read from the stream rather than opened as `/dev/stdin`: when it is
+ * a socket (a process manager's pipe, Bun.spawn's "pipe") opening the device path fails with ENXIO.
+ */
+export async function readStandardInput(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks).toString("utf8");
+}
 
 /** Waits for a stream's buffer to empty when it is above its high-water mark. */
 export function drained(stream: NodeJS.WritableStream & { writableNeedDrain?: boolean }): Promise<void> {

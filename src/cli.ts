@@ -2,7 +2,9 @@
 import { loadConfig, type Config } from "./config";
 import { openDatabase, type Database } from "./db/open";
 import { migrate } from "./db/migrate";
-import { createWriteStream, openSync, rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { closeSync, createWriteStream, fsyncSync, openSync, renameSync, rmSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { drained, stdio, type Io } from "./args";
 import { relayCommand, type Relay } from "./control/client";
 import { SOCKET_COMMANDS, reportError, runCommand } from "./control/commands";
@@ -19,7 +21,8 @@ commands:
   serve [--demo]             apply pending migrations, start workers, listen on HOST:PORT (default);
                              --demo: provision the demo first when the database is empty
   migrate                    apply pending migrations and exit
-  provision FILE             apply a provisioning file (JSON) idempotently; prints generated keys
+  provision [--dry-run] FILE apply a provisioning file (JSON) idempotently; prints generated keys;
+                             --dry-run: print what it would create and change, write nothing
   keys create --scopes a,b [--org N] [--agent USER] [--name TEXT] [--json]
                              print a new API key once (no --org: platform-global)
   keys list [--json]         list keys (never plaintext)
@@ -27,11 +30,11 @@ commands:
   keys rotate ID [--json]    issue a replacement key with the same grants and revoke the old one
   users create --email E --role admin|manager|agent [--org N] [--id USER] [--name TEXT] [--json]
                              a console user; prints a one-time link to set the password
-  users invite --email E     print a new one-time link to set the password (72 hours)
+  users invite --email E     print a new one-time link to set the password (72 hours; older ones stop)
   users passwd --email E     set the password read from standard input; ends the user's sessions
   users revoke-sessions --email E
                              sign the user out everywhere
-  users disable --email E    the user can no longer sign in
+  users disable --email E    the user can no longer sign in; revokes the API keys bound to the user
   users totp-off --email E   turn the user's two-step sign-in off (a lost phone); ends their sessions
   users list [--json]        console users, their roles and open sessions
   webhooks list [--json]     list webhook endpoints with their state and pending/failed deliveries
@@ -47,6 +50,11 @@ commands:
   secrets status             how many stored secrets are in clear and under which key
   dni report [--pool KEY] [--since YYYY-MM-DD] [--json]
                              visitors, page views, form events and calls per pool and UTM source/medium/campaign
+  dnc add --org N (--phone P | --email E) [--note TEXT]
+                             put a phone or email on an organization's do-not-contact list (audited)
+  dnc remove --org N (--phone P | --email E)
+                             take it off again (audited)
+  dnc list --org N [--json]  the organization's do-not-contact list, newest first
   dump [FILE]                a plain SQL dump of the whole database (stdout, or FILE created 0600),
                              for psql into an empty PostgreSQL 14+; works while serve runs
   restore FILE               load such a dump into an empty database (a new DATA_DIR, or DATABASE_URL)
@@ -58,7 +66,7 @@ environment: DATABASE_URL DATA_DIR PORT HOST BASE_URL COMMS_INBOUND_LIST_ID NPK_
              TRUST_PROXY LOG_LEVEL WEBHOOK_ALLOW_PRIVATE DB_POOL_MAX DNI_CACHE_SIZE
              DNI_MAX_HOLDS_PER_ADDRESS DNI_VISITOR_RETENTION_DAYS DNI_EVENT_RETENTION_DAYS
              BODY_DEADLINE_MS LEADLINE_SECRET_KEY LEADLINE_SECRET_KEY_OLD XDG_RUNTIME_DIR
-             (see README.md, Configuration)
+             (see docs/operations.md, Configuration)
 `;
 
 /**
@@ -80,9 +88,14 @@ example: make run   (./dist/leadline serve --demo on ./leadline-data)
 Applies pending migrations and exits, saying how many it applied.
 example: DATABASE_URL=postgres://leadline@127.0.0.1/leadline leadline migrate
 `,
-  provision: `usage: leadline provision FILE
+  provision: `usage: leadline provision [--dry-run] FILE
 Applies a provisioning file (JSON; - reads standard input) idempotently: every object is upserted
-by its id, nothing absent is deleted. Prints "key <id> <name> <plaintext>" once per generated key.
+by its id, nothing absent is deleted. Within an object that exists, a field left out keeps its
+stored value (a change made in the console survives an older file), a field given replaces it,
+null clears a field that may be empty. Prints "key <id> <name> <plaintext>" once per generated key.
+--dry-run: checks the file and prints, object by object, what a run would create and change
+(field: old → new; secrets as "(changed)"), and writes nothing.
+example: leadline provision --dry-run deploy/provision.example.json
 example: leadline provision deploy/provision.example.json
 `,
   keys: `usage: leadline keys create|list|revoke|rotate ...
@@ -127,7 +140,8 @@ CTI dials and keys (default: the email's local part); an existing CTI user of th
 example: leadline users create --email ana@example.com --role agent --org 1 --id agent7
 `,
   "users invite": `usage: leadline users invite --email E [--json]
-Prints a new one-time link for the user to set a password (72 hours).
+Prints a new one-time link for the user to set a password (72 hours); the user's older links stop
+working. Opened, the link is spent: its form then works half an hour in that browser.
 example: leadline users invite --email ana@example.com
 `,
   "users passwd": `usage: leadline users passwd --email E
@@ -145,7 +159,8 @@ every session of the user; they sign in with their password and may set it up ag
 example: leadline users totp-off --email ana@example.com
 `,
   "users disable": `usage: leadline users disable --email E
-The user can no longer sign in (their CTI dials and keys stay); ends their sessions.
+The user can no longer sign in (their CTI dials stay); ends their sessions and revokes every API
+key bound to the user (revocation is final: a returning user gets new keys), printing their ids.
 example: leadline users disable --email ana@example.com
 `,
   "users list": `usage: leadline users list [--json]
@@ -187,6 +202,28 @@ example: leadline dni report --pool acme-site --since 2026-11-01
 Visitors, page views, form events and attributed calls per pool and first-touch source/medium/campaign.
 example: leadline dni report --pool acme-site --since 2026-11-01
 `,
+  dnc: `usage: leadline dnc add|remove|list ...
+  dnc add --org N (--phone P | --email E) [--note TEXT]
+  dnc remove --org N (--phone P | --email E)
+  dnc list --org N [--json]
+example: leadline dnc add --org 1 --phone "(512) 555-0100" --note "asked on a call, 2026-11-30"
+`,
+  "dnc add": `usage: leadline dnc add --org N (--phone P | --email E) [--note TEXT]
+Puts a phone (its last 10 digits) or an email (lowercased) on the organization's do-not-contact
+list, source "cli", audited. Sends to it are then refused (do_not_contact), the hopper never takes
+the phone, and cti_queue.php hands its dials out marked dnc: true. An address already listed keeps
+its first entry.
+example: leadline dnc add --org 1 --email dana@example.com --note "wrote in to ask"
+`,
+  "dnc remove": `usage: leadline dnc remove --org N (--phone P | --email E)
+Takes a phone or email off the organization's do-not-contact list, audited. (An opt-out by the
+person, STOP or an unsubscribe link, is not on this list: it is the lead's consent.)
+example: leadline dnc remove --org 1 --phone 5125550100
+`,
+  "dnc list": `usage: leadline dnc list --org N [--json]
+The organization's do-not-contact list, newest first: kind, address, source, time, note.
+example: leadline dnc list --org 1 --json
+`,
   secrets: `usage: leadline secrets rotate|status
   secrets rotate    re-seal every stored secret under LEADLINE_SECRET_KEY
   secrets status    how many stored secrets are in clear and under each key id
@@ -208,8 +245,9 @@ example: leadline secrets status
 `,
   dump: `usage: leadline dump [FILE]
 Writes a plain SQL dump of the whole database (the schema as the migrations make it, every table's
-rows, every sequence's position) to standard output, or to FILE (created 0600: it holds key hashes
-and stored secrets; removed again if the dump fails). Read in one consistent snapshot, so it can run
+rows, every sequence's position) to standard output, or to FILE (written to a new 0600 file beside
+it, then renamed over it: it holds key hashes and stored secrets; FILE is left as it was if the
+dump fails). Read in one consistent snapshot, so it can run
 while serve runs (on the embedded database serve itself takes it, over its control socket). Load it
 into an EMPTY PostgreSQL 14+ database with psql, then serve with DATABASE_URL naming it.
 example: leadline dump /var/backups/leadline.sql && psql -v ON_ERROR_STOP=1 -f /var/backups/leadline.sql postgres://leadline@db/leadline
@@ -218,7 +256,9 @@ example: leadline dump /var/backups/leadline.sql && psql -v ON_ERROR_STOP=1 -f /
 Loads a dump written by leadline dump (- reads standard input) into an EMPTY database, in one
 transaction: a new DATA_DIR (the move back from PostgreSQL, or a restore of a backup), or the
 database DATABASE_URL names (psql -v ON_ERROR_STOP=1 -f FILE does the same there). Refused when
-the database has any table; run it before the first serve, which would create the schema.
+the database has any table; run it before the first serve, which would create the schema. Only
+what leadline dump writes is accepted and no text of the file is run as SQL: any other line is
+refused with its number and the transaction rolled back, so nothing is written (docs/backups.md).
 example: DATA_DIR=/var/lib/leadline/data leadline restore /var/backups/leadline.sql
 `,
   version: `usage: leadline version
@@ -293,6 +333,7 @@ export async function runCli(argv: string[]): Promise<number> {
       case "webhooks":
       case "secrets":
       case "dni":
+      case "dnc":
       case "dump":
         return await operatorCommand(config, argv);
       case "restore": {
@@ -329,7 +370,8 @@ async function operatorCommand(config: Config, argv: string[]): Promise<number> 
     const path = !config.databaseUrl && SOCKET_COMMANDS.has(cmd) ? findSocketPath(config) : null;
     if (path !== null) {
       // What the command reads is read here, where the operator is: provision's file, passwd's standard input.
-      const input = cmd === "provision" && rest.length === 1 ? await readLocally(rest[0]) : cmd === "users" && rest[0] === "passwd" ? await readLocally("-") : undefined;
+      const file = cmd === "provision" ? rest.filter((a) => a !== "--dry-run") : [];
+      const input = file.length === 1 ? await readLocally(file[0]) : cmd === "users" && rest[0] === "passwd" ? await readLocally("-") : undefined;
       const status = await relayCommand(path, { argv: command, input }, target.relay);
       if (status !== null) return await target.finish(status);
     }
@@ -353,7 +395,7 @@ async function readLocally(path: string): Promise<{ path: string; text?: string;
 interface OutputTarget {
   io: Io;
   relay: Relay;
-  /** Closes the file (removed when the command failed: a partial dump is never left to be loaded). */
+  /** Closes the file (put in place only when the command succeeded: a partial dump is never left to be loaded). */
   finish(status: number): Promise<number>;
 }
 
@@ -363,23 +405,43 @@ const terminal: OutputTarget = {
   finish: async (status) => status,
 };
 
-/** `dump FILE`: created 0600 (it holds key hashes and stored secrets), replaced if it exists. */
+/**
+ * `dump FILE`: written to a new file beside FILE, created 0600 with O_EXCL (it holds key hashes and
+ * stored secrets), synced, then renamed over FILE. Writing FILE in place would keep the mode of a
+ * file that already exists (0644 stayed 0644), and a failed dump would have destroyed the previous
+ * one; now FILE is either the old file or the whole new dump, never readable by others.
+ */
 function outputFile(path: string): OutputTarget {
+  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
   let fd: number;
   try {
-    fd = openSync(path, "w", 0o600);
+    fd = openSync(temporary, "wx", 0o600);
   } catch (err) {
     throw new Error(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
-  const stream = createWriteStream("", { fd });
+  const stream = createWriteStream("", { fd, autoClose: false });
   let finished: Promise<number> | undefined;
+  const settle = async (status: number): Promise<number> => {
+    try {
+      await new Promise<void>((ok, fail) => stream.end((err?: Error | null) => (err ? fail(err) : ok())));
+      if (status === 0) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+      if (status !== 0) rmSync(temporary, { force: true });
+    }
+    if (status === 0) {
+      try {
+        renameSync(temporary, path);
+      } catch (err) {
+        rmSync(temporary, { force: true });
+        throw new Error(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+      }
+    }
+    return status;
+  };
   return {
     io: { ...stdio, out: (text) => void stream.write(text), flush: () => drained(stream) },
     relay: { out: (text) => stream.write(text), err: stdio.err, drain: () => drained(stream) },
-    finish: (status) =>
-      (finished ??= new Promise<void>((ok, fail) => stream.end((err?: Error | null) => (err ? fail(err) : ok()))).then(() => {
-        if (status !== 0) rmSync(path, { force: true });
-        return status;
-      })),
+    finish: (status) => (finished ??= settle(status)),
   };
 }

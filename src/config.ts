@@ -125,6 +125,18 @@ function hostName(raw: string): string {
   return raw;
 }
 
+/**
+ * NPK_IP_SALT, refused while it is deploy/env.example's placeholder (`CHANGE_ME…`): every
+ * installation that forgot to replace it would share one known salt, and a known salt lets anyone
+ * holding the hashes (a backup, a log) recover each address by hashing all of IPv4.
+ */
+function ipSalt(raw: string | undefined): string | null {
+  if (!raw) return null;
+  // Never echo the value: it is a (mistyped) salt.
+  if (raw.trim().startsWith("CHANGE_ME")) throw new ConfigError("NPK_IP_SALT is the example file's placeholder (CHANGE_ME…): set it to a long random string (openssl rand -hex 32)");
+  return raw;
+}
+
 /** A token a scraper can send in a header: 16 to 256 printable characters without spaces. */
 function metricsToken(raw: string | undefined): string | null {
   const v = raw?.trim() ?? "";
@@ -157,7 +169,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     baseUrl,
     baseUrlFromEnv: !!env.BASE_URL?.trim(),
     inboundListId: intIn("COMMS_INBOUND_LIST_ID", env.COMMS_INBOUND_LIST_ID, 1, Number.MAX_SAFE_INTEGER),
-    ipSalt: env.NPK_IP_SALT || null,
+    ipSalt: ipSalt(env.NPK_IP_SALT),
     trustProxy: oneOf("TRUST_PROXY", env.TRUST_PROXY, ["loopback", "all", "none"] as const, "loopback"),
     logLevel: oneOf("LOG_LEVEL", env.LOG_LEVEL, ["debug", "info", "warn", "error"] as const, "info"),
     webhookAllowPrivate: oneOf("WEBHOOK_ALLOW_PRIVATE", env.WEBHOOK_ALLOW_PRIVATE, ["true", "false"] as const, "false") === "true",

@@ -14,7 +14,7 @@ export type Surface =
   | "public";
 
 const STATUS = {
-  // The console (README: Console): no session, or a state-changing request whose Origin or CSRF
+  // The console (docs/console.md): no session, or a state-changing request whose Origin or CSRF
   // token is not the console's own.
   unauthenticated: 401,
   csrf_rejected: 403,

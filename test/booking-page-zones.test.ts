@@ -103,7 +103,7 @@ describe("booking page: the business behind the link", () => {
     const raw = await call(app.base, "/book/evil");
     expect(raw.status).toBe(200);
     expect(raw.headers.get("content-security-policy")).toBe(
-      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; base-uri 'none'",
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'",
     );
     expect(raw.body).toContain(
       `<p class="business" id="business">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;Sons&#39; $&amp; $&#39; &lt;img src=x onerror=alert(1)&gt;</p>`,

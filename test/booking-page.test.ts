@@ -9,7 +9,7 @@ import { startApp, type TestApp } from "./harness/app";
 import { ManualClock } from "./harness/clock";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
-import { launchBrowser, pageProblems, SHOTS_DIR } from "./harness/browser";
+import { launchBrowser, pageProblems, serveSite, SHOTS_DIR } from "./harness/browser";
 
 let db: TestDatabase;
 let browser: Browser;
@@ -198,6 +198,38 @@ describe("booking page", () => {
     await noHorizontalScroll(page);
     await shot(page, "phone-8-not-found");
     await ctx.close();
+  }, 30_000);
+
+  test("no other site can frame the page, its reschedule view or its 404 (frame-ancestors 'none', X-Frame-Options: DENY)", async () => {
+    const reschedule = `/book/acme-estimate?r=${"A".repeat(43)}`;
+    for (const path of ["/book/acme-estimate", reschedule, "/book/no-such-link"]) {
+      const res = await fetch(base + path);
+      await res.text();
+      expect(res.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+      expect(res.headers.get("x-frame-options")).toBe("DENY");
+    }
+    // A page of another origin framing both views: Chromium shows neither.
+    const site = serveSite({
+      "/embed": `<!doctype html><html lang="en"><title>Embed</title><iframe title="booking" src="${base}/book/acme-estimate"></iframe><iframe title="reschedule" src="${base}${reschedule}"></iframe></html>`,
+    });
+    const ctx = await browser.newContext({ viewport: DESKTOP });
+    try {
+      const page = await ctx.newPage();
+      const said: string[] = [];
+      page.on("console", (m) => said.push(m.text()));
+      await page.goto(`${site.base}/embed`, { waitUntil: "load" });
+      const framed = page.frames().filter((f) => f !== page.mainFrame());
+      expect(framed).toHaveLength(2);
+      for (const f of framed) {
+        // A refused frame holds the browser's error page, never the booking page's document.
+        expect(f.url()).not.toStartWith(base);
+        expect(await f.locator("button.time, #business").count()).toBe(0);
+      }
+      expect(said.filter((t) => t.includes("frame-ancestors")).length).toBe(2);
+    } finally {
+      await ctx.close();
+      site.stop();
+    }
   }, 30_000);
 
   test("keyboard only: times are real buttons in order, Enter picks one", async () => {

@@ -200,6 +200,7 @@ describe("book", () => {
         appt_id: r.appt_id, calendar_id: 1, calendar: "Estimates", link: "acme-estimate", org_id: 1, lead_id: newer,
         epoch: mon(13), label: "Monday, November 23, 2026 at 1:00 PM CST", starts_at: "2026-11-23T19:00:00.000Z",
         name: "Pat Doe", phone: "5125557001", email: "pat@x.org", status: "pending", created_at: new Date(T0 + 5000).toISOString(),
+        attribution: null,
       },
     });
   });

@@ -66,7 +66,7 @@ describe("commands", () => {
       ipHash: "h",
       attribution: () => ({
         utm_source: "\u001b[2J", utm_medium: "cpc\u009b2J", utm_campaign: HOSTILE, utm_term: "", utm_content: "",
-        gclid: "", landing: "", referrer: "",
+        gclid: "", gbraid: "", wbraid: "", fbclid: "", msclkid: "", landing: "", referrer: "",
       }),
     };
     await engine.lease(pool, "mallory", visit);

@@ -45,6 +45,13 @@ async function script(run: (args: string[], stdin?: string) => Promise<Run>): Pr
     await run(["keys", "bogus"]),
     await run(["provision", join(exe.dir, "missing.json")]),
     await run(["dni", "report", "--since", "yesterday"]),
+    // The dry run reads its file where the operator is, as a run does; nothing is written.
+    await run(["provision", "--dry-run", join(exe.dir, "first.json")]),
+    await run(["provision", "-", "--dry-run"], JSON.stringify({ orgs: [{ id: 1, consent: "explicit" }] })),
+    await run(["dnc", "add", "--org", "1", "--phone", "(512) 555-0177", "--note", "asked on a call"]),
+    await run(["dnc", "list", "--org", "1"]),
+    await run(["dnc", "add", "--org", "9", "--email", "x@example.com"]),
+    await run(["dnc", "remove", "--org", "1"]),
   ];
 }
 
@@ -85,9 +92,17 @@ async function raw(path: string, line: string): Promise<{ o?: string; e?: string
 describe.skipIf(!built)("the CLI while serve runs on the embedded database", () => {
   test("every command prints exactly what it prints without a server, with the same exit status", () => {
     expect(normalized(relayed)).toEqual(normalized(direct));
-    expect(relayed.map((r) => r.code)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 1, 2]);
+    expect(relayed.map((r) => r.code)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 1, 2, 0, 0, 0, 0, 1, 2]);
+    expect(relayed[16].out).toBe("added phone 5125550177 to organization 1's do-not-contact list\n");
+    expect(relayed[17].out).toMatch(/^KIND +ADDRESS +SOURCE +ADDED +NOTE\nphone +5125550177 +cli +\S+Z +"asked on a call"\n$/);
+    expect(relayed[18].err).toBe("leadline: organization 9 does not exist\n");
     expect(relayed[10].err).toBe("leadline: no API key with id 999\n");
     expect(relayed[12].err).toBe(`leadline: cannot read ${join(exe.dir, "missing.json")}: ENOENT\n`);
+    // Key 1 ("site form") was revoked above: a run would generate its replacement, and says so.
+    expect(relayed[14].out.split("\n")[0]).toBe('create key "site form" (org 1) (its key generated and printed by the run)');
+    expect(relayed[14].err).toContain("1 key to generate");
+    expect(relayed[15].out).toBe('update org 1\n  consent: "implied" → "explicit"\n');
+    expect(relayed[15].err).toBe("dry run, nothing written: orgs: 1 to update; 0 keys to generate\n");
     // Output still escaped: the name's ESC never reaches the terminal.
     expect(relayed[6].out).not.toContain("\u001b");
     expect(relayed[6].out).toContain("\\u001b");

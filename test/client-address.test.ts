@@ -1,6 +1,7 @@
 // The client address: which entry of X-Forwarded-For each TRUST_PROXY value believes (directly and
 // through a real nginx running the shipped site), IPv6 parsing and /64 buckets for the address
 // limits, and the DNI holds cap per address.
+import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { TrustProxy } from "../src/config";
 import { dniEngine } from "../src/dni/instance";
@@ -13,7 +14,7 @@ import { poolNumbers, provisionPools, T0 } from "./harness/dni";
 import { ensureNginx, startNginx, type RunningNginx } from "./harness/nginx";
 
 const SALT = "addr-salt";
-const h = (text: string) => new Bun.CryptoHasher("sha1").update(SALT + text).digest("hex");
+const h = (text: string) => createHmac("sha256", SALT).update(text).digest("hex");
 
 let db: TestDatabase;
 const apps: TestApp[] = [];

@@ -28,6 +28,7 @@ let browser: Browser;
 const clock = new ManualClock(DAY);
 let manager: MadeUser;
 let boltAgent: MadeUser;
+let agent: MadeUser;
 let leadId: number;
 
 beforeAll(async () => {
@@ -51,6 +52,7 @@ beforeAll(async () => {
   app = await startApp(db.url, { BASE_URL: PUBLIC }, { clock });
   manager = await makeUser(db.sql, { role: "manager", orgId: 1, name: "Mia Manager" });
   boltAgent = await makeUser(db.sql, { role: "agent", orgId: 2, id: "agent9" });
+  agent = await makeUser(db.sql, { role: "agent", orgId: 1, id: "agent7" });
   browser = await launchBrowser();
 }, 60_000);
 
@@ -215,5 +217,32 @@ describe("console: inbox, leads, a lead (Chromium)", () => {
     expect(await page.locator("h1").textContent()).toBe("Not found");
     expect(await page.content()).not.toContain("Dana");
     await ctx.close();
+  }, 60_000);
+
+  test("after a STOP: an agent's lead page offers no new SMS consent; a manager records one with a reason; both pass axe", async () => {
+    await inbound("STOP", "SMc1-stop");
+    const a = await signedIn(agent);
+    await a.page.goto(`${app.base}/console/leads/${leadId}`);
+    const agentsConsent = a.page.locator("section[aria-labelledby=h-consent]");
+    expect(await agentsConsent.textContent()).toContain("Only a manager can record a new consent after an opt-out.");
+    expect(await a.page.getByLabel("Change SMS consent to").count()).toBe(0);
+    expect(await axeProblems(a.page)).toEqual([]);
+    await agentsConsent.scrollIntoViewIfNeeded();
+    await shoot(a.page, "lead-opted-out-agent");
+    expect(a.problems).toEqual([]);
+    await a.ctx.close();
+
+    const m = await signedIn(manager);
+    await m.page.goto(`${app.base}/console/leads/${leadId}`);
+    expect(await axeProblems(m.page)).toEqual([]);
+    await m.page.getByLabel("Change SMS consent to").selectOption("in");
+    await m.page.getByLabel("Reason (the lead opted out; required)").fill("Signed web form of Jan 15");
+    await shoot(m.page, "lead-opted-out-manager");
+    const form = m.page.locator("form.consent-row", { has: m.page.getByLabel("Change SMS consent to") });
+    await Promise.all([m.page.waitForURL(/done=consent_changed/), form.getByRole("button", { name: "Change" }).click()]);
+    expect(await m.page.locator("section[aria-labelledby=h-consent]").textContent()).toContain("Opted in");
+    expect(await m.page.locator("#timeline").textContent()).toContain("Signed web form of Jan 15");
+    expect(m.problems).toEqual([]);
+    await m.ctx.close();
   }, 60_000);
 });

@@ -135,7 +135,7 @@ describe("fallbacks written behind by the engine", () => {
     userAgent: "ua",
     ipHash: holder,
     holderHash: holder,
-    attribution: () => ({ utm_source: "", utm_medium: "", utm_campaign: "", utm_term: "", utm_content: "", gclid: "", landing: "", referrer: "" }),
+    attribution: () => ({ utm_source: "", utm_medium: "", utm_campaign: "", utm_term: "", utm_content: "", gclid: "", gbraid: "", wbraid: "", fbclid: "", msclkid: "", landing: "", referrer: "" }),
   });
 
   test("a visitor the pool had no number for is kept per hour with its count; one refused by the address cap is not", async () => {
@@ -181,11 +181,14 @@ describe("the call log", () => {
     const acmeLead = await makeLead(db.sql, { phone: "5125551000", first: "Ann", last: "Lee" });
     const boltLead = await makeLead(db.sql, { list: 201, phone: "7375551000" });
     const ins = async (o: { lead?: number; key?: number; agent: string; at: string; status?: string; phone?: string; pool?: string; source?: string }) => {
+      // An attributed call's first touch, given to its lead too (as calls.php does): what the log shows.
+      const touch = o.pool ? db.sql.json({ pool: o.pool, visitor: "v", source: o.source ?? null, medium: "cpc", campaign: "spring", landing: "https://acme.example/" }) : null;
       const [r] = await db.sql<{ id: number }[]>`
-        insert into calls (lead_id, key_id, phone, status, secs, agent, occurred_at, dni_pool, utm_source, utm_medium, utm_campaign, landing)
+        insert into calls (lead_id, key_id, phone, status, secs, agent, occurred_at, dni_pool, utm_source, utm_medium, utm_campaign, landing, attribution)
         values (${o.lead ?? null}, ${o.key ?? null}, ${o.phone ?? "5125551000"}, ${o.status ?? "ANSWERED"}, 75, ${o.agent}, ${at(o.at)},
-                ${o.pool ?? null}, ${o.source ?? null}, ${o.pool ? "cpc" : null}, ${o.pool ? "spring" : null}, ${o.pool ? "https://acme.example/" : null})
+                ${o.pool ?? null}, ${o.source ?? null}, ${o.pool ? "cpc" : null}, ${o.pool ? "spring" : null}, ${o.pool ? "https://acme.example/" : null}, ${touch})
         returning id`;
+      if (touch && o.lead) await db.sql`update leads set attribution = coalesce(attribution, ${touch}) where id = ${o.lead}`;
       return r.id;
     };
     ids = {
@@ -262,6 +265,17 @@ describe("CSV cells", () => {
     expect(csvCell(null)).toBe("");
     expect(csvCell(new Date(Date.UTC(2026, 0, 2)))).toBe("2026-01-02T00:00:00.000Z");
     expect(csvLine(["a", 1, null])).toBe("a,1,\r\n");
+  });
+
+  test("a ; or , followed by = + - @ makes the whole value a formula too (locales that split on ;): prefixed and quoted", () => {
+    expect(csvCell("Smith;=HYPERLINK(\"x\")")).toBe("\"'Smith;=HYPERLINK(\"\"x\"\")\"");
+    for (const s of ["a;+1", "a;-2", "a;@SUM(A1)", "a,=1+1", "a, -2", "a;  =cmd|' /C calc'!A0", "x,@y"]) {
+      const cell = csvCell(s);
+      expect({ s, cell }).toEqual({ s, cell: `"'${s}"` });
+    }
+    // A ; alone is quoted, so the value stays one cell where ; separates cells; nothing else changes.
+    expect(csvCell("Smith; Jones")).toBe("\"Smith; Jones\"");
+    for (const s of ["a-b", "a@b.example", "Smith, Jr", "1+1", "x=y"]) expect(csvCell(s).replace(/^"/, "").startsWith("'")).toBe(false);
   });
 });
 

@@ -35,6 +35,9 @@ async function seed(): Promise<void> {
   await sql`insert into calls (key_id, phone, status, secs, agent, occurred_at) values (${acmeKey.id}, '5125559999', 'ANSWERED', 5, 'agent7', ${new Date(T0 - 7_200_000)})`;
   await sql`insert into calls (lead_id, phone, status, secs, agent, occurred_at, dni_pool, utm_source) values
     (${bob}, '7375551000', 'ANSWERED', 30, 'c2agent2', ${new Date(T0 - 3_600_000)}, 'bolt-site', 'bing')`;
+  // The first touch each lead was given (src/dni/attribution.ts): what the call log shows for its calls.
+  await sql`update leads set attribution = ${sql.json({ pool: "acme-site", visitor: "va", source: "google", medium: "cpc", campaign: "spring", landing: "https://acme.example/roofs" })} where id = ${ann}`;
+  await sql`update leads set attribution = ${sql.json({ pool: "bolt-site", visitor: "vb", source: "bing" })} where id = ${bob}`;
   // Pool history: three holds at once in one hour of Nov 20, and two visitors refused then.
   for (const [from, to] of [["10:10", "10:40"], ["10:20", "11:30"], ["10:30", "10:50"]]) {
     await sql`insert into dni_hold_history (pool_key, number, visitor_id, started_at, expires_at)
@@ -146,8 +149,15 @@ describe("Calls", () => {
     expect(r.body).not.toContain("Bob Bolt");
     expect(r.body).toContain(`,'=cmd|' /C calc'!A0,`);
     expect(r.body).not.toMatch(/,=cmd/);
+    // An agent exports only where the organization grants it, and then only its own calls.
+    expect((await as.agent.get("/console/calls.csv")).status).toBe(404);
+    expect((await as.agent.get("/console/calls")).body).not.toContain("Export these calls");
+    expect((await as.manager.get("/console/calls")).body).toContain("Export these calls");
+    await db.sql`update orgs set agents_export = true where id = 1`;
     const agent = await as.agent.get("/console/calls.csv");
     expect((agent.body as string).trimEnd().split("\r\n").length).toBe(1 + 55);
+    expect((await as.agent.get("/console/calls")).body).toContain("Export these calls");
+    await db.sql`update orgs set agents_export = false where id = 1`;
   });
 });
 

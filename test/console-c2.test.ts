@@ -9,7 +9,7 @@ import { ManualClock } from "./harness/clock";
 import { browserSignIn, makeUser, shoot } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { provisionPools, T0 } from "./harness/dni";
-import { makeLead, seedWorld } from "./harness/factory";
+import { seedWorld } from "./harness/factory";
 
 
 setDefaultTimeout(60_000);
@@ -25,13 +25,21 @@ beforeAll(async () => {
   const sql = db.sql;
   await seedWorld(sql);
   await provisionPools(sql, [{ numbers: ["5125550101", "5125550102", "5125550103"] }]);
-  const ann = await makeLead(sql, { phone: "5125551000", first: "Ann", last: "Acme" });
+  // Thirty callers, each a lead whose first touch (src/dni/attribution.ts) is its call's visitor.
   await sql`
-    insert into calls (lead_id, phone, to_number, status, secs, agent, occurred_at, dni_pool, utm_source, utm_medium, utm_campaign, landing)
-    select ${ann}, '5125551000', '5125550101', case when i % 4 = 0 then 'NO ANSWER' else 'ANSWERED' end, 30 * i, 'agent7',
-           ${new Date(T0)}::timestamptz - i * interval '5 hours', 'acme-site', case when i % 2 = 0 then 'google' else 'facebook' end,
-           'cpc', 'spring-roofs', 'https://acme.example/roofs/repair?utm_source=google&utm_medium=cpc'
-    from generate_series(1, 30) i`;
+    with l as (
+      insert into leads (list_id, phone, first_name, last_name, attribution)
+      select 101, '51255510' || lpad(i::text, 2, '0'), 'Ann', 'Acme ' || i,
+             jsonb_build_object('pool', 'acme-site', 'visitor', 'v' || i, 'source', case when i % 2 = 0 then 'google' else 'facebook' end,
+                                'medium', 'cpc', 'campaign', 'spring-roofs', 'landing', 'https://acme.example/roofs/repair?utm_source=google&utm_medium=cpc')
+      from generate_series(1, 30) i
+      returning id, phone, attribution, substr(phone, 9)::int as i
+    )
+    insert into calls (lead_id, phone, to_number, status, secs, agent, occurred_at, dni_pool, utm_source, utm_medium, utm_campaign, landing, attribution)
+    select l.id, l.phone, '5125550101', case when i % 4 = 0 then 'NO ANSWER' else 'ANSWERED' end, 30 * i, 'agent7',
+           ${new Date(T0)}::timestamptz - i * interval '5 hours', 'acme-site', l.attribution->>'source',
+           'cpc', 'spring-roofs', l.attribution->>'landing', l.attribution
+    from l`;
   // Thirty days of holds (a few a day, more mid-month) and one exhausted hour.
   await sql`
     insert into dni_hold_history (pool_key, number, visitor_id, started_at, expires_at)

@@ -1,9 +1,12 @@
 // The console's door in real Chromium: signing in through the page, the layout by keyboard at
 // 1280 and 375 px (axe-core finds nothing serious), a revoked session signed out at its next
-// click, and a form on another site refused.
+// click, a form on another site refused; an invite link opened (the address bar ends without its
+// token) and the password set; two-step sign-in turned on, then off, with the password and a code
+// (screenshots at 1280 and 390 px).
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import { usersCommand } from "../src/console/command";
+import { codeAt, stepOf } from "../src/console/totp";
 import { startApp, type TestApp } from "./harness/app";
 import { axeProblems, launchBrowser, pageProblems, serveSite, type Site } from "./harness/browser";
 import { browserSignIn, makeUser, shoot, type MadeUser } from "./harness/console";
@@ -104,6 +107,56 @@ describe("the console's door in Chromium", () => {
     await Promise.all([page.waitForURL(/\/console\/login/), page.getByRole("button", { name: "Sign out everywhere" }).click()]);
     const [{ m }] = await db.sql`select count(*)::int as m from audit_log where action = 'session.revoke_all'`;
     expect(m).toBe(1);
+    await ctx.close();
+  });
+
+  test("an invite link: opened, the address bar holds no token; the form sets the password; axe finds nothing serious", async () => {
+    const newcomer = await makeUser(db.sql, { role: "agent", orgId: 1, name: "Nia Newcomer" });
+    let link = "";
+    await usersCommand(db.sql, ["invite", "--email", newcomer.email], { baseUrl: app.base }, { ...quietIo(), out: (t: string) => void (link += t) });
+    const token = link.trim().split("/").pop()!;
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, bypassCSP: true });
+    const page = await ctx.newPage();
+    const problems = pageProblems(page);
+    await page.goto(link.trim());
+    expect(page.url()).toBe(`${app.base}/console/invite`);
+    expect(await page.content()).not.toContain(token);
+    expect(await page.locator("h1").textContent()).toBe("Set your password");
+    expect(await axeProblems(page)).toEqual([]);
+    await shoot(page, "invite", [1280, 390]);
+    await page.getByLabel("New password").fill("a fresh pass phrase");
+    await page.getByLabel("The same again").fill("a fresh pass phrase");
+    await Promise.all([page.waitForURL(/\/console\/login\?done=password$/), page.getByRole("button", { name: "Set password" }).click()]);
+    expect(await page.locator("[role=status]").textContent()).toContain("Your password is set");
+    // The link again (from the mail, or from a log): spent.
+    await page.goto(link.trim());
+    expect(await page.locator("h1").textContent()).toBe("This link does not work");
+    expect(problems.filter((p) => !p.includes("favicon") && !p.includes("404"))).toEqual([]);
+    await ctx.close();
+  });
+
+  test("two-step sign-in on and off from the account page, with the password and codes; axe finds nothing serious", async () => {
+    const u = await makeUser(db.sql, { role: "agent", orgId: 1, name: "Tess Twostep" });
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, bypassCSP: true });
+    const page = await ctx.newPage();
+    await browserSignIn(page, app.base, u.email, u.password, "/console/account");
+    await Promise.all([page.waitForURL(/\/console\/account\/two-step$/), page.getByRole("button", { name: "Set up two-step sign-in" }).click()]);
+    expect(await axeProblems(page)).toEqual([]);
+    await shoot(page, "two-step-setup", [1280, 390]);
+    const secret = /secret=([A-Z2-7]+)&/.exec((await page.locator("code.secret").textContent()) ?? "")![1]!;
+    await page.getByLabel("Code from the new app").fill(codeAt(secret, stepOf(Date.now())));
+    await page.getByLabel("Your password").fill(u.password);
+    await Promise.all([page.waitForURL(/done=two-step-on$/), page.getByRole("button", { name: "Turn on" }).click()]);
+    expect(await page.locator("[role=status]").textContent()).toContain("Two-step sign-in is on");
+    expect(await axeProblems(page)).toEqual([]);
+    await shoot(page, "account-two-step-on", [1280, 390]);
+    // A wrong code: still on, the form again with the reason.
+    await page.getByLabel("Your password").fill(u.password);
+    await page.getByLabel("A current code from your app").fill("000000" === codeAt(secret, stepOf(Date.now())) ? "111111" : "000000");
+    await page.getByRole("button", { name: "Turn off" }).click();
+    await page.waitForURL(/two-step\/off$/);
+    expect(await page.locator("[role=alert]").textContent()).toContain("still on");
+    expect(await axeProblems(page)).toEqual([]);
     await ctx.close();
   });
 });

@@ -1,9 +1,12 @@
 // The console's keys and audit-log pages through HTTP: who reaches them, a key's plaintext shown
-// only in the answer that made it, the CLI's rules (scopes, agent binding, final revocation),
-// another organization's keys answered as missing, each change's audit row, and the audit log
-// per organization, filtered and paged.
+// only in the answer that made it, the CLI's rules (scopes, agent binding, final revocation) and the
+// console's stricter binding rule for a tenant (only the organization's own users), another
+// organization's keys answered as missing, each change's audit row, and the audit log per
+// organization, filtered and paged.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { keysCommand } from "../src/auth/command";
 import { call, startApp, type TestApp } from "./harness/app";
+import { capture } from "./harness/capture";
 import { makeUser, signIn, type ConsoleClient } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { makeKey, makeLead, seedWorld } from "./harness/factory";
@@ -20,6 +23,7 @@ const ids: Record<string, string> = {};
 const keys: Record<string, number> = {};
 
 const audits = (action: string, target: string) => db.sql`select * from audit_log where action = ${action} and target = ${target}`;
+const agentOptions = (body: string) => body.slice(body.indexOf('id="k-agent"'), body.indexOf("</select>", body.indexOf('id="k-agent"')));
 const plaintextOf = (body: string) => /<code>(lk_[A-Za-z0-9_-]{43})<\/code>/.exec(body)?.[1];
 
 beforeAll(async () => {
@@ -63,15 +67,16 @@ describe("keys", () => {
     expect(mine.body).not.toContain("bolt-site");
     expect(mine.body).not.toContain("platform-etl");
     expect(mine.body).not.toContain('id="k-org"');
-    // The agents a key may be bound to: the organization's and the house's, not another's, nor managers or admins.
-    const agents = mine.body.slice(mine.body.indexOf('id="k-agent"'), mine.body.indexOf("</select>", mine.body.indexOf('id="k-agent"')));
+    // The agents a key may be bound to: the organization's own, not the house's nor another's, nor managers or admins.
+    const agents = agentOptions(mine.body);
     expect(agents).toContain('value="agent7"');
-    expect(agents).toContain('value="house1"');
     expect(agents).toContain(`value="${ids.agent}"`);
-    for (const other of ["agent9", ids.manager, ids.admin, ids.bolt]) expect(agents).not.toContain(`value="${other}"`);
+    for (const other of ["house1", "agent9", ids.manager, ids.admin, ids.bolt]) expect(agents).not.toContain(`value="${other}"`);
     const all = await admin.get("/console/keys");
     for (const name of ["acme-site", "bolt-site", "platform-etl"]) expect(all.body).toContain(name);
     expect(all.body).toContain('id="k-org"');
+    // An admin binds for the platform: the house's agents and every organization's are offered.
+    for (const a of ["house1", "agent7", "agent9"]) expect(agentOptions(all.body)).toContain(`value="${a}"`);
   });
 
   test("create: the plaintext in the answer of the POST only (no-store), the key works, bound to the manager's organization, audited", async () => {
@@ -100,8 +105,9 @@ describe("keys", () => {
     const cases: [Record<string, string>, string][] = [
       [{ name: "no scopes" }, "Choose at least one scope."],
       [{ name: "", "scope.leads:read": "1" }, "Give the key a name"],
-      [{ name: "other agent", "scope.cti": "1", agent: "agent9" }, "belongs to org 2, not 1"],
-      [{ name: "ghost agent", "scope.cti": "1", agent: "nobody" }, "does not exist"],
+      [{ name: "other agent", "scope.cti": "1", agent: "agent9" }, "bound only to one of its own users"],
+      [{ name: "ghost agent", "scope.cti": "1", agent: "nobody" }, "bound only to one of its own users"],
+      [{ name: "house agent", "scope.cti": "1", agent: "house1" }, "bound only to one of its own users"],
     ];
     for (const [form, reason] of cases) {
       const r = await manager.post("/console/keys", form);
@@ -113,6 +119,44 @@ describe("keys", () => {
     expect((await manager.post("/console/keys", { name: "kept name", "scope.cti": "1", agent: "agent9" })).body).toContain('value="kept name"');
     const after = await db.sql`select count(*)::int as n from api_keys`;
     expect(after[0].n).toBe(before[0].n);
+  });
+
+  test("a tenant's key is bound only to a user of its own organization: org 2's manager binding a house agent or an org-1 user creates nothing and names nobody", async () => {
+    const origin = { origin: app.base };
+    const before = await db.sql`select count(*)::int as n from api_keys`;
+    for (const [i, agent] of ["house1", "agent7", ids.agent, ids.manager].entries()) {
+      const r = await bolt.post("/console/keys", { name: `crossing ${i}`, "scope.cti": "1", "scope.calls:write": "1", agent }, origin);
+      expect(r.status).toBe(200);
+      expect(plaintextOf(r.body)).toBeUndefined();
+      expect(r.body).toContain('role="alert"');
+      expect(r.body).toContain("bound only to one of its own users");
+      // The answer names no user of another organization (nor the house's), in the refusal or the form.
+      for (const foreign of ["house1", "Hal", "agent7", "Dana Diaz", ids.agent, ids.manager]) expect(r.body).not.toContain(foreign);
+      // The same words as for a user that does not exist: the refusal tells nothing of who exists elsewhere.
+      const ghost = await bolt.post("/console/keys", { name: `crossing ${i}`, "scope.cti": "1", "scope.calls:write": "1", agent: "nobody-at-all" }, origin);
+      expect(ghost.body).toBe(r.body);
+    }
+    expect((await db.sql`select count(*)::int as n from api_keys`)[0].n).toBe(before[0].n);
+    // `leadline keys list` shows no such key: none of org 2 bound to the house or to another organization's user.
+    const listed = await capture(() => keysCommand(db.sql, ["list", "--json"]));
+    expect(listed.code).toBe(0);
+    const all = JSON.parse(listed.out) as { name: string; org_id: number | null; agent: string | null }[];
+    expect(all.filter((k) => k.name.startsWith("crossing"))).toEqual([]);
+    expect(all.filter((k) => k.org_id === 2 && k.agent !== null && k.agent !== "agent9")).toEqual([]);
+    expect(await db.sql`select 1 from audit_log where action = 'key.create' and details->>'name' like 'crossing%'`).toHaveLength(0);
+    // Its own agent is fine.
+    const own = await bolt.post("/console/keys", { name: "bolt dialer", "scope.cti": "1", agent: "agent9" }, origin);
+    expect(plaintextOf(own.body)).toBeDefined();
+    expect((await db.sql`select org_id, agent from api_keys where name = 'bolt dialer'`).map((k) => [k.org_id, k.agent])).toEqual([[2, "agent9"]]);
+  });
+
+  test("binding a house agent stays an operator's decision: an admin in the console may, as the CLI may", async () => {
+    const r = await admin.post("/console/keys", { name: "acme house dialer", "scope.cti": "1", org: "1", agent: "house1" }, { origin: app.base });
+    expect(plaintextOf(r.body)).toBeDefined();
+    const cli = await capture(() => keysCommand(db.sql, ["create", "--scopes", "cti", "--org", "2", "--agent", "house1", "--name", "bolt house dialer (cli)"]));
+    expect(cli.code).toBe(0);
+    const rows = await db.sql`select name, org_id, agent from api_keys where agent = 'house1' order by id`;
+    expect(rows.map((k) => [k.name, k.org_id])).toEqual([["acme house dialer", 1], ["bolt house dialer (cli)", 2]]);
   });
 
   test("an admin creates a platform key or another organization's", async () => {

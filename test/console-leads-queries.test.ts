@@ -8,6 +8,7 @@ import { leadTimeline } from "../src/conversations/timeline";
 import { queueDialFor } from "../src/cti/service";
 import { leadConsent, setConsent } from "../src/leads/consent";
 import { leadsForExport, searchLeads, textMatch, type LeadFilter } from "../src/leads/search";
+import { recordInbound } from "../src/messages/callback-queries";
 import { markHandled } from "../src/messages/inbox";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
@@ -146,11 +147,54 @@ describe("inbox, timeline, consent, dials", () => {
     const [a] = await db.sql<{ id: number }[]>`select id from leads where phone = '5125550003' and org_id = 1`;
     const [b] = await db.sql<{ id: number }[]>`insert into leads (list_id, phone) values (101, '5125550003') returning id`;
     const changed = await db.sql.begin((tx) => setConsent(tx, a.id, "sms", "out", { name: "Dana", source: "console:u1" }, new Date()));
-    expect(changed!.sort()).toEqual([a.id, b.id].sort());
+    expect(changed.ok && changed.leads.sort()).toEqual([a.id, b.id].sort());
     expect((await leadConsent(db.sql, b.id)).map((c) => [c.channel, c.consent])).toEqual([["sms", "out"], ["email", "none"]]);
     // The Bolt lead on the same phone is another organization's: untouched.
     expect(await db.sql`select 1 from lead_channels c join leads l on l.id = c.lead_id where l.org_id = 2`).toHaveLength(0);
-    expect(await db.sql.begin((tx) => setConsent(tx, a.id, "email", "in", { name: "Dana", source: "s" }, new Date()))).toBeNull();
+    expect(await db.sql.begin((tx) => setConsent(tx, a.id, "email", "in", { name: "Dana", source: "s" }, new Date()))).toEqual({ ok: false, reason: "no_address" });
+    // Opted out: another value only with liftOptOut, then for every lead on the address.
+    for (const value of ["in", "none"] as const) {
+      expect(await db.sql.begin((tx) => setConsent(tx, b.id, "sms", value, { name: "Eve", source: "s" }, new Date()))).toEqual({ ok: false, reason: "opted_out" });
+    }
+    expect((await leadConsent(db.sql, a.id))[0].consent).toBe("out");
+    const lifted = await db.sql.begin((tx) => setConsent(tx, b.id, "sms", "in", { name: "Mia", source: "s", note: "signed form" }, new Date(), true));
+    expect(lifted).toEqual({ ok: true, leads: expect.any(Array), liftedOptOut: true });
+    expect((await leadConsent(db.sql, a.id))[0].consent).toBe("in");
+    const [event] = await db.sql`select label, note from lead_events where lead_id = ${b.id} and event = 'consent.changed' order by id desc limit 1`;
+    expect(event).toEqual({ label: "SMS consent: in (opt-out lifted)", note: "signed form" });
+  });
+
+  test("a STOP that commits while an opt-in is being written wins: the opt-in is undone and refused", async () => {
+    // Two leads of organization 1 on one phone; the older is the one the console changes, the newer
+    // the one a STOP lands on (as the SMS webhook does, recordInbound, for every lead on the phone).
+    const [a] = await db.sql<{ id: number }[]>`insert into leads (list_id, phone, first_name) values (101, '5125550777', 'Older') returning id`;
+    await db.sql`insert into leads (list_id, phone, first_name) values (101, '5125550777', 'Newer')`;
+    // Both opted in at intake: the STOP updates their rows (locking only those rows, not the leads).
+    await db.sql`insert into lead_channels (lead_id, channel, address, consent) select id, 'sms', phone, 'in' from leads where phone = '5125550777'`;
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let stopped!: () => void;
+    const stopWritten = new Promise<void>((r) => (stopped = r));
+    const stop = db.sql.begin(async (tx) => {
+      await recordInbound(tx as never, { orgId: 1, from10: "5125550777", from: "+15125550777", to: "+15125550100", body: "STOP", sid: "SMrace1", consent: "out", now: new Date() });
+      stopped();
+      await released;
+    });
+    await stopWritten;
+    // The opt-in does not see the uncommitted STOP, writes into the rows it holds and waits for it.
+    const optIn = db.sql.begin((tx) => setConsent(tx, a.id, "sms", "in", { name: "Ann", source: "console:agent7" }, new Date()));
+    for (let i = 0; ; i++) {
+      const [w] = await db.sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`;
+      if (w.n > 0) break;
+      if (i > 500) throw new Error("the opt-in never waited for the STOP's rows");
+      await Bun.sleep(10);
+    }
+    release();
+    await stop;
+    expect(await optIn).toEqual({ ok: false, reason: "opted_out" });
+    const rows = await db.sql`select c.consent from lead_channels c join leads l on l.id = c.lead_id where l.phone = '5125550777' and c.channel = 'sms'`;
+    expect(rows.map((r) => r.consent)).toEqual(["out", "out"]);
+    expect(await db.sql`select 1 from lead_events where lead_id = ${a.id} and event = 'consent.changed'`).toHaveLength(0);
   });
 
   test("a console dial: an agent only to themselves, a manager to their organization's users", async () => {

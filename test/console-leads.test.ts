@@ -162,6 +162,21 @@ describe("leads", () => {
     expect(lines[1]).toContain(`"'=HYPERLINK(""http://x"")",Csv,5125557777`);
     expect(((await bolt.get("/console/leads.csv?q=csv")).body as string).trimEnd().split("\r\n")).toHaveLength(1);
   });
+
+  test("the CSV export: a ; or , followed by = + - @ anywhere in a value is a formula too (locales that split on ;)", async () => {
+    await db.sql`insert into leads (list_id, phone, first_name, last_name, email, address1) values
+      (101, '5125557778', 'Semi', 'Colon;=HYPERLINK("http://x")', 'a,@b.example', 'x;  -1+2'),
+      (101, '5125557779', 'Semi', 'Plain; Jones', 'ok@example.com', '1 Main St, Suite 2')`;
+    const r = await manager.get("/console/leads.csv?q=semi");
+    const [, plain, formula] = (r.body as string).trimEnd().split("\r\n");
+    expect(formula).toContain(`,Semi,"'Colon;=HYPERLINK(""http://x"")",5125557778,"'a,@b.example",`);
+    expect(formula).toContain(`,"'x;  -1+2",`);
+    // Split on ; as such a locale does (outside quotes): no cell starts a formula.
+    const cellsOf = (line: string, sep: string) => line.match(new RegExp(`("([^"]|"")*"|[^${sep}"]*)(${sep}|$)`, "g"))!.map((c) => c.replace(new RegExp(`${sep}$`), "").replace(/^"|"$/g, ""));
+    for (const sep of [";", ","]) for (const cell of cellsOf(formula, sep)) expect(cell).not.toMatch(/^\s*[=+\-@]/);
+    expect(plain).toContain(`,Semi,"Plain; Jones",5125557779,ok@example.com,`);
+    expect(plain).toContain(`,"1 Main St, Suite 2",`);
+  });
 });
 
 describe("a lead", () => {
@@ -292,6 +307,46 @@ describe("a lead", () => {
     expect((await agent.post(`/console/leads/${leadId}/consent`, { channel: "fax", consent: "in" })).headers.get("location")).toContain("consent_invalid");
   });
 
+  test("after a STOP only a manager records a new consent on that channel, with a reason, audited", async () => {
+    const origin = { origin: PUBLIC };
+    await inbound("+15125550142", "STOP", "SMstop-consent");
+    const sms = async () => (await db.sql`select consent from lead_channels where lead_id = ${leadId} and channel = 'sms'`)[0]?.consent;
+    expect(await sms()).toBe("out");
+    const before = (await audits("consent.change")).length;
+    // An agent's page offers no change of the opted-out channel; a post is refused.
+    const agentsPage = (await agent.get(`/console/leads/${leadId}`)).body as string;
+    expect(agentsPage).toContain("Only a manager can record a new consent after an opt-out.");
+    expect(agentsPage).not.toContain('id="consent-sms"');
+    expect(agentsPage).toContain('id="consent-email"');
+    for (const consent of ["in", "none"]) {
+      const r = await agent.post(`/console/leads/${leadId}/consent`, { channel: "sms", consent, reason: "they asked me to" }, origin);
+      expect(r.headers.get("location")).toBe(`/console/leads/${leadId}?done=consent_manager_only`);
+    }
+    expect((await agent.get(`/console/leads/${leadId}?done=consent_manager_only`)).body).toContain("only a manager can record a new consent");
+    // A manager must say why (at most 500 characters).
+    const managersPage = (await manager.get(`/console/leads/${leadId}`)).body as string;
+    expect(managersPage).toContain('id="consent-sms-reason"');
+    for (const reason of [undefined, "   ", "x".repeat(501)]) {
+      const r = await manager.post(`/console/leads/${leadId}/consent`, { channel: "sms", consent: "in", ...(reason === undefined ? {} : { reason }) }, origin);
+      expect(r.headers.get("location")).toBe(`/console/leads/${leadId}?done=consent_reason`);
+    }
+    expect(await sms()).toBe("out");
+    expect(await audits("consent.change")).toHaveLength(before);
+    // With one: recorded, audited with the reason, in the timeline.
+    const r = await manager.post(`/console/leads/${leadId}/consent`, { channel: "sms", consent: "in", reason: " Signed   web form, 2026-01-15 " }, origin);
+    expect(r.headers.get("location")).toBe(`/console/leads/${leadId}?done=consent_changed`);
+    expect(await sms()).toBe("in");
+    expect((await audits("consent.change")).at(-1)).toMatchObject({
+      target: `lead:${leadId}`,
+      details: { channel: "sms", consent: "in", lifted_opt_out: true, reason: "Signed web form, 2026-01-15" },
+    });
+    const page = (await manager.get(`/console/leads/${leadId}`)).body as string;
+    expect(page).toContain("SMS consent: in (opt-out lifted)");
+    expect(page).toContain("Signed web form, 2026-01-15");
+    // No longer opted out: an agent may change it again, and needs no reason.
+    expect((await agent.post(`/console/leads/${leadId}/consent`, { channel: "sms", consent: "in" }, origin)).headers.get("location")).toContain("consent_changed");
+  });
+
   test("dial: an agent queues to themselves only; a manager to an agent of the organization; audited", async () => {
     const r = await agent.post(`/console/leads/${leadId}/dial`, { agent: "agent7" });
     expect(r.status).toBe(303);
@@ -305,11 +360,10 @@ describe("a lead", () => {
   });
 
   test("first touch and appointments are shown", async () => {
-    await db.sql`insert into dni_pools (key, org_id, name) values ('acme-web', 1, 'Web')`;
-    const [v] = await db.sql<{ id: number }[]>`
-      insert into dni_visitors (pool_key, visitor, utm_source, utm_medium, utm_campaign, gclid, landing, first_visit_at, last_visit_at)
-      values ('acme-web', 'v1', 'google', 'cpc', 'roofs-q1', 'GCLID123', 'https://acme.example/roofs?x=1', now(), now()) returning id`;
-    await db.sql`insert into calls (lead_id, phone, status, secs, visit_id, occurred_at) values (${leadId}, '5125550142', 'answered', 65, ${v.id}, now())`;
+    // The first touch the lead was given (src/dni/attribution.ts), and its call.
+    await db.sql`update leads set attribution = ${db.sql.json({ pool: "acme-web", visitor: "v1", source: "google", medium: "cpc", campaign: "roofs-q1",
+      gclid: "GCLID123", landing: "https://acme.example/roofs?x=1", first_seen_at: "2026-11-20T10:00:00.000Z" })} where id = ${leadId}`;
+    await db.sql`insert into calls (lead_id, phone, status, secs, occurred_at) values (${leadId}, '5125550142', 'answered', 65, now())`;
     await db.sql`insert into calendars (id, org_id, name, timezone) values (1, 1, 'Estimates', 'America/Chicago')`;
     await db.sql`insert into appointments (calendar_id, link_slug, slot_epoch, lead_id, name, phone, token_selector, token_hash)
       values (1, 'est', ${DAY / 1000 + 86400}, ${leadId}, 'Dana', '5125550142', '\\x01', '\\x02')`;

@@ -88,7 +88,11 @@ describe("cti dial and queue", () => {
     expect(got).toEqual(ids);
     expect(claims.filter((c) => c.body.dial === null).length).toBe(3);
     const first = claims.find((c) => c.body.dial?.id === ids[0])!;
-    expect(first.body.dial).toEqual({ id: ids[0], lead_id: null, phone: "5125553010", name: null, epoch: expect.any(Number) });
+    expect(first.body.dial).toEqual({
+      id: ids[0], lead_id: null, phone: "5125553010", name: null, epoch: expect.any(Number),
+      // Calling-window facts on the real clock here (test/do-not-contact-dials.test.ts sets it).
+      dnc: false, outside_window: expect.any(Boolean), local_time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d-0[56]:00$/),
+    });
     const statuses = await db.sql`select distinct status from dials where id = any(${ids}::bigint[])`;
     expect(statuses.map((s) => s.status)).toEqual(["dialing"]);
   });

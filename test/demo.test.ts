@@ -181,7 +181,7 @@ describe.skipIf(missing)("the demo (serve --demo)", () => {
       const steps = tourSteps(readFileSync(TOUR, "utf8"));
       const curls = steps.filter((st) => st.command.startsWith("curl "));
       expect(curls.length).toBeGreaterThanOrEqual(18);
-      for (const op of ["lead_intake.php", "r=leads/1", "r=conversations/1", "r=messages", "r=cti/dial", "r=cti/lookup", "cti_queue.php", "calls.php", "kpi_ingest.php", "action=lease", "action=heartbeat", "action=event", "action=slots", "action=book", "action=reschedule"]) {
+      for (const op of ["lead_intake.php", "r=leads/7", "r=conversations/7", "r=messages", "r=cti/dial", "r=cti/lookup", "cti_queue.php", "calls.php", "kpi_ingest.php", "action=lease", "action=heartbeat", "action=event", "action=slots", "action=book", "action=reschedule"]) {
         expect(curls.some((st) => st.command.includes(op))).toBe(true);
       }
       for (const step of curls) {
@@ -189,7 +189,7 @@ describe.skipIf(missing)("the demo (serve --demo)", () => {
         let r = bash(step.command.replaceAll(TOUR_BASE, s.base));
         // The automation's SMS goes out from a worker a moment after intake; the tour shows the
         // conversation with it, as a person a few seconds later sees it.
-        for (let i = 0; step.command.includes("r=conversations/1") && !r.out.includes("thanks for contacting") && i < 100; i++) {
+        for (let i = 0; step.command.includes("r=conversations/7") && !r.out.includes("thanks for contacting") && i < 100; i++) {
           await Bun.sleep(100);
           r = bash(step.command.replaceAll(TOUR_BASE, s.base));
         }
@@ -207,8 +207,8 @@ describe.skipIf(missing)("the demo (serve --demo)", () => {
         }
       }
 
-      // The automation's SMS, merged and sent by the sink, in lead 1's timeline; so are the tour's sends.
-      const conversation = (await (await fetch(`${s.base}/hooks/api_v1.php?r=conversations/1`, { headers: { "x-api-key": LEADS_KEY } })).json()) as { entries: Record<string, unknown>[] };
+      // The automation's SMS, merged and sent by the sink, in lead 7's timeline; so are the tour's sends.
+      const conversation = (await (await fetch(`${s.base}/hooks/api_v1.php?r=conversations/7`, { headers: { "x-api-key": LEADS_KEY } })).json()) as { entries: Record<string, unknown>[] };
       const msgs = conversation.entries.filter((e) => e.kind === "msg");
       expect(msgs.find((m) => m.actor_type === "automation")).toMatchObject({ channel: "sms", body: "Hi Ada, thanks for contacting Demo Roofing!", status: "sent", error: "" });
       expect(msgs.find((m) => m.channel === "sms" && m.actor_type !== "automation")).toMatchObject({ body: "Hi Ada, can we come by tomorrow?", status: "sent" });
@@ -255,7 +255,8 @@ describe.skipIf(missing)("the demo (serve --demo)", () => {
     const listed = await cli(["webhooks", "deliveries", "--json"], data());
     expect(listed.code).toBe(0);
     const deliveries = JSON.parse(listed.out) as Record<string, unknown>[];
-    expect(deliveries.filter((d) => d.type === "lead.created" && d.status === "delivered")).toHaveLength(2);
+    // The six leads of the living workspace (src/demo/workspace.ts), then the tour's two.
+    expect(deliveries.filter((d) => d.type === "lead.created" && d.status === "delivered")).toHaveLength(8);
     const attempts = await cli(["webhooks", "attempts", "1"], data());
     expect(attempts.code).toBe(0);
     expect(attempts.out).toContain("sink:");
@@ -266,7 +267,7 @@ describe.skipIf(missing)("the demo (serve --demo)", () => {
     const s = await serve(["--demo"], data(), /demo not applied/);
     try {
       expect(s.lines.filter((l) => !l.startsWith("{"))).toEqual(["demo not applied: the database is not empty (serve --demo provisions only an empty one)"]);
-      const lead = (await (await fetch(`${s.base}/hooks/api_v1.php?r=leads/2`, { headers: { "x-api-key": LEADS_KEY } })).json()) as { lead: { first_name: string } };
+      const lead = (await (await fetch(`${s.base}/hooks/api_v1.php?r=leads/8`, { headers: { "x-api-key": LEADS_KEY } })).json()) as { lead: { first_name: string } };
       expect(lead.lead.first_name).toBe("Grace");
       expect((await fetch(`${s.base}/demo/dni`)).status).toBe(200);
     } finally {

@@ -1,11 +1,11 @@
-// The README's "Deploying on a VPS" walkthrough, run as printed, line by line, in a throwaway
+// docs/deploy.md's "Deploying on a VPS" walkthrough, run as printed, line by line, in a throwaway
 // root prefix standing in for a bare server: the system user made by systemd-sysusers, the
 // PostgreSQL role and database, the executable installed, the environment file with its mode and
 // owner, `leadline serve` started with exactly that file's variables as the unit would, nginx
 // checked and run on the installed site, the documented provisioning form, and /readyz through
 // nginx over TLS.
 //
-// Substitution rules (the README states them too); every other line runs as printed, in bash:
+// Substitution rules (docs/deploy.md states them too); every other line runs as printed, in bash:
 // - an absolute path /etc/…, /usr/… or /var/… becomes $ROOT/… (the prefix); the directories the
 //   packages would have made (/usr/local/bin, /usr/lib/sysusers.d, /etc/systemd/system, nginx's
 //   conf.d, sites-available, sites-enabled) are made first;
@@ -24,27 +24,33 @@
 //   throwaway certificate in place of certbot's); the final `curl https://$SITE/…` goes to nginx
 //   running the installed site on free loopback ports, `--resolve`d and with `-k`;
 // - skipped with the reason printed: `systemctl daemon-reload` and `systemctl reload nginx` (no
-//   systemd in a container) and certbot (it needs a public name that Let's Encrypt can reach).
+//   systemd in a container) and certbot (it needs a public name that Let's Encrypt can reach);
+// - the walkthrough's ending (step 9, the first admin: its own block after ENDING_MARKER) runs last:
+//   `journalctl -u leadline -o cat` reads the standard output and error kept of the serve started in
+//   place of systemd (the same grep after it), and the browser's steps (open the installer link, fill the
+//   form, land on the console signed in) are the same requests made with curl through nginx over
+//   TLS, keeping cookies as a browser does and sending the Origin a browser sends.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, chownSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, chownSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { BUILT, built } from "./harness/exe";
 import { checkAsDebian, ensureNginx, freePort, startNginx, type RunningNginx } from "./harness/nginx";
 
-const README = resolve(import.meta.dir, "../README.md");
+const DEPLOY_DOC = resolve(import.meta.dir, "../docs/deploy.md");
 const DEPLOY = resolve(import.meta.dir, "../deploy");
 const MARKER = "<!-- vps-walkthrough -->";
+const ENDING_MARKER = "<!-- vps-walkthrough-first-admin -->";
 
 /** The commands of the fenced block after the marker: every line that is not a comment. */
-export function walkthrough(markdown: string): string[] {
-  const at = markdown.indexOf(MARKER);
-  if (at < 0) throw new Error(`README.md has no ${MARKER}`);
-  const rest = markdown.slice(at + MARKER.length).replace(/^\s*\n/, "");
-  if (!rest.startsWith("```sh\n")) throw new Error(`the marker ${MARKER} must be followed by a \`\`\`sh block`);
+export function walkthrough(markdown: string, marker = MARKER): string[] {
+  const at = markdown.indexOf(marker);
+  if (at < 0) throw new Error(`no ${marker}`);
+  const rest = markdown.slice(at + marker.length).replace(/^\s*\n/, "");
+  if (!rest.startsWith("```sh\n")) throw new Error(`the marker ${marker} must be followed by a \`\`\`sh block`);
   const block = rest.slice("```sh\n".length, rest.indexOf("\n```", 5));
   return block.split("\n").filter((l) => l.trim() !== "" && !l.trimStart().startsWith("#"));
 }
@@ -74,6 +80,9 @@ let proxy: RunningNginx | null = null;
 const vars: Record<string, string> = {};
 const skipped: string[] = [];
 let account: { uid: number; gid: number } | null = null;
+/** What the service printed on standard output and error: the journal's part a container has. */
+let journal = "";
+let journaling: Promise<void> | null = null;
 
 const admin = () => process.env.LEADLINE_TEST_ADMIN_URL!;
 
@@ -85,6 +94,7 @@ function adminSql(statement: string): void {
 beforeAll(async () => {
   if (skip) return;
   root = mkdtempSync(join(tmpdir(), "leadline-vps-"));
+  journal = join(root, "journal.txt");
   chmodSync(root, 0o755); // the service's user must reach the installed executable
   for (const d of ["usr/local/bin", "usr/lib/sysusers.d", "etc/systemd/system", "etc/nginx/conf.d", "etc/nginx/sites-available", "etc/nginx/sites-enabled"]) {
     mkdirSync(join(root, d), { recursive: true });
@@ -114,6 +124,7 @@ afterAll(async () => {
   if (server) {
     server.kill("SIGTERM");
     await server.exited;
+    await journaling;
   }
   if (!skip) {
     try {
@@ -191,21 +202,55 @@ async function startUnit(): Promise<void> {
     stderr: "pipe",
   });
   server = child;
+  // Both streams read as they come (a pipe nobody reads would block the service once full) and
+  // kept in one file, as journald keeps a unit's standard output and error.
+  writeFileSync(journal, "");
+  const keep = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) appendFileSync(journal, chunk);
+  };
+  journaling = Promise.all([keep(child.stdout), keep(child.stderr)]).then(() => {});
   for (let i = 0; ; i++) {
     try {
       if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return;
     } catch {}
     if (child.exitCode !== null || i > 450) {
       child.kill();
-      throw new Error(`leadline serve did not start: ${await new Response(child.stderr).text()}`);
+      await journaling;
+      throw new Error(`leadline serve did not start: ${readFileSync(journal, "utf8")}`);
     }
     await Bun.sleep(100);
   }
 }
 
-describe.skipIf(!!skip)("the README's VPS walkthrough", () => {
-  test("runs as printed in a throwaway prefix, up to /readyz through nginx over TLS", async () => {
-    const lines = walkthrough(readFileSync(README, "utf8"));
+/**
+ * The browser's part of step 9 (docs/deploy.md), through nginx over TLS: open the installer link
+ * (303 to the form, with the installer cookie), the form, the form sent (303 to the inbox, signed
+ * in), then the console as the new admin.
+ */
+function firstAdmin(link: string, email: string): void {
+  const tls = new URL(proxy!.base).port;
+  const site = vars.SITE!;
+  const jar = join(root, "root/cookies.txt");
+  const on = (url: string) => url.replace(`https://${site}/`, `https://${site}:${tls}/`);
+  const curl = (args: string) =>
+    run(`curl -sSk --resolve "$SITE:${tls}:127.0.0.1" -b ${jar} -c ${jar} -o /dev/null -w '%{http_code} %{redirect_url}' ${args}`);
+  expect(curl(`"${on(link)}"`)).toBe(`303 https://${site}:${tls}/console/install`);
+  expect(curl(`"https://$SITE:${tls}/console/install"`)).toBe("200 ");
+  const password = randomBytes(12).toString("hex");
+  const fields = { email, name: "First Admin", password, confirm: password };
+  const form = Object.entries(fields).map(([k, v]) => `--data-urlencode "${k}=${v}"`).join(" ");
+  expect(curl(`-H "Origin: https://$SITE" ${form} "https://$SITE:${tls}/console/install"`)).toBe(`303 https://${site}:${tls}/console/inbox`);
+  const account = run(`curl -fsSk --resolve "$SITE:${tls}:127.0.0.1" -b ${jar} "https://$SITE:${tls}/console/account"`);
+  expect(account).toContain(email);
+  expect(curl(`"https://$SITE:${tls}/console/inbox"`)).toBe("200 ");
+  // Used up: the link answers the page that says so.
+  expect(curl(`"${on(link)}"`)).toBe("404 ");
+}
+
+describe.skipIf(!!skip)("docs/deploy.md's VPS walkthrough", () => {
+  test("runs as printed in a throwaway prefix, up to /readyz through nginx over TLS and the first admin signed in", async () => {
+    const doc = readFileSync(DEPLOY_DOC, "utf8");
+    const lines = [...walkthrough(doc), ...walkthrough(doc, ENDING_MARKER)];
     const seen = new Set<string>();
     let nginxChecks = 0;
     let provisioned = "";
@@ -247,6 +292,11 @@ describe.skipIf(!!skip)("the README's VPS walkthrough", () => {
       } else if (line.startsWith("sh -c 'set -a; . /etc/leadline/env; exec runuser -u leadline -- leadline provision -' < ")) {
         provisioned = run(adapt(line));
         seen.add("provision");
+      } else if (line.startsWith("journalctl -u leadline -o cat | ")) {
+        const link = run(line.replace("journalctl -u leadline -o cat", `cat ${journal}`)).trim();
+        expect(link).toMatch(new RegExp(`^https://${vars.SITE!.replaceAll(".", "\\.")}/console/install/[A-Za-z0-9_-]{43}$`));
+        firstAdmin(link, vars.EMAIL!);
+        seen.add("first admin");
       } else if (line === 'curl -fsS "https://$SITE/readyz"') {
         const installed = readFileSync(join(root, "etc/nginx/sites-enabled/leadline"), "utf8");
         proxy = await startNginx(NGINX, port, { site: installed, logFormat: join(root, "etc/nginx/conf.d/leadline-log.conf") });
@@ -271,7 +321,7 @@ describe.skipIf(!!skip)("the README's VPS walkthrough", () => {
 
     // Every part a container allows was reached, in the walkthrough's own words.
     expect([...seen].sort()).toEqual(
-      ["database", "https readyz", "local readyz", "password", "provision", "role", "serve", "stat", "sysusers", "variable"].sort(),
+      ["database", "first admin", "https readyz", "local readyz", "password", "provision", "role", "serve", "stat", "sysusers", "variable"].sort(),
     );
     expect(nginxChecks).toBe(2);
     expect(skipped.filter((s) => s.startsWith("certbot"))).toHaveLength(1);

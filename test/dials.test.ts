@@ -94,6 +94,9 @@ const CASES = QUEUERS.flatMap((queuer) =>
   (["lead", "none"] as const).flatMap((lead) => ACTORS.map((actor) => ({ queuer, lead, actor }))),
 );
 
+/** What a claimed dial also says (issue 31; test/do-not-contact-dials.test.ts sets the clock for them). */
+const WINDOW_FIELDS = { dnc: false, outside_window: expect.any(Boolean), local_time: expect.any(String) };
+
 describe("cti_queue.php claims only dials within reach", () => {
   test.each(CASES)("queued by $queuer ($lead), claimed by $actor", async ({ queuer, lead, actor }) => {
     // One pending dial at a time, so the claim answers for this dial alone.
@@ -103,7 +106,7 @@ describe("cti_queue.php claims only dials within reach", () => {
     expect(r.status).toBe(200);
     if (claims(actor, queuer, lead)) {
       const name = d.lead_id === null ? null : d.lead_id === LEADS.org1 ? "Ann Acme" : "Bo Bolt";
-      expect(r.body).toEqual({ ok: true, dial: { id: d.id, lead_id: d.lead_id, phone: d.phone, name, epoch: expect.any(Number) } });
+      expect(r.body).toEqual({ ok: true, dial: { id: d.id, lead_id: d.lead_id, phone: d.phone, name, epoch: expect.any(Number), ...WINDOW_FIELDS } });
       expect((await dialRow(d.id)).status).toBe("dialing");
     } else {
       expect(r.body).toEqual({ ok: true, dial: null });
@@ -116,7 +119,7 @@ describe("cti_queue.php claims only dials within reach", () => {
     const foreign = await queue("org2", true);
     const own = await queue("org1", false);
     const r = await claim("org1@house1");
-    expect(r.body).toEqual({ ok: true, dial: { id: own.id, lead_id: null, phone: NO_LEAD_PHONE, name: null, epoch: expect.any(Number) } });
+    expect(r.body).toEqual({ ok: true, dial: { id: own.id, lead_id: null, phone: NO_LEAD_PHONE, name: null, epoch: expect.any(Number), ...WINDOW_FIELDS } });
     expect((await claim("org1@house1")).body).toEqual({ ok: true, dial: null });
     expect((await dialRow(foreign.id)).status).toBe("pending");
     expect((await claim("org2@house1")).body.dial.id).toBe(foreign.id);

@@ -1,6 +1,7 @@
 // POST /hooks/dni.php and GET /dni.js over HTTP against the real service: the contract's statuses,
 // codes and exact fields, CORS on every answer, bad input of every kind, the per-address limit,
 // the client address per TRUST_PROXY, the write-behind worker, and call attribution via calls.php.
+import { createHmac } from "node:crypto";
 import { Value } from "@sinclair/typebox/value";
 import { LeaseResult } from "../src/dni/model";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -258,10 +259,10 @@ describe("actions", () => {
     ]);
   });
 
-  test("raw addresses are never stored: the visitor keeps SHA-1 of the salt and the address", async () => {
+  test("raw addresses are never stored: the visitor keeps the address's HMAC-SHA-256 keyed by the salt", async () => {
     await dni("lease", { pool: "acme-site", visitor: "iphash" }, { ip: "203.0.113.9", headers: { "user-agent": "Mozilla/5.0 test" } });
     const [row] = await db.sql`select ip_hash, user_agent from dni_visitors where visitor = 'iphash'`;
-    expect(row.ip_hash).toBe(new Bun.CryptoHasher("sha1").update(SALT + "203.0.113.9").digest("hex"));
+    expect(row.ip_hash).toBe(createHmac("sha256", SALT).update("203.0.113.9").digest("hex"));
     expect(row.user_agent).toBe("Mozilla/5.0 test");
     const dump = await db.sql`select row_to_json(v)::text as t from dni_visitors v`;
     expect(dump.some((r) => r.t.includes("203.0.113.9"))).toBe(false);
@@ -304,7 +305,7 @@ describe("the per-address limit", () => {
     for (let i = 0; i < 50; i++) expect((await dni("heartbeat", { pool: "acme-site", visitor: "rl" }, { ip, base: a.base })).status).toBe(429);
     expect((await dni("lease", { pool: "acme-site", visitor: "rl2" }, { ip: "198.51.100.8", base: a.base })).status).toBe(200);
     await a.running.deps.limits.flush();
-    const hash = new Bun.CryptoHasher("sha1").update(SALT + ip).digest("hex");
+    const hash = createHmac("sha256", SALT).update(ip).digest("hex");
     const [row] = await db.sql`select n from rate_counters where bucket = ${hash}`;
     expect(Number(row.n)).toBe(3600);
     // The next hour is a new window.
@@ -323,7 +324,7 @@ describe("the per-address limit", () => {
     }
     expect((await dni("heartbeat", { pool: "nope" }, { ip, base: a.base })).status).toBe(429);
     await a.running.deps.limits.flush();
-    // b has not flushed since: it admits what it has not heard of (the overshoot the README states)…
+    // b has not flushed since: it admits what it has not heard of (the overshoot docs/several-instances.md states)…
     expect((await dni("heartbeat", { pool: "nope" }, { ip, base: b.base })).status).toBe(404);
     await b.running.deps.limits.flush();
     // …and refuses once the counts have met.
@@ -336,7 +337,7 @@ describe("the per-address limit", () => {
     await dni("lease", { pool: "acme-site", visitor: "tp-loop" }, { ip: "192.0.2.1" });
     await dni("lease", { pool: "acme-site", visitor: "tp-real" }, { headers: { "x-forwarded-for": "", "x-real-ip": "192.0.2.2" } });
     const rows = await db.sql`select visitor, ip_hash from dni_visitors where visitor like 'tp-%' order by visitor`;
-    const h = (ip: string) => new Bun.CryptoHasher("sha1").update(SALT + ip).digest("hex");
+    const h = (ip: string) => createHmac("sha256", SALT).update(ip).digest("hex");
     expect(rows.map((r) => [r.visitor, r.ip_hash])).toEqual([
       ["tp-loop", h("192.0.2.1")],
       ["tp-none", h("127.0.0.1")],

@@ -4,10 +4,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { startApp, type TestApp } from "./harness/app";
+import { call, startApp, type TestApp } from "./harness/app";
 import { launchBrowser, pageErrors, serveSite, type Site } from "./harness/browser";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { provisionPools } from "./harness/dni";
+import { makeKey } from "./harness/factory";
 
 // Page functions run in the browser; this file is type-checked without the DOM library.
 declare const document: any;
@@ -119,6 +120,51 @@ describe("dni.js on a customer's page, against the real service", () => {
     const [visitor] = await db.sql`select utm_source, utm_campaign, landing from dni_visitors where utm_source = 'google'`;
     expect(visitor).toEqual({ utm_source: "google", utm_campaign: "spring", landing: site.base + "/?utm_source=google&utm_campaign=spring" });
     await Promise.all([one.close(), two.close(), three.close()]);
+  }, SLOW);
+
+  test("a site's form carries the visitor to lead intake: the lead gets the visit's first touch, click ids and all", async () => {
+    await db.sql`insert into orgs (id, name) values (1, 'Acme') on conflict do nothing`;
+    await db.sql`insert into campaigns (id, org_id, name) values ('ACME', 1, 'Acme') on conflict do nothing`;
+    await db.sql`insert into lists (id, campaign_id, name) values (101, 'ACME', 'Web') on conflict do nothing`;
+    const key = (await makeKey(db.sql, { scopes: ["leads:write"], org: 1 })).key;
+    // The site's own form handler: it passes the hidden field to intake as dni_visitor.
+    const handler = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(req) {
+        const form = new URL(req.url).searchParams;
+        const r = await call(app.base, "/hooks/lead_intake.php", {
+          method: "POST",
+          key,
+          json: { list_id: 101, phone: form.get("phone"), first_name: form.get("name"), dni_visitor: form.get("leadline_visitor") },
+        });
+        return new Response(`<!doctype html><title>Thanks</title><p id="lead">${r.body.lead_id}</p>`, { headers: { "content-type": "text/html" } });
+      },
+    });
+    try {
+      const form = `<form action="http://127.0.0.1:${handler.port}/quote" method="get">
+        <label>Name <input name="name" value="Ann Lee"></label><label>Phone <input name="phone" value="5125550177"></label>
+        <input type="hidden" name="leadline_visitor"><button id="send">Get a quote</button></form>`;
+      site.put("/quote", sitePage(app.base).replace("</body>", `${form}</body>`));
+      const ctx = await browser.newContext();
+      const pg = await ctx.newPage();
+      const errors = pageErrors(pg);
+      await pg.goto(site.base + "/quote?utm_source=google&utm_medium=cpc&gclid=Cj0-browser&gbraid=GB-browser&msclkid=MS-browser");
+      await leasedNumber(pg);
+      await Promise.all([pg.waitForURL(/\/quote\?/), pg.click("#send")]);
+      const leadId = Number(await pg.textContent("#lead"));
+      const [lead] = await db.sql`select attribution from leads where id = ${leadId}`;
+      expect(lead.attribution).toMatchObject({
+        pool: "acme-site", source: "google", medium: "cpc", gclid: "Cj0-browser", gbraid: "GB-browser", wbraid: null, fbclid: null,
+        msclkid: "MS-browser", landing: site.base + "/quote?utm_source=google&utm_medium=cpc&gclid=Cj0-browser&gbraid=GB-browser&msclkid=MS-browser",
+      });
+      const cookie = (await ctx.cookies(site.base)).find((c) => c.name === "_ll_dni")!.value;
+      expect(lead.attribution.visitor).toBe(cookie);
+      expect(errors).toEqual([]);
+      await ctx.close();
+    } finally {
+      handler.stop(true);
+    }
   }, SLOW);
 
   test("with the API down the page is byte-for-byte unchanged and no page error is raised", async () => {

@@ -31,7 +31,7 @@ function visit(over: Partial<Visit> = {}): VisitSource {
     ipHash: ip_hash,
     attribution: () => ({
       utm_source: "", utm_medium: "", utm_campaign: "", utm_term: "", utm_content: "",
-      gclid: "", landing: "", referrer: "", ...attribution,
+      gclid: "", gbraid: "", wbraid: "", fbclid: "", msclkid: "", landing: "", referrer: "", ...attribution,
     }),
   };
 }

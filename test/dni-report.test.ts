@@ -1,7 +1,8 @@
 // Call attribution from the hold history, and `leadline dni report`.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { UsageError } from "../src/errors";
-import { attributeCall } from "../src/dni/attribution";
+import { systemActor } from "../src/auth/actor";
+import { insertCall } from "../src/calls/queries";
 import { dniCommand } from "../src/dni/command";
 import { DniEngine } from "../src/dni/engine";
 import type { VisitSource } from "../src/dni/engine";
@@ -22,14 +23,20 @@ const visit = (over: Partial<Visit> = {}): VisitSource => ({
   ipHash: "h",
   attribution: () => ({
     utm_source: "", utm_medium: "", utm_campaign: "", utm_term: "", utm_content: "",
-    gclid: "", landing: "", referrer: "", ...over,
+    gclid: "", gbraid: "", wbraid: "", fbclid: "", msclkid: "", landing: "", referrer: "", ...over,
   }),
 });
 
-async function insertCall(toNumber: string, at: number): Promise<number> {
-  const [row] = await db.sql<{ id: number }[]>`
-    insert into calls (to_number, status, occurred_at) values (${toNumber}, 'ANSWERED', ${new Date(at)}) returning id`;
-  return row.id;
+/**
+ * Reports a call to `toNumber` at `at` as calls.php records it (src/calls/queries.ts), by a reporter
+ * of organization `orgId` (null: the house); the attribution it was given, or null.
+ */
+async function attributeCall(toNumber: string, at: number, orgId: number | null = null) {
+  const report = { leadId: null, phone: "", dialId: null, status: "ANSWERED", secs: 0, agent: "a", recordingId: null, aiSummary: null, epoch: at / 1000, toNumber };
+  const id = await insertCall(db.sql, systemActor("worker", "test", orgId), null, report, new Date(at));
+  const [row] = await db.sql<{ visit_id: number | null; dni_pool: string | null; dni_visitor: string | null }[]>`
+    select visit_id, dni_pool, dni_visitor from calls where id = ${id}`;
+  return row.visit_id === null ? null : { id, ...row };
 }
 
 describe("call attribution and the report", () => {
@@ -60,9 +67,9 @@ describe("call attribution and the report", () => {
   });
 
   test("a call to a pool number is attributed to whoever held it then, also after the hold expired", async () => {
-    const during = await insertCall("5125550101", t0 + 600_000);
-    expect(await attributeCall(db.sql, during, null)).toEqual({ visit_id: expect.any(Number), dni_pool: "acme-site", dni_visitor: "alice" });
-    const [row] = await db.sql`select * from calls where id = ${during}`;
+    const during = await attributeCall("5125550101", t0 + 600_000);
+    expect(during).toEqual({ id: expect.any(Number), visit_id: expect.any(Number), dni_pool: "acme-site", dni_visitor: "alice" });
+    const [row] = await db.sql`select * from calls where id = ${during!.id}`;
     expect(row).toMatchObject({
       dni_pool: "acme-site", dni_visitor: "alice", utm_source: "google", utm_medium: "cpc", utm_campaign: "spring",
       utm_term: "roof repair", utm_content: "ad1", gclid: "G-1", landing: "https://acme.example/roofs",
@@ -70,17 +77,16 @@ describe("call attribution and the report", () => {
     const [alice] = await db.sql`select id from dni_visitors where visitor = 'alice'`;
     expect(row.visit_id).toBe(alice.id);
     // After alice's hold: the gap before bob's is nobody's; bob's span is bob's.
-    expect(await attributeCall(db.sql, await insertCall("5125550101", t0 + TTL + 30_000), null)).toBeNull();
-    expect((await attributeCall(db.sql, await insertCall("5125550101", t0 + TTL + 120_000), null))?.dni_visitor).toBe("bob");
+    expect(await attributeCall("5125550101", t0 + TTL + 30_000)).toBeNull();
+    expect((await attributeCall("5125550101", t0 + TTL + 120_000))?.dni_visitor).toBe("bob");
     // Before any hold, or to a number that is no pool's: nothing.
-    expect(await attributeCall(db.sql, await insertCall("5125550101", t0 - 1000), null)).toBeNull();
-    expect(await attributeCall(db.sql, await insertCall("9995550101", t0 + 1000), null)).toBeNull();
+    expect(await attributeCall("5125550101", t0 - 1000)).toBeNull();
+    expect(await attributeCall("9995550101", t0 + 1000)).toBeNull();
   });
 
   test("a tenant's call report attributes only to its own organization's pools", async () => {
-    const call = await insertCall("7375550101", t0 + TTL + 120_000);
-    expect(await attributeCall(db.sql, call, 1)).toBeNull();
-    expect((await attributeCall(db.sql, call, 2))?.dni_visitor).toBe("carol");
+    expect(await attributeCall("7375550101", t0 + TTL + 120_000, 1)).toBeNull();
+    expect((await attributeCall("7375550101", t0 + TTL + 120_000, 2))?.dni_visitor).toBe("carol");
   });
 
   test("dni report --json: visitors, page views, forms and calls per pool and UTM", async () => {

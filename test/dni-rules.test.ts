@@ -75,12 +75,14 @@ describe("formatting", () => {
 });
 
 describe("attribution", () => {
-  test("utm object, click id, landing and referrer; flat utm_ fields as a fallback; junk ignored", () => {
+  test("utm object, click ids, landing and referrer; flat utm_ fields as a fallback; junk ignored", () => {
     expect(attributionOf({ utm: { source: "google", medium: "cpc", campaign: "c", term: "t", content: "x" }, gclid: "G",
-      landing: "https://a.example/", referrer: "https://r.example/" })).toEqual({
+      gbraid: "GB", wbraid: "WB", fbclid: "FB", msclkid: 42, landing: "https://a.example/", referrer: "https://r.example/" })).toEqual({
       utm_source: "google", utm_medium: "cpc", utm_campaign: "c", utm_term: "t", utm_content: "x", gclid: "G",
-      landing: "https://a.example/", referrer: "https://r.example/",
+      gbraid: "GB", wbraid: "WB", fbclid: "FB", msclkid: "42", landing: "https://a.example/", referrer: "https://r.example/",
     });
+    expect(attributionOf({ fbclid: { a: 1 }, gbraid: ["x"], wbraid: null })).toMatchObject({ fbclid: "", gbraid: "", wbraid: "", msclkid: "" });
+    expect(attributionOf({ fbclid: "f".repeat(3000) }).fbclid.length).toBe(500);
     expect(attributionOf({ utm_source: "bing", utm: { medium: "email" } })).toMatchObject({ utm_source: "bing", utm_medium: "email" });
     expect(attributionOf({ utm: "nope", gclid: { a: 1 }, landing: ["x"] })).toMatchObject({ utm_source: "", gclid: "", landing: "" });
     expect(attributionOf({ landing: "u".repeat(3000) }).landing.length).toBe(2000);

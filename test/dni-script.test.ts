@@ -135,7 +135,7 @@ describe("dni.js against a stand-in API", () => {
     const lease = api.seen.find((s) => s.action === "lease")!;
     expect(lease.body).toEqual({
       pool: "acme-site", visitor: expect.stringMatching(/^[0-9a-f]{24}$/),
-      utm: { source: "google", medium: "cpc", campaign: "spring" }, gclid: "G-1",
+      utm: { source: "google", medium: "cpc", campaign: "spring" }, gclid: "G-1", gbraid: "", wbraid: "", fbclid: "", msclkid: "",
       landing: `${site.base}/formats?utm_source=google&utm_medium=cpc&utm_campaign=spring&gclid=G-1`, referrer: "",
     });
     // A simple request: no preflight before the lease.
@@ -237,6 +237,52 @@ describe("dni.js against a stand-in API", () => {
     expect(event.body).toMatchObject({ kind: "form", name: "quote", meta: { page: "/form" } });
     expect(errors).toEqual([]);
     await ctx.close();
+  }, SLOW);
+
+  test("sends every click id from the address; fills each leadline_visitor field, those added later and at submit too", async () => {
+    api.seen.length = 0;
+    api.answer((action) => (action === "lease" ? leased("7375550142") : Response.json({ ok: true })));
+    site.put("/sent", "<!doctype html><p id=done>sent</p>");
+    const forms = `<form id="quote" action="/sent" method="get"><input name="name" value="Ann">
+        <input type="hidden" name="leadline_visitor" id="h1"><input type="text" name="leadline_visitor" id="h2" value="typed">
+        <button id="go">Send</button></form>
+      <form id="other"><input type="hidden" name="not_it" id="h3" value="kept"></form>`;
+    const query = "gclid=G-2&gbraid=GB-2&wbraid=WB-2&fbclid=FB-2&msclkid=MS-2&utm_source=google";
+    const { page: p, errors, ctx } = await open(`/clicks?${query}`, page(api.base, forms));
+    await p.waitForFunction(() => document.getElementById("f5")!.textContent === "7375550142");
+    const lease = api.seen.find((s) => s.action === "lease")!;
+    expect(lease.body).toMatchObject({ gclid: "G-2", gbraid: "GB-2", wbraid: "WB-2", fbclid: "FB-2", msclkid: "MS-2", utm: { source: "google" } });
+    const vid = lease.body.visitor;
+    const values = (ids: string[]) => p.evaluate((ids) => ids.map((id) => document.getElementById(id).value), ids);
+    expect(await values(["h1", "h2", "h3"])).toEqual([vid, vid, "kept"]);
+    // A form a widget adds later, and a field on its own.
+    await p.evaluate(() => {
+      const f = document.createElement("form");
+      f.innerHTML = '<input type="hidden" name="leadline_visitor" id="h4">';
+      document.body.appendChild(f);
+      const i = document.createElement("input");
+      i.type = "hidden";
+      i.name = "leadline_visitor";
+      i.id = "h5";
+      document.getElementById("other").appendChild(i);
+    });
+    await p.waitForFunction(() => document.getElementById("h5").value !== "");
+    expect(await values(["h4", "h5"])).toEqual([vid, vid]);
+    // The site cleared a field before submitting: the submit fills it again, and the site's handler gets it.
+    await p.evaluate(() => (document.getElementById("h1").value = ""));
+    await Promise.all([p.waitForURL(/\/sent\?/), p.click("#go")]);
+    const sent = new URL(p.url()).searchParams;
+    expect(sent.getAll("leadline_visitor")).toEqual([vid, vid]);
+    expect(errors).toEqual([]);
+    await ctx.close();
+
+    // With the API failing, the fields are left as they were (the page untouched).
+    api.answer(() => Response.json({ ok: false, error: "unavailable" }, { status: 503 }));
+    const failed = await open("/clicks-down?gclid=G-3", page(api.base, forms));
+    await waitFor(() => api.seen.find((s) => s.action === "lease" && s.body.gclid === "G-3"));
+    await failed.page.evaluate(() => new Promise((r) => setTimeout(r, 300)));
+    expect(await failed.page.evaluate(() => [document.getElementById("h1").value, document.getElementById("h2").value])).toEqual(["", "typed"]);
+    await failed.ctx.close();
   }, SLOW);
 
   test("with the API failing in any way, the page is byte-for-byte untouched and nothing is thrown", async () => {

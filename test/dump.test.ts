@@ -5,11 +5,12 @@
 // Then a dump of that PostgreSQL installation loads into another empty one, unchanged.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
-import { copyField } from "../src/dump/dump";
-import { copyValue, restoreDump } from "../src/dump/restore";
+import { copyField, copyValue } from "../src/dump/format";
+import { restoreDump } from "../src/dump/restore";
 import { databaseUrl } from "./harness/db";
 import { built, Exe, type Serving } from "./harness/exe";
 
@@ -90,6 +91,16 @@ async function emptyDatabase(): Promise<string> {
   return databaseUrl(adminUrl!, name);
 }
 
+async function tablesIn(url: string): Promise<number> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from pg_tables where schemaname = 'public'`;
+    return n;
+  } finally {
+    await sql.end();
+  }
+}
+
 function psql(url: string, file: string): void {
   const r = spawnSync(PSQL!, ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", file, url], { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`psql failed (${r.status}): ${r.stderr}`);
@@ -121,8 +132,11 @@ beforeAll(async () => {
     expect((await call(b, "/hooks/api_v1.php?r=messages", { key: true, json: { lead_id: 1, channel: "sms", body: "hi", operation_id: "s1" } })).status).toBeLessThan(500);
     expect((await call(b, "/hooks/api_v1.php?r=cti/dial", { key: true, json: { phone: "5125550123" } })).body.ok).toBe(true);
     // DNI: two visitors hold the two numbers (live holds and their history rows); a third gets the fallback.
+    // utm values holding U+2028, U+2029 and U+0085: readline ended lines there, and restore failed
+    // with "a row has 4 fields, not 15" (issue 27 §4; every field in test/dump-roundtrip.test.ts).
     for (const visitor of ["visitor-gone", "visitor-one"]) {
-      expect((await call(b, "/hooks/dni.php?action=lease", { json: { pool: "acme-site", visitor, utm: { source: "g", medium: "cpc" } } })).body.ok).toBe(true);
+      const utm = { source: "g\u2028x", medium: "cpc\u2029\u0085", campaign: "\\.\r\n\u000b\u000c" };
+      expect((await call(b, "/hooks/dni.php?action=lease", { json: { pool: "acme-site", visitor, utm } })).body.ok).toBe(true);
     }
     // Booking: a slot taken twice while the calendar's capacity was 2, then capacity cut to 1: the
     // dump must load the two appointments as they are (the capacity trigger would refuse the second).
@@ -225,6 +239,71 @@ describe.skipIf(!ready)("leadline dump", () => {
     expect(text.startsWith("-- leadline ")).toBe(true);
     expect(text.endsWith("\ncommit;\n")).toBe(true);
   });
+
+  test("dump FILE over an existing 0644 file leaves a 0600 file; a failed dump leaves the old file as it was", async () => {
+    const dir = join(exe.dir, "perm");
+    mkdirSync(dir);
+    const file = join(dir, "backup.sql");
+    writeFileSync(file, "yesterday's dump\n");
+    chmodSync(file, 0o644);
+    expect(await exe.run(["dump", file], env({ DATABASE_URL: pgUrl }))).toEqual({ code: 0, out: "", err: "" });
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const text = readFileSync(file, "utf8");
+    expect([text.startsWith("-- leadline "), text.endsWith("\ncommit;\n")]).toEqual([true, true]);
+    expect(readdirSync(dir)).toEqual(["backup.sql"]);
+    // A dump that fails (no database there) leaves the previous one, and no temporary file.
+    writeFileSync(file, "yesterday's dump\n");
+    chmodSync(file, 0o644);
+    const failed = await exe.run(["dump", file], env({ DATABASE_URL: "postgres://leadline@127.0.0.1:1/none" }));
+    expect(failed.code).toBe(1);
+    expect(readFileSync(file, "utf8")).toBe("yesterday's dump\n");
+    expect(readdirSync(dir)).toEqual(["backup.sql"]);
+  });
+
+  test("restore refuses every line dump does not write, naming it, before running it: nothing written, no file made", async () => {
+    expect(dumpText).toContain("\ncopy public.schema_migrations (version, name, applied_at) from stdin;\n1\t0001_init\t");
+    const lines = dumpText.split("\n");
+    const at = (line: string) => lines.indexOf(line) + 1;
+    // Where the PostgreSQL server (another OS user) may write: the old restore ran `copy … to` there.
+    const outside = join(tmpdir(), `leadline-restore-wrote-${process.pid}-${Date.now()}`);
+    const migrationLine = lines.findIndex((l) => l.startsWith("create table orgs")) + 1;
+    // The orgs block's first row (its columns are whatever the migrations give the table).
+    const firstRow = lines.findIndex((l) => l.startsWith("copy public.orgs (")) + 2;
+    expect(firstRow).toBeGreaterThan(1);
+    /** [what, the dump's text changed, the line refused, the reason]. */
+    const cases: [string, (l: string[]) => string[], number, RegExp][] = [
+      ["copy … to a server file, right after the header",
+        (l) => l.toSpliced(at("begin;"), 0, `copy (select 'stolen') to '${outside}';`), at("begin;") + 1, /^expected the dump's header line ""/],
+      ["dblink before the sequences",
+        (l) => l.toSpliced(at("-- sequences") - 1, 0, "create extension dblink;", "select dblink_exec('dbname=postgres', 'drop database x');"), at("-- sequences"), /^not a line leadline dump writes here .*"create extension dblink;"$/],
+      ["a statement appended to a migration's line",
+        (l) => l.with(migrationLine - 1, `${l[migrationLine - 1]} copy (select 1) to '${outside}';`), migrationLine, /^migration 0001_init differs from this executable's at its line \d+$/],
+      ["an unknown table",
+        (l) => l.map((x) => x.replace(/^(alter table|copy) public\.orgs /, "$1 public.orgs_copy ")), at("alter table public.orgs disable trigger user;") + 1, /^public\.orgs_copy is not a table of the dump's migrations$/],
+      ["an unknown column",
+        (l) => l.map((x) => x.replace("copy public.orgs (id, name,", "copy public.orgs (id, pg_read_file,")), firstRow - 1, /^the columns of public\.orgs are \(id, name, .*\), not \(id, pg_read_file, /],
+      ["an unknown sequence",
+        (l) => l.toSpliced(at("-- sequences"), 0, "create sequence if not exists public.evil as bigint increment by 1 minvalue 1 maxvalue 9 start 1 cache 1 no cycle;", "select pg_catalog.setval('public.evil', 1, false);"), at("-- sequences") + 2, /^public\.evil is not a sequence of the dump's migrations$/],
+      ["an escape COPY knows and dump never writes",
+        (l) => l.with(firstRow - 1, l[firstRow - 1].replace("\t", "\t\\101")), firstRow, /^field 2 of a row of public\.orgs is not COPY text as leadline dump writes it$/],
+      ["schema_migrations rows leaving out a migration the dump applied",
+        (l) => l.toSpliced(at("copy public.schema_migrations (version, name, applied_at) from stdin;"), 1), at("copy public.schema_migrations (version, name, applied_at) from stdin;"),
+        /^schema_migrations lists \(2 0002_lead_placement, .*\), not the migrations the dump holds \(1 0001_init, /],
+      ["a statement after commit",
+        (l) => l.toSpliced(l.length - 1, 0, `copy (select 1) to '${outside}';`), lines.length, /^nothing may follow the dump's commit; line/],
+    ];
+    for (const [what, change, line, reason] of cases) {
+      const file = join(exe.dir, "tampered.sql");
+      writeFileSync(file, change(lines).join("\n"));
+      const url = await emptyDatabase();
+      const r = await exe.run(["restore", file], env({ DATABASE_URL: url }));
+      const prefix = `leadline: ${file} line ${line}: `;
+      expect([what, r.code, r.err.startsWith(prefix), r.err.endsWith("\n") && !r.err.slice(0, -1).includes("\n")]).toEqual([what, 1, true, true]);
+      expect([what, r.err.slice(prefix.length, -1)]).toEqual([what, expect.stringMatching(reason)]);
+      expect([what, await tablesIn(url), existsSync(outside)]).toEqual([what, 0, false]);
+      rmSync(outside, { force: true });
+    }
+  }, 240_000);
 
   test("a dump of a PostgreSQL installation loads into another empty one unchanged", async () => {
     const first = await exe.run(["dump", join(exe.dir, "pg1.sql")], env({ DATABASE_URL: pgUrl }));

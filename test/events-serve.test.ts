@@ -112,6 +112,7 @@ describe("serve delivers", () => {
       recording_id: 77,
       ai_summary: null,
       occurred_at: "2023-11-14T22:13:20.000Z",
+      attribution: null,
     });
     await stop(a);
   });

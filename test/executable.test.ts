@@ -123,7 +123,7 @@ describe.skipIf(missing)("the executable", () => {
     const commands = [
       ["serve"], ["migrate"], ["provision"], ["keys"], ["keys", "create"], ["keys", "list"], ["keys", "revoke"],
       ["keys", "rotate"], ["webhooks"], ["webhooks", "list"], ["webhooks", "deliveries"], ["webhooks", "attempts"],
-      ["webhooks", "replay"], ["webhooks", "enable"], ["dni"], ["dni", "report"], ["secrets"], ["secrets", "rotate"],
+      ["webhooks", "replay"], ["webhooks", "enable"], ["dni"], ["dni", "report"], ["dnc"], ["dnc", "add"], ["dnc", "remove"], ["dnc", "list"], ["secrets"], ["secrets", "rotate"],
       ["secrets", "status"], ["dump"], ["restore"],
     ];
     const env = { DATA_DIR: "./help-data", PORT: "1" };
@@ -227,7 +227,7 @@ describe.skipIf(missing)("the executable", () => {
       // Exit status 0 on SIGTERM (stop() answers null and kills it if it has not exited after STOP_MS).
       expect(await first.stop()).toBe(0);
       expect(first.lines.length).toBeGreaterThan(0);
-      // Every line is JSON: a log line (`msg`) or an access-log line (its six fields, README: Metrics and logs).
+      // Every line is JSON: a log line (`msg`) or an access-log line (its six fields, docs/metrics.md).
       const ACCESS = ["client", "duration_ms", "family", "method", "status", "time"];
       for (const line of first.lines) {
         const parsed = JSON.parse(line);

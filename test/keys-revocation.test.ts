@@ -154,7 +154,7 @@ describe("across two instances", () => {
     expect([await lookup(a, key), await lookup(b, key)]).toEqual([404, 404]); // cached on both
     const cut = await db.sql<{ pid: number }[]>`
       select pg_terminate_backend(pid), pid from pg_stat_activity
-      where datname = current_database() and query ilike 'listen%leadline_keys%' and pid <> pg_backend_pid()`;
+      where datname = current_database() and query ilike 'listen %' and pid <> pg_backend_pid()`;
     expect(cut.length).toBeGreaterThanOrEqual(2);
     // Revoked while the listeners are down: its notification reaches no one. Written straight to the
     // table (no NOTIFY at all), so only the reconnect can drop the cached grant.
@@ -163,7 +163,7 @@ describe("across two instances", () => {
     // Both are listening again: a later revoke reaches them through NOTIFY.
     const listening = await db.sql`
       select pid from pg_stat_activity
-      where datname = current_database() and query ilike 'listen%leadline_keys%' and pid not in ${db.sql(cut.map((c) => c.pid))}`;
+      where datname = current_database() and query ilike 'listen %' and pid not in ${db.sql(cut.map((c) => c.pid))}`;
     expect(listening.length).toBeGreaterThanOrEqual(2);
     const next = await makeKey(db.sql, { scopes: ["leads:read"] });
     expect([await lookup(a, next.key), await lookup(b, next.key)]).toEqual([404, 404]);

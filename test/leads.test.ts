@@ -175,6 +175,7 @@ describe("lead intake", () => {
       phone: "5125550152",
       source: "google-ads",
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      attribution: null,
     });
     expect(evt.payload.timestamp).toMatch(/Z$/);
     const noHop = await intake(acme, { phone: "5125550153", list_id: 101, hopper: "0" });

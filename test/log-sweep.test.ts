@@ -2,7 +2,7 @@
 // kind of secret it is given and the shapes no line may hold, and passes what is known to be fine
 // (hashes, sealed values, display prefixes, times); the copy receives every level.
 import { afterAll, describe, expect, test } from "bun:test";
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, createHmac, randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -57,7 +57,7 @@ describe("the scanner", () => {
   test("passes hashes, sealed values, display prefixes, times and neighbouring addresses", () => {
     const lines = [
       line({ hash: keyDigest(key), hex: createHash("sha256").update(key).digest("hex"), prefix: displayPrefix(key) }),
-      line({ client: createHash("sha1").update("salt203.0.113.7").digest("hex"), token_hash: createHash("sha256").update(token).digest("base64url") }),
+      line({ client: createHmac("sha256", "salt").update("203.0.113.7").digest("hex"), token_hash: createHash("sha256").update(token).digest("base64url") }),
       line({ sealed: seal(randomBytes(32), twilio) }),
       line({ at: "17:37:50", other: "203.0.113.70", net: "2001:db8::4", v: "1.203.0.113.7" }),
     ];

@@ -1,4 +1,4 @@
-// Caches keyed by text from data stay bounded however many distinct keys arrive (README,
+// Caches keyed by text from data stay bounded however many distinct keys arrive (docs/operations.md,
 // "Memory"): the zone formatters, keyed by a calendar's or a quiet-hours zone name, which Intl
 // accepts in any letter case, so one zone has thousands of spellings.
 import { expect, test } from "bun:test";

@@ -1,6 +1,28 @@
 // Twilio callbacks and message events against PostgreSQL, signed by the fake's own signer.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import { inboundSms, keywordConsent, statusCallback, type TwilioCallback } from "../src/messages/callbacks";
+import {
+  applyStatusCallback,
+  keywordConsent,
+  recordInboundSms,
+  verifyInbound,
+  verifyStatus,
+  type CallbackEnv,
+  type TwilioCallback,
+} from "../src/messages/callbacks";
+
+/** What the route answers: 403 ("forbidden") unless verified, then the callback's work. */
+async function statusCallback(sql: Parameters<typeof verifyStatus>[0], env: CallbackEnv, cb: TwilioCallback, now: number): Promise<"ok" | "forbidden"> {
+  const verified = await verifyStatus(sql, env, cb);
+  if (!verified) return "forbidden";
+  await applyStatusCallback(sql, verified, now);
+  return "ok";
+}
+async function inboundSms(sql: Parameters<typeof verifyInbound>[0], env: CallbackEnv, cb: TwilioCallback, now: number): Promise<"ok" | "forbidden"> {
+  const verified = await verifyInbound(sql, env, cb);
+  if (!verified) return "forbidden";
+  await recordInboundSms(sql, verified, now);
+  return "ok";
+}
 import { resultText, parseSendInput, type Actor } from "../src/messages/model";
 import { sendDeferred, sendMessage, type SendEnv } from "../src/messages/service";
 import { testDatabase, type TestDatabase } from "./harness/db";

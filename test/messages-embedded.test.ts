@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { start, type Running } from "../src/app/server";
 import { loadConfig } from "../src/config";
+import { breakerOf } from "../src/db/breaker";
 import { openDatabase } from "../src/db/open";
 import { call } from "./harness/app";
 import { ManualClock } from "./harness/clock";
@@ -53,6 +54,10 @@ async function lead(phone: string): Promise<number> {
 const post = (json: unknown) => call(base, "/hooks/api_v1.php?r=messages", { method: "POST", json, key: k });
 
 describe("messaging on the embedded database", () => {
+  test("no breaker: the database is in the process, never unreachable (src/db/breaker.ts)", () => {
+    expect(breakerOf(running.deps.sql)).toBeNull();
+  });
+
   test("a deferred send goes when the clock reaches the end of quiet hours; retries replay", async () => {
     const id = await lead("5125550401");
     const r = await post({ lead_id: id, channel: "sms", body: "morning", operation_id: "emb-1" });

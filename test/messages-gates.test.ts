@@ -23,6 +23,7 @@ const org = (over: Partial<OrgSettings> = {}): OrgSettings => ({
   company: "Acme Roofing LLC",
   timezone: "America/New_York",
   quiet: { start: "21:00", end: "08:00" },
+  automationCap: null,
   consent: "implied",
   sms: SMS,
   email: EMAIL,
@@ -44,6 +45,7 @@ const input = (over: Partial<GateInput> = {}): GateInput => ({
   org: org(),
   lead,
   consent: "none",
+  listed: false,
   billing: billing(),
   now: NOON_TX,
   ...over,
@@ -83,6 +85,21 @@ describe("gates", () => {
         expect<string | null>(r.ok ? null : r.reason).toBe(reason);
       }
     }
+  });
+
+  test("an address on the organization's do-not-contact list is refused, whatever its consent, after the channel", () => {
+    for (const channel of ["sms", "email"] as const) {
+      for (const consent of ["none", "in", "out"] as const) {
+        for (const mode of ["implied", "explicit"] as const) {
+          expect(gate(input({ channel, consent, org: org({ consent: mode }), listed: true }))).toEqual({ ok: false, reason: "do_not_contact" });
+        }
+      }
+      // Before the provider and billing: a listed address is refused however the org is set up.
+      expect(gate(input({ channel, listed: true, org: org({ sms: null, email: null }), billing: null }))).toEqual({ ok: false, reason: "do_not_contact" });
+    }
+    // No address on the channel is said first: there is nothing to look up.
+    expect(gate(input({ listed: true, lead: { ...lead, phone: "" } }))).toEqual({ ok: false, reason: "no_phone" });
+    expect(reasonStatus("do_not_contact")).toBe(200);
   });
 
   test("the provider must be configured, completely", () => {
@@ -153,8 +170,8 @@ describe("gates", () => {
   });
 
   test("contactGate alone needs no balance and no clock", () => {
-    expect(contactGate("sms", org(), lead, "none")).toEqual({ ok: true, to: "5125550001" });
-    expect(contactGate("email", org(), { ...lead, email: "DANA@Example.com" }, "none")).toEqual({ ok: true, to: "dana@example.com" });
+    expect(contactGate("sms", org(), lead, "none", false)).toEqual({ ok: true, to: "5125550001" });
+    expect(contactGate("email", org(), { ...lead, email: "DANA@Example.com" }, "none", false)).toEqual({ ok: true, to: "dana@example.com" });
   });
 
   test("reasons: one documented list, billing ones are 402 and the rest 200", () => {
@@ -169,6 +186,7 @@ describe("gates", () => {
     const arb = fc.record({
       channel: fc.constantFrom("sms" as const, "email" as const),
       consent: fc.constantFrom("none" as const, "in" as const, "out" as const),
+      listed: fc.boolean(),
       mode: fc.constantFrom("implied" as const, "explicit" as const),
       hasSms: fc.boolean(),
       hasEmail: fc.boolean(),
@@ -194,11 +212,12 @@ describe("gates", () => {
           org: org({ consent: a.mode, sms: a.hasSms ? SMS : null, email: a.hasEmail ? EMAIL : null }),
           lead: { phone: a.phone, email: a.email, state: "TX" },
           consent: a.consent,
+          listed: a.listed,
           billing: a.billing,
           now: a.now,
         });
         if (!r.ok) return (GATE_REASONS as readonly string[]).includes(r.reason);
-        if (a.consent === "out" || a.billing === null || a.billing === "unavailable") return false;
+        if (a.listed || a.consent === "out" || a.billing === null || a.billing === "unavailable") return false;
         return r.cost <= a.billing.credits && (r.deferUntil === null || r.deferUntil > a.now);
       }),
       { numRuns: 2000 },

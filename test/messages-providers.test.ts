@@ -167,7 +167,7 @@ describe("SMTP client", () => {
 
 describe("the providers' wait", () => {
   test("10 s as serve configures it; an instance given another wait (StartOptions) uses it for every send", () => {
-    expect(providerTimeoutOf(sendEnv(loadConfig({})))).toBe(10_000);
-    expect(providerTimeoutOf(sendEnv({ ...loadConfig({}), providerTimeoutMs: 2500 }))).toBe(2500);
+    expect(providerTimeoutOf(sendEnv({ config: loadConfig({}), unsubscribeKey: Buffer.alloc(32) }))).toBe(10_000);
+    expect(providerTimeoutOf(sendEnv({ config: { ...loadConfig({}), providerTimeoutMs: 2500 }, unsubscribeKey: Buffer.alloc(32) }))).toBe(2500);
   });
 });

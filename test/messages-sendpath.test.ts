@@ -40,8 +40,8 @@ function declarations(text: string): Map<string, string> {
 }
 
 // The providers' clients and the gates; gates.ts itself composes its pure gates (gate), and the
-// clients' own files define them.
-const SEND_CALLS = /(?<!function\s)\b(sendSms|sendEmail|contactGate|billingGate|quietGate|gate)\(/g;
+// clients' own files define them. `gate` alone is also a route's access step (`access.gate(`, src/http/define.ts).
+const SEND_CALLS = /(?<!function\s)\b(sendSms|sendEmail|contactGate|billingGate|quietGate|(?<!\.)gate)\(/g;
 const DEFINED_IN = new Set(["messages/gates.ts", "messages/twilio.ts", "messages/email.ts"]);
 const callsIn = (body: string) => [...body.matchAll(SEND_CALLS)].map((m) => m[1]);
 

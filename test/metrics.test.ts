@@ -4,6 +4,7 @@
 // (route families, a rate-limited refusal, an SMS sent to the fake Twilio, a webhook delivery, DNI
 // leases and a fallback), gauges read from the database, no label carrying an id, key or address;
 // and the access log's lines, captured from stdout, carrying none of them either.
+import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "../src/db/client";
 import { declaredPaths, declaredRoutes } from "../src/app/app";
@@ -11,6 +12,7 @@ import { FAMILIES } from "../src/metrics/counters";
 import { familyOf } from "../src/metrics/family";
 import type { PeerSource } from "../src/http/client";
 import { mayScrape, scrape } from "../src/metrics/route";
+import { ownHost } from "../src/http/host";
 import { systemClock } from "../src/clock";
 import { DEADLINE_MS } from "../src/db/deadline";
 import { call, startApp, type TestApp } from "./harness/app";
@@ -162,15 +164,32 @@ describe("who may scrape", () => {
   // is given to the decision directly, as Bun would report it.
   test("a non-loopback peer: refused without the token (forwarded loopback or not), allowed with it", () => {
     const from = (address: string): PeerSource => ({ requestIP: () => ({ address }) });
-    const request = (headers: Record<string, string>) => new Request("http://leads.example/metrics", { headers });
+    const hostOk = ownHost("https://leads.example");
+    const request = (headers: Record<string, string>) => new Request("http://leads.example/metrics", { headers: { host: "leads.example", ...headers } });
     for (const address of ["203.0.113.7", "2001:db8::7", "::ffff:203.0.113.7"]) {
       for (const headers of [{}, { "x-forwarded-for": "127.0.0.1" }, { "x-real-ip": "127.0.0.1" }] as Record<string, string>[]) {
-        expect(mayScrape(request(headers), from(address), TOKEN)).toBe(false);
+        expect(mayScrape(request(headers), from(address), TOKEN, hostOk)).toBe(false);
       }
-      expect(mayScrape(request({ authorization: `Bearer ${TOKEN}` }), from(address), TOKEN)).toBe(true);
-      expect(mayScrape(request({ authorization: "Bearer wrong-token-of-some-length" }), from(address), TOKEN)).toBe(false);
+      expect(mayScrape(request({ authorization: `Bearer ${TOKEN}` }), from(address), TOKEN, hostOk)).toBe(true);
+      expect(mayScrape(request({ authorization: "Bearer wrong-token-of-some-length" }), from(address), TOKEN, hostOk)).toBe(false);
     }
-    for (const address of ["127.0.0.1", "::1", "::ffff:127.0.0.1"]) expect(mayScrape(request({}), from(address), TOKEN)).toBe(true);
+    for (const address of ["127.0.0.1", "::1", "::ffff:127.0.0.1"]) expect(mayScrape(request({}), from(address), TOKEN, hostOk)).toBe(true);
+  });
+
+  // DNS rebinding: a page on a domain re-pointed at 127.0.0.1 reaches /metrics from a loopback
+  // peer, but its requests carry its own name as Host.
+  test("a loopback peer whose Host is another name is refused (404); BASE_URL's name and loopback addresses are served; a token whatever the Host", async () => {
+    const port = new URL(app.base).port;
+    for (const host of ["evil.example", `evil.example:${port}`, `localhost.evil.example:${port}`, "127.0.0.1.evil.example", "evil.example@127.0.0.1", "", "exa mple"]) {
+      const r = await get("/metrics", { headers: { host } });
+      expect([host, r.status]).toEqual([host, 404]);
+      expect(await r.json()).toEqual({ ok: false, error: "not_found" });
+    }
+    // This app's BASE_URL is the default, http://localhost:0: its name with any port.
+    for (const host of [`localhost:${port}`, "LOCALHOST", `127.0.0.1:${port}`, `[::1]:${port}`, "127.0.0.2"]) {
+      expect([host, (await get("/metrics", { headers: { host } })).status]).toEqual([host, 200]);
+    }
+    expect((await get("/metrics", { headers: { host: "evil.example", authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
   });
 
   test("without METRICS_TOKEN any bearer token is refused; a loopback peer without one is served", async () => {
@@ -365,12 +384,12 @@ describe("the access log", () => {
     await call(app.base, "/healthz", { headers: { "x-forwarded-for": "198.51.100.77" } });
     await until(async () => lines().length >= n + 5, 2000, "the access log's batch");
     const mine = lines().slice(n);
-    const hash = (address: string) => new Bun.CryptoHasher("sha1").update(SALT + address).digest("hex");
+    const hash = (address: string) => createHmac("sha256", SALT).update(address).digest("hex");
     for (const l of mine) {
       expect(Object.keys(l).sort()).toEqual(["client", "duration_ms", "family", "method", "status", "time"]);
       expect(new Date(l.time as string).toISOString()).toBe(l.time as string);
       expect(typeof l.duration_ms).toBe("number");
-      expect(l.client).toMatch(/^[0-9a-f]{40}$/);
+      expect(l.client).toMatch(/^[0-9a-f]{64}$/);
     }
     expect(mine.find((l) => l.family === "intake")).toMatchObject({ method: "POST", status: 200, client: hash("127.0.0.1") });
     expect(mine.filter((l) => l.family === "api_v1").length).toBe(2);

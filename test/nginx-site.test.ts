@@ -1,8 +1,8 @@
 // The shipped nginx site (deploy/nginx/): `nginx -t` as Debian would load it, then real requests
 // through a real nginx to running instances over TLS and plain HTTP: intake, DNI with CORS, bodies
 // over the route's limit and over the server's, the booking page, /dni.js caching, HSTS, certbot's
-// webroot and the redirect, the access log's contents, and which failures send a request to the
-// next instance.
+// webroot and the redirect, the access log's contents, the console's Host check, and which
+// failures send a request to the next instance.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -11,6 +11,7 @@ import { call, startApp, type TestApp } from "./harness/app";
 import { ManualClock } from "./harness/clock";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { poolNumbers, provisionPools, T0 } from "./harness/dni";
+import { makeUser } from "./harness/console";
 import { makeKey, seedWorld } from "./harness/factory";
 import { checkAsDebian, ensureNginx, SHIPPED_FIRST_CERT, SHIPPED_SITE, startNginx, type RunningNginx } from "./harness/nginx";
 
@@ -237,6 +238,31 @@ describe.skipIf(!NGINX)("through the shipped site", () => {
     // Neither the client's address (the loopback here) nor one a client wrote.
     expect(log).not.toMatch(/127\.0\.0\.1|\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b|::1/);
     expect(log).not.toContain("198.51.100.7");
+  });
+});
+
+describe.skipIf(!NGINX)("the console behind the shipped site", () => {
+  // The site passes `Host $host` (the name without a port): the console's Host check
+  // (src/http/host.ts) takes BASE_URL's name from it, and refuses another name nginx passes on.
+  test("a sign-in to BASE_URL's name signs in through nginx; the same form under another name is refused (403)", async () => {
+    const a = await startApp(db.url, { BASE_URL: "https://leads.example.com" }, { clock });
+    apps.push(a);
+    const p = await proxy(port(a));
+    const u = await makeUser(db.sql, { role: "agent", orgId: 1 });
+    const signIn = (host: string) =>
+      fetch(`${p.base}/console/login`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { host, origin: "https://leads.example.com", "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ email: u.email, password: u.password }).toString(),
+        ...tls,
+      });
+    const ok = await signIn(`leads.example.com:${new URL(p.base).port}`);
+    expect(ok.status).toBe(303);
+    expect(ok.headers.get("set-cookie")).toStartWith("leadline_session=");
+    const foreign = await signIn(`evil.example:${new URL(p.base).port}`);
+    expect(foreign.status).toBe(403);
+    expect(foreign.headers.get("set-cookie")).toBeNull();
   });
 });
 

@@ -60,6 +60,7 @@ describe("the served document", () => {
       expect(ids).toContain(route.id);
       if (route.access.kind === "key") expect(op.security).toContainEqual({ apiKey: [route.access.scope] });
       else if (route.access.kind === "session") expect(op.security).toEqual([{ consoleSession: [] }]);
+      else if (route.access.kind === "basic") expect(op.security).toEqual([{ basicAuth: [] }]);
       else expect(op.security).toEqual([]);
       for (const code of route.errors) {
         const status = String(statusOf(code, surfaceOf(route)));

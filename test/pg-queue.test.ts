@@ -1,5 +1,5 @@
 // postgres.js keeps its pool's connections and waiting queries in Queues (src/queue.js), which
-// patches/postgres+3.4.9.patch changes so that a queue that never empties under sustained load stops growing
+// src/db/postgres-js/postgres+3.4.9.patch changes so that a queue that never empties under sustained load stops growing
 // (see the patch's comment). These tests hold the patched queue to the original's behaviour
 // against a plain-array model, across the compaction point, with removals from the middle.
 import { describe, expect, test } from "bun:test";

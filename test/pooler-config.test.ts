@@ -1,7 +1,8 @@
-// DATABASE_DIRECT_URL (README: Several instances, Through PgBouncer): which connection gets what.
+// DATABASE_DIRECT_URL (docs/several-instances.md, Through PgBouncer): which connection gets what.
 // Under load, through a real PgBouncer, it is tested in several-instances.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ConfigError, loadConfig } from "../src/config";
+import { breakerOf } from "../src/db/breaker";
 import { connect } from "../src/db/client";
 import { openDatabase } from "../src/db/open";
 import { setLogLevel } from "../src/log";
@@ -49,6 +50,9 @@ describe("DATABASE_DIRECT_URL", () => {
       expect(both.direct).not.toBe(both.sql);
       expect(options(both.sql).prepare).toBe(false);
       expect(options(both.direct).prepare).toBe(true);
+      // One breaker for the pools and the direct connection (src/db/breaker.ts).
+      expect(breakerOf(both.sql)).not.toBeNull();
+      expect([breakerOf(both.background), breakerOf(both.direct)]).toEqual([breakerOf(both.sql), breakerOf(both.sql)]);
     } finally {
       await both.close();
     }
@@ -56,6 +60,8 @@ describe("DATABASE_DIRECT_URL", () => {
     try {
       expect(one.direct).toBe(one.sql);
       expect(options(one.sql).prepare).toBe(true);
+      expect(breakerOf(one.sql)).not.toBeNull();
+      expect(breakerOf(one.background)).toBe(breakerOf(one.sql));
     } finally {
       await one.close();
     }
@@ -87,6 +93,8 @@ describe("DATABASE_DIRECT_URL", () => {
     try {
       expect(cli.direct).toBe(cli.sql);
       expect([...(await cli.sql`select 1 as one`)]).toEqual([{ one: 1 }]);
+      // A command fails on its own errors: no breaker.
+      expect(breakerOf(cli.sql)).toBeNull();
     } finally {
       await cli.close();
     }

@@ -1,5 +1,5 @@
 // What a pooler restarting under load did to postgres.js 3.4.9 on Bun and to a send's
-// transaction (src/db/socket.ts, begin.ts, pipeline.ts, deadline.ts beginWithin), played on one
+// transaction (src/db/postgres-js/socket.ts, begin.ts, pipeline.ts; src/db/deadline.ts beginWithin), played on one
 // client through a proxy that resets its connections, as PgBouncer's exit does: each case fails
 // without its fix. The whole restart under a mixed load of three instances is
 // test/several-instances.test.ts.

@@ -242,7 +242,8 @@ describe("provision FILE", () => {
     file.orgs[0].billing.status = "open";
     file.orgs[0].timezone = "Mars/Olympus";
     file.orgs[0].quiet_hours.start = "9pm";
-    delete file.orgs[0].name;
+    file.orgs[0].name = null;
+    file.orgs[0].sms.base_url = 5;
     file.dni_pools[0].numbers.push("512555");
     file.calendars[0].links.push({ slug: "Acme Estimate" });
     file.calendars[0].hours.wed = [["17:00", "09:00"]];
@@ -259,7 +260,8 @@ describe("provision FILE", () => {
       "orgs[0].billing.status: expected one of active, frozen",
       'orgs[0].timezone: unknown time zone "Mars/Olympus"',
       "orgs[0].quiet_hours.start: expected HH:MM time",
-      "orgs[0].name: required",
+      "orgs[0].name: cannot be null (it may not be empty)",
+      "orgs[0].sms.base_url: expected string",
       "dni_pools[0].numbers[2]: expected 10-digit phone number",
       "calendars[0].links[1].slug: expected slug",
       "calendars[0].hours.wed[0]: start must be before end",
@@ -347,26 +349,37 @@ describe("provision FILE", () => {
     await provision(sql, { users: [{ id: "desk", org_id: 1 }] });
   });
 
-  test("numbers dropped from a pool are deactivated, not deleted; billing dropped from an org is removed", async () => {
+  test("numbers dropped from a pool are deactivated, not deleted; billing written null is removed, left out is kept", async () => {
     const sql = await fresh();
     await provision(sql, example());
     const file = example();
     file.dni_pools[0].numbers = ["5125550102", "5125550103"];
     delete file.orgs[0].billing;
     const r = await provision(sql, file);
-    expect(r.err).toContain("org_billing: 1 updated;");
-    expect(r.err).toContain("dni_numbers: 1 created, 1 updated, 1 unchanged;");
+    expect(r.err).toContain("orgs: 1 unchanged;");
+    expect(r.err).toContain("dni_pools: 1 updated;");
     expect(await rows(sql`select number, active from dni_numbers order by number`)).toEqual([
       { number: "5125550101", active: false },
       { number: "5125550102", active: true },
       { number: "5125550103", active: true },
     ]);
+    expect(await rowCount(sql, "org_billing")).toBe(1);
+    file.orgs[0].billing = null;
+    expect((await provision(sql, file)).err).toContain("orgs: 1 updated;");
     expect(await rowCount(sql, "org_billing")).toBe(0);
     // A number still active in a pool the file does not mention cannot be given to another.
     const message = await failure(sql, {
       dni_pools: [{ key: "other", org_id: 1, numbers: ["5125550102"] }],
     });
     expect(message).toContain('dni_pools[0].numbers[0]: 5125550102 is active in pool "acme-site"');
+    // Nor to another while the file names its pool without numbers: that pool keeps its own.
+    const kept = await failure(sql, {
+      dni_pools: [{ key: "acme-site", org_id: 1 }, { key: "other", org_id: 1, numbers: ["5125550102"] }],
+    });
+    expect(kept).toContain('dni_pools[1].numbers[0]: 5125550102 is active in pool "acme-site"');
+    // An empty list gives up every number.
+    await provision(sql, { dni_pools: [{ key: "acme-site", org_id: 1, numbers: [] }] });
+    expect(await rows(sql`select number from dni_numbers where active`)).toEqual([]);
   });
 
   test("credits are a grant: re-applying gives nothing back that sends spent; a changed grant moves the balance by the difference", async () => {
@@ -422,6 +435,8 @@ describe("provision FILE", () => {
     await expect(provisionCommand(sql, [])).rejects.toBeInstanceOf(UsageError);
     await expect(provisionCommand(sql, ["a.json", "b.json"])).rejects.toBeInstanceOf(UsageError);
     await expect(provisionCommand(sql, ["--dry-run"])).rejects.toBeInstanceOf(UsageError);
+    await expect(provisionCommand(sql, ["--dry-run", "--dry-run", "a.json"])).rejects.toBeInstanceOf(UsageError);
+    await expect(provisionCommand(sql, ["--dry", "a.json"])).rejects.toBeInstanceOf(UsageError);
     await expect(provisionCommand(sql, [join(dir, "missing.json")])).rejects.toThrow("cannot read");
   });
 

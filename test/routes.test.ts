@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { buildApp, declaredPaths, declaredRoutes } from "../src/app/app";
 import type { Deps } from "../src/http/deps";
 import { mountRoutes, routerPath } from "../src/http/mount";
+import { isDefined } from "../src/http/define";
 import type { PathRoute, Route } from "../src/http/route";
 import { statusOf } from "../src/errors";
 import { call, startApp, type TestApp } from "./harness/app";
@@ -40,7 +41,7 @@ describe("the served table is the declared one", () => {
       ...served.routes.map((r) => `${r.method} ${r.path}`),
       ...Object.entries(native).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m} ${path} (native)`)),
     ].sort();
-    const dispatched = new Map(paths.filter((p) => p.dispatch).map((p) => [p.path, p]));
+    const dispatched = new Map(paths.filter((p) => p.select).map((p) => [p.path, p]));
     const expected = [
       ...routes.filter((r) => !r.select).map((r) => `${r.method} ${routerPath(r.path)}${r.native ? " (native)" : ""}`),
       ...[...dispatched.values()].flatMap((p) =>
@@ -51,11 +52,22 @@ describe("the served table is the declared one", () => {
     expect(actual).toEqual(expected);
   });
 
+  test("every route is built by the one pipeline, once, with a schema for each of its inputs", () => {
+    for (const r of routes) {
+      const path = r.path.match(/\{[A-Za-z_]+\}/g) ?? [];
+      expect([r.id, isDefined(r), path.length === 0 || r.params !== undefined]).toEqual([r.id, true, true]);
+      // A route that reads a body declares it (its schema, whether a form, its limit).
+      if (r.body) expect([r.id, r.body.limit > 0, r.body.schema !== undefined]).toEqual([r.id, true, true]);
+    }
+    // Every form of the console carries its declared fields and _csrf, within a limit.
+    for (const r of routes.filter((r) => r.access.kind === "session" && r.method === "POST")) expect([r.id, r.body?.form]).toEqual([r.id, true]);
+  });
+
   test("ids are unique, every selected route's path has a dispatcher on its parameter, and every route declares its answers", () => {
     expect(new Set(routes.map((r) => r.id)).size).toBe(routes.length);
     for (const r of routes.filter((r) => r.select)) {
       const path = paths.find((p) => p.path === r.path);
-      expect([r.id, path?.select?.param, !!path?.dispatch]).toEqual([r.id, r.select!.param, true]);
+      expect([r.id, path?.select?.param]).toEqual([r.id, r.select!.param]);
     }
     for (const r of routes) expect([r.id, Object.keys(r.answers).length > 0]).toEqual([r.id, true]);
   });

@@ -1,4 +1,4 @@
-// Secrets at rest (README "Secrets at rest"): provider credentials and webhook secrets sealed with
+// Secrets at rest (docs/operations.md and docs/security.md, "Secrets at rest"): provider credentials and webhook secrets sealed with
 // LEADLINE_SECRET_KEY in the rows and in a real pg_dump; sends, webhook deliveries and Twilio's
 // inbound signature check working through the sealed values; rotation; serve refusing a key that
 // does not open them; and the same installation without a key, in clear, with one warning.
@@ -336,7 +336,7 @@ describe("with LEADLINE_SECRET_KEY", () => {
   }, 60_000);
 
   test("rotation re-seals every value under the new key in one step; serve then needs the new key", async () => {
-    await app?.stop(); // as the README says: serve is stopped for a rotation
+    await app?.stop(); // as docs/security.md says: serve is stopped for a rotation
     app = undefined;
     // Without the old key, or with a wrong one: refused, nothing changed.
     const before = await storedRow(db);

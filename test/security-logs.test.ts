@@ -257,7 +257,7 @@ test("every secret-bearing path at LOG_LEVEL=debug with the access log: no line 
   const parsed = lines.map((l) => JSON.parse(l));
   expect(parsed.some((l) => l.level === "debug")).toBe(true);
   expect(parsed.filter((l) => l.family !== undefined).length).toBeGreaterThan(50);
-  expect(parsed.find((l) => l.family !== undefined)?.client).toMatch(/^[0-9a-f]{40}$/);
+  expect(parsed.find((l) => l.family !== undefined)?.client).toMatch(/^[0-9a-f]{64}$/);
   expect(scanLines(lines, secrets)).toEqual([]);
 
   // And the database, dumped: sealed credentials and secrets, hashed keys, tokens and addresses.

@@ -58,7 +58,7 @@ async function threeInstances(pooled: boolean): Promise<Cluster> {
     let env: Record<string, string> = { ...MIXED_ENV, DB_POOL_MAX: "4", DATABASE_URL: db.url };
     if (pooled) {
       pgb = await startPgBouncer(db.url);
-      // The statement timeout a pooled connection cannot send (README: Several instances).
+      // The statement timeout a pooled connection cannot send (docs/several-instances.md).
       const name = decodeURIComponent(new URL(db.url).pathname.slice(1));
       await db.sql.unsafe(`alter database "${name.replaceAll('"', '""')}" set statement_timeout = '5s'`);
       env = { ...env, DATABASE_URL: pgb.url, DATABASE_DIRECT_URL: db.url };
@@ -137,7 +137,7 @@ describe.skipIf(!built)("three instances under a mixed load", () => {
   // unanswered after 10 s; an instance's SIGTERM stuck behind it) or take another statement's
   // answer (a DNI event answered 404 pool_not_found for a pool that exists; a note send answered
   // 500; a text retry waiting on a charge its request never sent): postgres.js faults on Bun and
-  // a send's transaction committed after its 503, worked around in src/db/socket.ts, begin.ts,
+  // a send's transaction committed after its 503, worked around in src/db/postgres-js/socket.ts, begin.ts,
   // pipeline.ts and deadline.ts (beginWithin) and played one by one in pooler-restart.test.ts.
   // What it found before that is tested in jobs.test.ts and messages-service.test.ts.
   test.skipIf(!havePgBouncer)(

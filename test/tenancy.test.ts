@@ -145,7 +145,10 @@ describe("a dial belongs to the agent it was queued for", () => {
     const dialed = await call(app.base, "/hooks/api_v1.php?r=cti/dial", { method: "POST", key: platformForAgent7, json: { phone: "5140000001" } });
     expect(dialed.body).toEqual({ ok: true, id: expect.any(Number), lead_id: boltLead });
     const claimed = await call(app.base, "/hooks/cti_queue.php", { key: agent7 });
-    expect(claimed.body.dial).toEqual({ id: dialed.body.id, lead_id: boltLead, phone: "5140000001", name: "Bo Bolt", epoch: expect.any(Number) });
+    expect(claimed.body.dial).toEqual({
+      id: dialed.body.id, lead_id: boltLead, phone: "5140000001", name: "Bo Bolt", epoch: expect.any(Number),
+      dnc: false, outside_window: expect.any(Boolean), local_time: expect.stringMatching(/-0[45]:00$/),
+    });
 
     const report = (key: string, json: Record<string, unknown>) =>
       call(app.base, "/hooks/calls.php", { method: "POST", key, json: { status: "ANSWERED", secs: 5, agent: "agent7", ...json } });

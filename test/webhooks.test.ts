@@ -122,7 +122,7 @@ describe("lead.created", () => {
     expect(Object.keys(body)).toEqual(["type", "timestamp", "data"]);
     expect(body.type).toBe("lead.created");
     expect(body.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    expect(Object.keys(body.data).sort()).toEqual(["campaign", "created_at", "lead_id", "list_id", "org_id", "phone", "source"]);
+    expect(Object.keys(body.data).sort()).toEqual(["attribution", "campaign", "created_at", "lead_id", "list_id", "org_id", "phone", "source"]);
     const [lead] = await db.sql`select phone, created_at from leads where id = ${lead_id}`;
     expect(body.data).toEqual({
       lead_id,
@@ -132,6 +132,7 @@ describe("lead.created", () => {
       phone: lead.phone,
       source: "x".repeat(50),
       created_at: lead.created_at.toISOString(),
+      attribution: null,
     });
     const d = await delivery(sent[0].id);
     expect(d).toMatchObject({ status: "delivered", attempts: 1, last_status: 200, last_error: null });

@@ -6,6 +6,7 @@ import { bookingApiPath, bookingRoutes } from "../booking/routes";
 import { callRoutes } from "../calls/routes";
 import { conversationRoutes } from "../conversations/routes";
 import { consoleRoutes } from "../console/routes";
+import { conversionRoutes } from "../conversions/routes";
 import { ctiRoutes } from "../cti/routes";
 import { demoRoutes } from "../demo/routes";
 import { dniPath, dniRoutes } from "../dni/routes";
@@ -20,6 +21,7 @@ import type { PeerSource } from "../http/client";
 import { kpiRoutes } from "../kpi/routes";
 import { leadRoutes } from "../leads/routes";
 import { messageCallbackPaths, messageCallbackRoutes, messageSendRoutes } from "../messages/routes";
+import { unsubscribeRoutes } from "../messages/unsubscribe-routes";
 import { familyIndex } from "../metrics/counters";
 import { familyOf } from "../metrics/family";
 import type { RequestObserver } from "../metrics/observe";
@@ -30,21 +32,23 @@ import { healthRoutes } from "./health";
 /** Every declared route of the service, /openapi.json and /docs (built from all the others) last. */
 export function declaredRoutes(deps: Deps): Route[] {
   const features = [
-    ...healthRoutes(deps.sql),
-    metricsRoute({ sql: deps.sql, clock: deps.clock, metricsToken: deps.config.metricsToken }),
+    ...healthRoutes(deps),
+    metricsRoute(deps),
     ...leadRoutes(deps),
     ...conversationRoutes(deps),
     ...messageSendRoutes(deps),
     ...messageCallbackRoutes(deps),
+    ...unsubscribeRoutes(deps),
     ...ctiRoutes(deps),
     ...kpiRoutes(deps),
     ...callRoutes(deps),
     ...dniRoutes(deps),
     ...bookingRoutes(deps),
+    ...conversionRoutes(deps),
     ...demoRoutes(deps),
     ...consoleRoutes(deps),
   ];
-  return [...features, ...docsRoutes(features, eventWebhooks(), declaredPaths(deps))];
+  return [...features, ...docsRoutes(deps, features, eventWebhooks(), declaredPaths(deps))];
 }
 
 /** Every declared path: the query-routed ones with their dispatchers, and the other-methods answers. */

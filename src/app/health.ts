@@ -1,11 +1,15 @@
 // Operational routes (operations.md §4), declared (src/http/route.ts): the process is up; the
 // database answers with a schema this executable can use.
 import { Type as t } from "@sinclair/typebox";
+import { BREAKER_MESSAGE, breakerOf } from "../db/breaker";
 import type { Sql } from "../db/client";
 import { withDeadline } from "../db/deadline";
 import { migrations } from "../db/migrations";
-import { errorOf, json } from "../http/respond";
+import { open, Refused } from "../http/access";
+import { defineRoute } from "../http/define";
+import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
+import { publicSurface } from "../http/surface";
 import { errorFields, log } from "../log";
 
 const Ok = t.Object({ ok: t.Literal(true) }, { additionalProperties: false });
@@ -31,8 +35,14 @@ async function schemaVersion(sql: Sql): Promise<number | null> {
 
 const EXPECTED = migrations.length;
 
-/** Whether the service can serve; logged when that changes, not at every probe (a load balancer asks every few seconds). */
+/**
+ * Whether the service can serve; logged when that changes, not at every probe (a load balancer asks
+ * every few seconds). While the breaker is open (src/db/breaker.ts) it cannot, and is not asked:
+ * /readyz says what the requests are answered, and turns 200 when the breaker's probe has found the
+ * database back and the schema answers.
+ */
 function readiness(sql: Sql): () => Promise<boolean> {
+  const breaker = breakerOf(sql);
   let failing = false;
   const report = (reason: Record<string, unknown> | null) => {
     if (reason && !failing) log.warn("readyz: not ready", reason);
@@ -41,6 +51,7 @@ function readiness(sql: Sql): () => Promise<boolean> {
     return reason === null;
   };
   return async () => {
+    if (breaker?.isOpen()) return report({ error: BREAKER_MESSAGE });
     try {
       const version = await withDeadline(schemaVersion(sql), 800);
       if (version === null || version < EXPECTED) {
@@ -53,31 +64,45 @@ function readiness(sql: Sql): () => Promise<boolean> {
   };
 }
 
-export const healthRoutes = (sql: Sql): Route[] => {
-  const ready = readiness(sql);
+export const healthRoutes = (deps: Deps): Route[] => {
+  const ready = readiness(deps.sql);
   return [
-    {
-      id: "healthz",
-      tag: "Operations",
-      summary: "The process is up",
-      method: "GET",
-      path: "/healthz",
-      access: { kind: "public" },
-      answers: { 200: { description: "Always, while the process serves", schema: Ok } },
-      errors: [],
-      handle: () => json({ ok: true }),
-    },
-    {
-      id: "readyz",
-      tag: "Operations",
-      summary: "The service can serve",
-      description: "200 when the database answers, within 800 ms, with a usable schema at this executable's version or newer; 503 otherwise.",
-      method: "GET",
-      path: "/readyz",
-      access: { kind: "public" },
-      answers: { 200: { description: "Ready", schema: Ok } },
-      errors: ["unavailable"],
-      handle: async () => ((await ready()) ? json({ ok: true }) : errorOf("unavailable", "public")),
-    },
+    defineRoute(
+      deps,
+      {
+        id: "healthz",
+        tag: "Operations",
+        summary: "The process is up",
+        method: "GET",
+        path: "/healthz",
+        access: open(),
+        surface: publicSurface,
+        answers: { 200: { description: "Always, while the process serves", schema: Ok } },
+        deadlineMs: null,
+      },
+      () => OK,
+    ),
+    defineRoute(
+      deps,
+      {
+        id: "readyz",
+        tag: "Operations",
+        summary: "The service can serve",
+        description:
+          "200 when the database answers, within 800 ms, with a usable schema at this executable's version or newer; 503 otherwise, at once while the database is known unreachable (until a probe finds it back).",
+        method: "GET",
+        path: "/readyz",
+        access: open(),
+        surface: publicSurface,
+        answers: { 200: { description: "Ready", schema: Ok } },
+        errors: ["unavailable"],
+        // Its own bound: 800 ms.
+        deadlineMs: null,
+      },
+      async () => ((await ready()) ? OK : UNAVAILABLE),
+    ),
   ];
 };
+
+const OK = { ok: true };
+const UNAVAILABLE = Refused.of("unavailable");

@@ -2,6 +2,7 @@
 // accepting, lets requests in flight finish, stops the workers in reverse order (flushing what
 // they buffer), closes the database and exits 0.
 import { lookup } from "node:dns/promises";
+import { Passwords, type PasswordOptions } from "../auth/passwords";
 import { KeyStore } from "../auth/service";
 import { systemClock, type Clock } from "../clock";
 import { ConfigError, type Config } from "../config";
@@ -9,11 +10,14 @@ import { migrate } from "../db/migrate";
 import { openDatabase, type Database } from "../db/open";
 import { startControl, type Control } from "../control/server";
 import { automationHandler, automationWorkers } from "../automations/jobs";
+import { installerBanner, installerUrl, issueInstallerLink } from "../console/installer";
 import { sessionPruner } from "../console/sessions";
-import { PASSWORD_COST, type PasswordCost } from "../console/users";
 import { demoBanner, provisionDemo, type DemoOutcome } from "../demo/provision";
+import { seedDemoWorkspace } from "../demo/workspace";
 import { dniWorkers } from "../dni/instance";
 import { eventWorkers, webhookDeliveryHandler } from "../events/jobs";
+import { FeedHub } from "../feed/hub";
+import { feedWorkers } from "../feed/sequencer";
 import type { Deps } from "../http/deps";
 import { JobRunner, type JobHandler } from "../jobs/queue";
 import { Workers, type Worker } from "../jobs/worker";
@@ -24,13 +28,14 @@ import { AccessLog } from "../metrics/access-log";
 import { RequestObserver } from "../metrics/observe";
 import { checkStoredSecrets } from "../secrets/stored";
 import { VERSION } from "../version";
+import { callbackHandler, workspaceWorkers } from "../workspace/jobs";
 import { buildApp } from "./app";
-import { loadIpSalt, withProvisionedSettings } from "./settings";
+import { loadIpSalt, loadUnsubscribeKey, withProvisionedSettings } from "./settings";
 
 /**
  * Bun refuses larger bodies with a bare 413 before any handler, without the CORS headers a browser
  * needs to see it; routes read bodies with their own, smaller limits (1 MiB at most) and answer
- * their own 413 there. This ceiling is what the server holds for any request at all (README).
+ * their own 413 there. This ceiling is what the server holds for any request at all (docs/operations.md: Limits).
  */
 export const MAX_REQUEST_BODY = 8 * 1024 * 1024;
 
@@ -51,20 +56,22 @@ export interface Running {
 export interface StartOptions {
   /** The clock every time rule reads (tests set it). */
   clock?: Clock;
-  /** Argon2id's cost for console passwords (default PASSWORD_COST; tests that sign in hundreds of times lower it). */
-  passwordCost?: PasswordCost;
+  /** The console's password checks: how many at once, how many wait, Argon2id's cost (tests lower it). */
+  passwords?: PasswordOptions;
   /** How long a send waits for its provider (default 10 s; tests whose provider hangs set it: Config.providerTimeoutMs). */
   providerTimeoutMs?: number;
+  /** Run with the service's deps before it listens or any background work starts (the demo's workspace). */
+  prepare?: (deps: Deps) => Promise<void>;
 }
 
 /** The job kinds of every feature: one runner claims them all. */
 function jobHandlers(deps: Deps): JobHandler[] {
-  return [...messageJobs(deps), webhookDeliveryHandler(deps), automationHandler(deps)];
+  return [...messageJobs(deps), webhookDeliveryHandler(deps), automationHandler(deps), callbackHandler(deps.sql, deps.clock)];
 }
 
 /** Starts the service on an open database; used by `serve` and by tests. */
 export async function start(given: Config, db: Database, options: StartOptions = {}): Promise<Running> {
-  // On the direct connection: DDL and its lock do not belong on a pooled one (README: Several instances).
+  // On the direct connection: DDL and its lock do not belong on a pooled one (docs/several-instances.md).
   await migrate(db.direct);
   // Refuses to start (one line naming the key ids) when a stored secret does not open with
   // LEADLINE_SECRET_KEY, rather than failing every send and delivery that needs it later.
@@ -75,11 +82,17 @@ export async function start(given: Config, db: Database, options: StartOptions =
   const keys = new KeyStore(db.sql, clock);
   const limits = new Limits(db.sql, clock);
   const ipSalt = await loadIpSalt(db.sql, config);
-  const passwordCost = options.passwordCost ?? PASSWORD_COST;
-  const deps: Deps = { sql: db.sql, config, clock, keys, limits, ipSalt, embedded: db.embedded, passwordCost };
+  const passwords = new Passwords(options.passwords);
+  const unsubscribeKey = await loadUnsubscribeKey(db.sql);
+  const feed = new FeedHub(db.sql);
+  const deps: Deps = { sql: db.sql, config, clock, keys, limits, passwords, ipSalt, unsubscribeKey, feed, embedded: db.embedded };
   // The embedded database is a single connection that LISTEN would take over; it has one process.
   // A transaction pooler would hand the LISTEN session to whoever runs next: LISTEN goes direct.
-  if (!db.embedded) await keys.listen(db.direct);
+  if (!db.embedded) {
+    await keys.listen(db.direct);
+    await feed.listen(db.direct);
+  }
+  if (options.prepare) await options.prepare(deps);
   // The access log is an info line per request: off at LOG_LEVEL warn or error, or with ACCESS_LOG=false.
   const accessLog = config.accessLog && (config.logLevel === "info" || config.logLevel === "debug") ? new AccessLog() : null;
   const app = buildApp(deps, new RequestObserver(accessLog, config.trustProxy, ipSalt));
@@ -99,6 +112,8 @@ export async function start(given: Config, db: Database, options: StartOptions =
     runner,
     ...eventWorkers(behind, () => runner.wake()),
     ...automationWorkers(behind, () => runner.wake()),
+    ...workspaceWorkers(db.background, clock),
+    ...feedWorkers(db.background, clock, feed, db.embedded),
   ];
   const workers = new Workers(background);
   workers.start();
@@ -159,7 +174,7 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
   await resolveHost(config.host);
   // Before "listening", so that whoever waits for that line has seen it.
   if (!config.secretKey) {
-    log.warn("LEADLINE_SECRET_KEY is not set; provider credentials and webhook secrets are stored in clear (README: Secrets at rest)");
+    log.warn("LEADLINE_SECRET_KEY is not set; provider credentials and webhook secrets are stored in clear (docs/operations.md: Secrets at rest)");
   }
   const db = await openDatabase(config, "serve");
   if (db.createdFromImage) log.info("created the embedded database from the image", { migration: db.createdFromImage });
@@ -172,7 +187,7 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
       await migrate(db.direct);
       demo = await provisionDemo(db.sql, new Date(systemClock.now()), config.secretKey);
     }
-    running = await start(config, db);
+    running = await start(config, db, demo?.applied ? { prepare: seedDemoWorkspace } : {});
   } catch (err) {
     await db.close().catch(() => {});
     throw err;
@@ -188,9 +203,20 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
       throw new Error(`cannot open the control socket: ${(err as Error).message}`);
     }
   }
+  // Nobody can sign in to the console yet: the one-time link that creates the first admin, printed
+  // once, after the "listening" line, for the person starting the service. On standard error, so
+  // standard output stays JSON log lines only (and the token is never in one; the access log names
+  // no paths). Issued before that line, so nothing is awaited between it and the signal handlers.
+  let installer: string | null = null;
+  try {
+    installer = await issueInstallerLink(db.sql, systemClock.now());
+  } catch (err) {
+    log.warn("could not issue the installer link; create the first admin with leadline users create", errorFields(err));
+  }
   log.info("listening", { version: VERSION, host: config.host, port: running.port, embedded: db.embedded, ...(control ? { control: control.path } : {}) });
   if (!config.ipSalt) log.warn("NPK_IP_SALT is not set; client-address hashes use a generated per-installation salt");
   if (demo !== null) process.stdout.write(demoBanner(demo, running.deps.config.baseUrl));
+  if (installer !== null) process.stderr.write(installerBanner(installerUrl(running.deps.config.baseUrl, installer)));
   await new Promise<void>((resolve) => {
     const onSignal = (signal: string) => {
       log.info("stopping", { signal });

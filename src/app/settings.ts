@@ -29,3 +29,20 @@ export async function loadIpSalt(sql: Sql, config: Config): Promise<string> {
   const [row] = await sql<{ salt: string }[]>`select value #>> '{}' as salt from settings where key = ${GENERATED_SALT}`;
   return row.salt;
 }
+
+const UNSUBSCRIBE_KEY = "generated_unsubscribe_key";
+
+/**
+ * The key that signs email unsubscribe links (src/messages/unsubscribe.ts): 32 random bytes made
+ * once per installation and kept in the database, so that every instance signs and checks alike and
+ * a link keeps working across restarts (and a dump and restore). Deleting the row makes a new key
+ * at the next start, and every link already sent stops working.
+ */
+export async function loadUnsubscribeKey(sql: Sql): Promise<Buffer> {
+  // The first instance to start writes it; the others, racing, keep the one that won.
+  await sql`
+    insert into settings (key, value) values (${UNSUBSCRIBE_KEY}, ${sql.json(randomBytes(32).toString("hex"))})
+    on conflict (key) do nothing`;
+  const [row] = await sql<{ key: string }[]>`select value #>> '{}' as key from settings where key = ${UNSUBSCRIBE_KEY}`;
+  return Buffer.from(row.key, "hex");
+}

@@ -1,7 +1,11 @@
 // Who acts, and within which tenant scope. Services take an Actor, never a request or an API key:
 // the send path is also called by automations and workers, which have no key.
 
-export type ActorType = "api_key" | "automation" | "booking" | "operator" | "provider" | "worker" | "user";
+/**
+ * `anonymous`: someone not (yet) known, such as a sign-in that failed (its audit row); `recipient`:
+ * the person a message went to, acting through a link it carried (an email's unsubscribe link).
+ */
+export type ActorType = "api_key" | "automation" | "booking" | "operator" | "provider" | "recipient" | "worker" | "user" | "anonymous";
 
 export interface Actor {
   /** The tenant scope: an organization, or null for the platform (house), which is not restricted. */

@@ -146,6 +146,18 @@ export async function revokeKeyIn(tx: Sql | Tx, id: number, now: Date, orgId: nu
   return row;
 }
 
+/**
+ * Revokes every live key bound to user `agent` (of any organization, platform keys too) inside the
+ * caller's transaction; answers their ids. A disabled user's keys must stop with them: a dialer
+ * holding one would go on claiming and reporting that user's dials.
+ */
+export async function revokeKeysOfAgent(tx: Tx, agent: string, now: Date): Promise<number[]> {
+  const rows = await tx<{ id: number }[]>`
+    update api_keys set active = false, revoked_at = ${now}
+    where agent = ${agent} and revoked_at is null returning id`;
+  return rows.map((r) => r.id).sort((a, b) => a - b);
+}
+
 export async function revokeKey(sql: Sql, id: number, now: Date): Promise<void> {
   await revokeKeyIn(sql, id, now);
   await notifyKeysChanged(sql);

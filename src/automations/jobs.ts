@@ -21,7 +21,7 @@ export async function fireAutomations(deps: Pick<Deps, "sql" | "clock">, limit =
 }
 
 export function automationHandler(deps: Deps): JobHandler {
-  const env = sendEnv(deps.config);
+  const env = sendEnv(deps);
   return {
     kind: AUTOMATION_RUN,
     concurrency: 16,

@@ -11,12 +11,19 @@ export interface NewRun {
 /**
  * Turns up to `limit` unprocessed triggers into runs, one per active automation of the trigger's
  * kind in the lead's organization (house automations for house leads), marking the triggers
- * processed in the same statement. `skip locked`: instances take disjoint triggers.
+ * processed in the same statement. `skip locked`: instances take disjoint triggers. A run's
+ * subject is the trigger's (a missed_call's call), else its lead.
+ *
+ * A new_lead automation applies to the lead sources it lists; one that lists none to every source
+ * but `booking`: a lead the anonymous booking API created (src/booking/service.ts) is never texted
+ * unasked, or anyone could make the organization text any number (issue 27 §9).
  */
 export async function fireTriggers(tx: Tx, now: Date, limit: number): Promise<{ triggers: number; runs: NewRun[] }> {
   const [row] = await unprepared(tx<{ triggers: number; runs: NewRun[] }[]>`
     with t as (
-      select id, org_id, trigger, lead_id from automation_triggers
+      select id, org_id, trigger, lead_id, coalesce(subject_kind, 'lead') as subject_kind,
+             coalesce(subject_id, lead_id) as subject_id
+      from automation_triggers
       where processed_at is null
       order by id
       limit ${limit}
@@ -24,14 +31,17 @@ export async function fireTriggers(tx: Tx, now: Date, limit: number): Promise<{ 
     ), mark as (
       update automation_triggers a set processed_at = ${now} from t where a.id = t.id
     ), runs as (
-      insert into automation_runs (automation_id, lead_id, trigger_id, channel, subject, body, due_at, created_at)
+      insert into automation_runs (automation_id, lead_id, trigger_id, channel, subject, body, due_at, created_at,
+                                   subject_kind, subject_id)
       select a.id, t.lead_id, t.id, a.channel, a.subject, a.body,
-             ${now}::timestamptz + make_interval(secs => a.delay_seconds), ${now}
+             ${now}::timestamptz + make_interval(secs => a.delay_seconds), ${now}, t.subject_kind, t.subject_id
       from t join automations a
         on a.active and a.trigger = t.trigger and a.org_id is not distinct from t.org_id
-      where t.lead_id is not null
+      join leads l on l.id = t.lead_id
+      where a.trigger <> 'new_lead'
+         or (case when a.sources is null then l.source <> 'booking' else l.source = any(a.sources) end)
       order by t.id, a.id
-      on conflict (automation_id, lead_id) do nothing
+      on conflict (automation_id, subject_kind, subject_id, occurrence) do nothing
       returning id, due_at
     )
     select (select count(*)::int from t) as triggers,
@@ -43,7 +53,17 @@ export async function fireTriggers(tx: Tx, now: Date, limit: number): Promise<{ 
 export interface RunRow {
   id: number;
   automation_id: number;
+  /** The automation's trigger (new_lead, missed_call, appointment_booked, appointment_reminder). */
+  trigger: string;
   lead_id: number;
+  /** What the run is about: its lead, a call, an appointment; with `occurrence`, its once-key. */
+  subject_kind: "lead" | "call" | "appointment";
+  subject_id: number;
+  /** A reminder's start (Unix seconds); 0 otherwise. */
+  occurrence: number;
+  /** Merge values fixed when the run was made ({appointment_time}, {reschedule_url}), or null. */
+  merge: Record<string, string> | null;
+  send_before: Date | null;
   channel: "sms" | "email" | "note";
   subject: string | null;
   body: string;
@@ -55,7 +75,8 @@ export interface RunRow {
 
 export async function loadRun(sql: Sql, id: number): Promise<RunRow | null> {
   const [row] = await sql<RunRow[]>`
-    select r.id, r.automation_id, r.lead_id, r.channel, r.subject, r.body, r.status, a.org_id, a.active
+    select r.id, r.automation_id, a.trigger, r.lead_id, r.subject_kind, r.subject_id, r.occurrence::float8 as occurrence,
+           r.merge, r.send_before, r.channel, r.subject, r.body, r.status, a.org_id, a.active
     from automation_runs r join automations a on a.id = r.automation_id
     where r.id = ${id}`;
   return row ?? null;
@@ -69,11 +90,35 @@ export interface RunOutcome {
   result: Record<string, unknown> | null;
 }
 
-/** Records a pending run's outcome; a run already finished (by another run of its job) is left as it is. */
+/**
+ * Records a pending run's outcome; a run already finished (by another run of its job) is left as
+ * it is. Its merge values go with it: a reschedule URL is a capability, kept only until it is sent.
+ */
 export async function finishRun(sql: Sql, id: number, o: RunOutcome, now: Date): Promise<void> {
   await sql`
     update automation_runs
     set status = ${o.status}, reason = ${o.reason}, message_id = ${o.messageId}, defer_until = ${o.deferUntil},
-        result = ${o.result === null ? null : sql.json(o.result as postgres.JSONValue)}, finished_at = ${now}
+        result = ${o.result === null ? null : sql.json(o.result as postgres.JSONValue)}, finished_at = ${now}, merge = null
     where id = ${id} and status = 'pending'`;
+}
+
+/** What an appointment automation's run reads of its appointment when it runs. */
+export interface RunAppointment {
+  id: number;
+  status: string;
+  /** Unix seconds. */
+  slot_epoch: number;
+  slot_minutes: number;
+  calendar: string;
+  /** The org's company, else its name ("" for a house calendar). */
+  business: string;
+}
+
+export async function loadRunAppointment(sql: Sql, id: number): Promise<RunAppointment | null> {
+  const [row] = await sql<RunAppointment[]>`
+    select a.id, a.status, a.slot_epoch::float8 as slot_epoch, c.slot_minutes, c.name as calendar,
+           coalesce(nullif(btrim(o.company), ''), o.name, '') as business
+    from appointments a join calendars c on c.id = a.calendar_id left join orgs o on o.id = c.org_id
+    where a.id = ${id}`;
+  return row ?? null;
 }

@@ -1,24 +1,36 @@
 // An automation run: the automation's message, sent for one lead through the one send function
-// (src/messages/service.ts), with its gates: consent, quiet hours, billing, a channel to send to.
-// The run records the gate's answer. The operation_id is derived from (automation, lead): a run
-// retried after a crash, or run by two instances, sends at most once (the send path replays the
-// first answer), and a lead is the subject of one run per automation (unique key).
+// (src/messages/service.ts), with its gates: consent, quiet hours, billing, the organization's
+// daily automation cap, a channel to send to. The run records the gate's answer. The
+// operation_id is derived from (automation, subject, occurrence): a run retried after a crash, or
+// run by two instances, sends at most once (the send path replays the first answer), and a subject
+// has one run per automation and occurrence (unique key, sql/0020).
+//
+// An appointment's runs (appointment_booked, appointment_reminder) read the appointment when they
+// run: a cancelled one is not written to; a reminder whose appointment moved is not sent (booking
+// made another for the new start); a reminder must go before the start (the send path's
+// send-before gate: quiet hours that end at or after the start, or a worker that comes too late,
+// refuse it `expired`). Their emails carry the appointment as an iCalendar attachment.
 import { systemActor } from "../auth/actor";
+import { withoutTrailingSlashes } from "../config";
 import type { Clock } from "../clock";
 import type { Sql } from "../db/client";
 import { AppError } from "../errors";
 import type { Outcome } from "../jobs/queue";
-import type { MessageResult, SendReason } from "../messages/model";
+import type { MessageResult, SendExtras, SendReason } from "../messages/model";
 import { sendMessage, type SendEnv } from "../messages/service";
-import { finishRun, loadRun, type RunOutcome } from "./queries";
+import { AUTOMATION_RUN } from "./appointments";
+import { appointmentIcs } from "./ics";
+import { finishRun, loadRun, loadRunAppointment, type RunOutcome, type RunRow } from "./queries";
 
-export const AUTOMATION_RUN = "automation.run";
+export { AUTOMATION_RUN };
 
 /**
- * The send's operation_id: the same for every run of one automation for one lead. Its `/` is a
+ * The send's operation_id: the same for every run of one automation for one subject and
+ * occurrence (a new_lead's is `automation/{id}/lead/{lead}`, as before sql/0020). Its `/` is a
  * character the API refuses in an operation_id, so no API send in the org can take it first.
  */
-export const automationOperationId = (automationId: number, leadId: number) => `automation/${automationId}/lead/${leadId}`;
+export const automationOperationId = (automationId: number, subjectId: number, kind: RunRow["subject_kind"] = "lead", occurrence = 0) =>
+  `automation/${automationId}/${kind}/${subjectId}${occurrence === 0 ? "" : `/at/${occurrence}`}`;
 
 /** Answers that say "not now", not "no": the run is tried again, under the same operation_id. */
 const TRANSIENT = new Set<SendReason>(["in_progress", "billing_unavailable"]);
@@ -48,13 +60,19 @@ export async function runAutomation(sql: Sql, clock: Clock, env: SendEnv, runId:
     await finishRun(sql, run.id, skipped("automation_inactive"), new Date(now));
     return { done: true };
   }
+  const about = await appointmentExtras(sql, run, env, now);
+  if ("skip" in about) {
+    await finishRun(sql, run.id, skipped(about.skip), new Date(now));
+    return { done: true };
+  }
   const actor = systemActor("automation", String(run.automation_id), run.org_id);
+  const operationId = automationOperationId(run.automation_id, run.subject_id, run.subject_kind, run.occurrence);
   let outcome: RunOutcome | null;
   try {
     const result = await sendMessage(
       sql,
       actor,
-      { leadId: run.lead_id, channel: run.channel, body: run.body, subject: run.subject, operationId: automationOperationId(run.automation_id, run.lead_id) },
+      { leadId: run.lead_id, channel: run.channel, body: run.body, subject: run.subject, operationId, extras: about.extras },
       now,
       env,
     );
@@ -70,4 +88,38 @@ export async function runAutomation(sql: Sql, clock: Clock, env: SendEnv, runId:
   if (outcome === null) return { retryAt: clock.now() + RETRY_MS, error: "the send is not settled yet" };
   await finishRun(sql, run.id, outcome, new Date(clock.now()));
   return { done: true };
+}
+
+/**
+ * What an appointment's run adds to its send, read as the appointment is now; or why it is not
+ * sent. Other runs add nothing.
+ */
+async function appointmentExtras(sql: Sql, run: RunRow, env: SendEnv, now: number): Promise<{ extras?: SendExtras } | { skip: string }> {
+  if (run.subject_kind !== "appointment") return {};
+  const appt = await loadRunAppointment(sql, run.subject_id);
+  if (appt === null) return { skip: "appointment_not_found" };
+  if (appt.status === "cancelled") return { skip: "appointment_cancelled" };
+  if (appt.status !== "pending" && appt.status !== "confirmed") return { skip: `appointment_${appt.status}` };
+  const reminder = run.trigger === "appointment_reminder";
+  if (reminder && appt.slot_epoch !== run.occurrence) return { skip: "appointment_moved" };
+  const values = run.merge ?? {};
+  const extras: SendExtras = { values };
+  if (run.send_before !== null) extras.sendBefore = run.send_before.getTime();
+  if (run.channel === "email") {
+    const host = new URL(withoutTrailingSlashes(env.baseUrl)).host || "leadline";
+    extras.ics = appointmentIcs(
+      {
+        id: appt.id,
+        start: appt.slot_epoch,
+        minutes: appt.slot_minutes,
+        status: appt.status,
+        calendar: appt.calendar,
+        business: appt.business,
+        rescheduleUrl: values.reschedule_url ?? null,
+      },
+      host,
+      now,
+    );
+  }
+  return { extras };
 }

@@ -3,7 +3,7 @@
 // turns junk into a clear code, never an exception.
 import { Type as t } from "@sinclair/typebox";
 import type { ErrorCode } from "../errors";
-import { cut, emailField, textField } from "../http/fields";
+import { cut, emailField, textField, idField } from "../http/fields";
 import { phone10 } from "../leads/phone";
 import type { Slot } from "./slots";
 
@@ -70,11 +70,8 @@ export function slugOf(fields: Record<string, unknown>): string | null {
   return SLUG.test(slug) ? slug : null;
 }
 
-/** A Unix-seconds integer from a number or a string of digits; null otherwise. */
-export function epochOf(v: unknown): number | null {
-  const n = typeof v === "number" ? v : typeof v === "string" && /^\s*\d{1,15}\s*$/.test(v) ? Number(v) : NaN;
-  return Number.isSafeInteger(n) && n > 0 ? n : null;
-}
+/** A Unix-seconds integer from a number or a string of digits; null otherwise (an id's rule: a positive integer). */
+export const epochOf = (v: unknown): number | null => idField(v);
 
 /** The reschedule token from `token` or `r`; "" when absent. */
 export function tokenOf(fields: Record<string, unknown>): string {

@@ -39,15 +39,19 @@ const UNAVAILABLE = messagePage(
 );
 
 // The page talks only to its own origin and loads nothing from elsewhere. The reschedule view's
-// URL holds a capability token: no referrer leaves the page, and nothing of it is cached.
+// URL holds a capability token: no referrer leaves the page, and nothing of it is cached. No page
+// may frame it (CSP frame-ancestors, and X-Frame-Options for browsers without CSP 2): a framing
+// site could dress the booking and reschedule buttons in its own (clickjacking) and would see the
+// `?r=` token in the address it framed. Businesses link to it instead of embedding it.
 const PAGE_HEADERS = {
   "content-type": "text/html; charset=utf-8",
   "cache-control": "no-store",
   "content-security-policy":
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-    "form-action 'none'; base-uri 'none'",
+    "form-action 'none'; base-uri 'none'; frame-ancestors 'none'",
   "referrer-policy": "no-referrer",
   "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
 };
 
 const ASSETS: Record<string, { body: string; type: string }> = {

@@ -1,5 +1,6 @@
 // Booking's SQL. Capacity is not checked here: the appointments_capacity trigger (sql/0004_booking.sql) locks
 // the slot and counts its seats for every write that puts an appointment into a slot.
+import { bookedRuns, type AppointmentRuns } from "../automations/appointments";
 import type { Sql, Tx } from "../db/client";
 import { outboxInsert } from "../events/envelope";
 import type { EventType } from "../events/types";
@@ -105,6 +106,13 @@ export interface OutboxEvent {
   type: Extract<EventType, `appointment.${string}`>;
   /** The payload's data; `appt_id` is added from the row written. */
   data: Record<string, unknown>;
+  /**
+   * Add the lead's first touch as `attribution` (operations.md §6: a booking's is its lead's),
+   * read in the statement, so a lead made in the same transaction has its own. Only a lead of the
+   * appointment's organization lends it: a phone matched in another organization's leads does not
+   * carry that organization's ad data into this one's events.
+   */
+  attribution?: boolean;
 }
 
 export interface NewAppointment {
@@ -122,14 +130,16 @@ export interface NewAppointment {
 }
 
 /**
- * Inserts the appointment with its conversation event (when it has a lead) and its outbox event,
- * in one statement. A full slot fails it with SQLSTATE LB001 (the capacity trigger).
+ * Inserts the appointment with its conversation event (when it has a lead), its outbox event and
+ * its automations' runs with their jobs (src/automations/appointments.ts; `merge`: their
+ * {appointment_time} and {reschedule_url}), in one statement. A full slot fails it with SQLSTATE LB001 (the capacity trigger).
  */
 export async function insertAppointment(
   tx: Tx,
   a: NewAppointment,
   event: ConversationEvent,
   outbox: OutboxEvent,
+  merge: AppointmentRuns["merge"],
 ): Promise<{ id: number }> {
   const [row] = await tx<{ id: number }[]>`
     with appt as (
@@ -143,11 +153,17 @@ export async function insertAppointment(
       select ${a.leadId}::bigint, ${event.event}, ${event.label}, ${event.actor}, ${event.actorRole},
              ${event.note}, ${a.at}
       where ${a.leadId}::bigint is not null
-    ), ob as (${outboxInsert(tx, {
+    ), ${bookedRuns(tx, { orgId: a.orgId, leadId: a.leadId, epoch: a.epoch, merge, now: a.at }, tx`(select id from appt)`)},
+    ob as (${outboxInsert(tx, {
       type: outbox.type,
       at: a.at,
       orgId: tx`${a.orgId}::bigint`,
-      data: tx`jsonb_build_object('appt_id', appt.id) || ${tx.json(outbox.data as never)}::jsonb`,
+      data: tx`jsonb_build_object('appt_id', appt.id) || ${tx.json(outbox.data as never)}::jsonb || ${
+        outbox.attribution
+          ? tx`jsonb_build_object('attribution', (
+              select l.attribution from leads l where l.id = ${a.leadId}::bigint and l.org_id is not distinct from ${a.orgId}::bigint))`
+          : tx`'{}'::jsonb`
+      }`,
       from: tx`appt`,
     })})
     select id from appt`;

@@ -5,18 +5,16 @@
 // Every API answer but unknown_action (400), a method the action does not take (405) and an
 // outage (503) is HTTP 200; validation failures are `{ok: false, error}` values of the service or
 // errors the booking surface renders with 200 (src/errors.ts), never other statuses.
-import { Type as t, type TObject } from "@sinclair/typebox";
+import { Type as t, type TObject, type TSchema } from "@sinclair/typebox";
 import { withDeadline } from "../db/deadline";
-import { AppError, type ErrorCode } from "../errors";
-import { bodyFields, readBody } from "../http/body";
-import { clientAddress, hashBucket, type PeerSource } from "../http/client";
+import { limited, open, Refused, type AccessCheck } from "../http/access";
+import { clientAddress, hashBucket } from "../http/client";
 import { publicCors } from "../http/cors";
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
-import { textField } from "../http/fields";
-import { allowOf } from "../http/mount";
-import { guarded } from "../http/native";
-import { errorOf, json, jsonAnswer } from "../http/respond";
-import { fieldsInput, type Answer, type Input, type PathRoute, type Route, type Selected } from "../http/route";
+import { json, jsonAnswer } from "../http/respond";
+import { type Answer, fieldsInput, type Input, objectFields, type PathRoute, type Route, type Selected, textParam } from "../http/route";
+import { jsonSurface, type SurfaceRender } from "../http/surface";
 import { errorFields, log } from "../log";
 import {
   BookAnswerSchema,
@@ -47,15 +45,18 @@ const HEADERS = CORS.headers as Record<string, string>;
 type Fields = Record<string, unknown>;
 const bookingInput = (schema: TObject): Input<Fields> => fieldsInput(schema, (fields) => fields as Fields);
 
-/** The query as fields: the last value of a repeated name, as the body's form fields are read. */
-function queryFields(url: URL): Fields {
-  const fields: Fields = Object.create(null);
-  for (const [k, v] of url.searchParams) fields[k] = v;
+/** The body's fields as sent (any JSON that is not an object has none); the merge with the query is checked by the action's input. */
+const bodyFieldsAsSent = (schema: TSchema): Input<Fields> => ({ schema, read: (value) => objectFields(value) });
+
+/** The query and the body as one set of fields, without a prototype: a field named __proto__ is a field like any other. */
+function merged(query: Selected["query"], body: Fields | undefined): Fields {
+  const fields: Fields = Object.assign(Object.create(null), query);
+  if (body) for (const k of Object.keys(body)) fields[k] = body[k];
   return fields;
 }
 
 const BOOKING_TAG = "Booking";
-const ACCESS = { kind: "public", cors: true } as const;
+const SURFACE = jsonSurface("booking", HEADERS);
 
 interface ActionDeclaration {
   id: string;
@@ -71,83 +72,66 @@ interface ActionDeclaration {
 
 function actionRoute(deps: Deps, decl: ActionDeclaration, run: (request: Request, fields: Fields) => Promise<Response>): Route {
   const { action, input, answer, write, ...rest } = decl;
-  const handle = guarded<{ server: PeerSource | null; selected: Selected }>(
-    (request, { server, selected }) =>
-      withDeadline(
-        (async () => {
-          // Writes are limited per client address (TRUST_PROXY decides which; an IPv6 client by
-          // its /64), every attempt counted, valid or not: a bad token costs a try like a good one.
-          if (write) {
-            const client = clientAddress(request, server, deps.config.trustProxy);
-            if (!(await deps.limits.take("booking_write", hashBucket(deps.ipSalt, client)))) return errorOf("rate_limited", "booking", HEADERS);
-          }
-          let body: Fields | null = null;
-          if (request.method === "POST") {
-            const read = await readBody(request, BODY_LIMIT, { deadlineMs: deps.config.bodyDeadlineMs });
-            if (read.kind === "timeout") throw new AppError("body_timeout");
-            if (read.kind === "too_large") throw new AppError("body_too_large", `body over ${BODY_LIMIT / 1024} KiB`);
-            if (read.kind === "malformed") throw new AppError(read.code);
-            body = bodyFields(read);
-          }
-          // Without a prototype: a field named __proto__ is a field like any other.
-          const fields: Fields = Object.assign(Object.create(null), selected.query);
-          if (body) for (const k of Object.keys(body)) fields[k] = body[k];
-          return run(request, input.read(fields, deps.clock.now()));
-        })(),
-      ),
-    "booking",
-    HEADERS,
+  // Writes are limited per client address (TRUST_PROXY decides which; an IPv6 client by its /64),
+  // every attempt counted, valid or not: a bad token costs a try like a good one.
+  const access: AccessCheck<unknown> = write
+    ? limited({ kind: "public", cors: true, limit: "booking_write (per client address; every attempt counts)" }, async (request, server) => {
+        const client = clientAddress(request, server, deps.config.trustProxy);
+        return (await deps.limits.take("booking_write", hashBucket(deps.ipSalt, client))) ? undefined : RATE_LIMITED;
+      })
+    : open({ kind: "public", cors: true });
+  return defineRoute(
+    deps,
+    {
+      ...rest,
+      tag: BOOKING_TAG,
+      path: BOOKING_API_PATH,
+      select: { param: "action", value: action },
+      access,
+      // Answered by the renderer on the booking surface: HTTP 200 but for unknown_action, method_not_allowed and unavailable (src/errors.ts).
+      surface: SURFACE,
+      query: decl.method === "GET" ? input : undefined,
+      // JSON that is not an object has no fields, like an empty body.
+      body: decl.method === "POST" ? { input: bodyFieldsAsSent(input.schema), limit: BODY_LIMIT, form: true, anyJson: true } : undefined,
+      answers: { 200: answer },
+      errors: ["unknown_action", "method_not_allowed"],
+    },
+    ({ body }, { request, selected }) => run(request, input.read(merged(selected.query, body), deps.clock.now())),
   );
-  // Answered by the renderer on the booking surface: HTTP 200 but for the first three (src/errors.ts).
-  const errors: ErrorCode[] = ["unknown_action", "method_not_allowed", "unavailable"];
-  if (decl.method === "POST") errors.push("body_too_large", "malformed_json", "malformed_body", "body_timeout");
-  if (write) errors.push("rate_limited");
-  return {
-    ...rest,
-    tag: BOOKING_TAG,
-    path: BOOKING_API_PATH,
-    select: { param: "action", value: action },
-    surface: "booking",
-    access: write ? { ...ACCESS, limit: "booking_write (per client address; every attempt counts)" } : ACCESS,
-    query: decl.method === "GET" ? (input.schema as TObject) : undefined,
-    body: decl.method === "POST" ? { schema: input.schema, form: true, limit: BODY_LIMIT } : undefined,
-    answers: { 200: answer },
-    errors,
-    handle: (request, server, selected) => handle(request, { server, selected }),
-  };
 }
 
-/** book/api.php: GET and POST dispatched on `action`; the preflight and other methods are declared with it. */
+const RATE_LIMITED = Refused.of("rate_limited");
+
+/** book/api.php: GET and POST dispatched on `action` (src/http/dispatch.ts); the preflight and other methods are declared with it. */
 export const bookingApiPath: PathRoute = {
   path: BOOKING_API_PATH,
   surface: "booking",
   headers: HEADERS,
   select: { param: "action", unknown: "unknown_action" },
   otherMethods: "method_not_allowed",
-  dispatch: (routes) => {
-    const methodsOf = new Map<string, string[]>();
-    const byKey = new Map<string, Route>();
-    for (const r of routes) {
-      const action = r.select!.value;
-      methodsOf.set(action, [...(methodsOf.get(action) ?? []), r.method]);
-      byKey.set(`${r.method} ${action}`, r);
-    }
-    // Each action's own methods, and the preflight the path answers for all of them.
-    const allow = new Map([...methodsOf].map(([a, methods]) => [a, allowOf([...methods, "OPTIONS"])]));
-    return (request, server) => {
-      const url = new URL(request.url);
-      // The action is checked before the method: an unknown one is 400 whatever the method.
-      const action = textField(url.searchParams.get("action")) ?? "";
-      const route = byKey.get(`${request.method} ${action}`);
-      if (route) return route.handle(request, server, { id: 0, query: queryFields(url) as Selected["query"], params: {} });
-      const allowed = allow.get(action);
-      if (allowed === undefined) return errorOf("unknown_action", "booking", HEADERS);
-      return errorOf("method_not_allowed", "booking", { ...HEADERS, allow: allowed });
-    };
-  },
 };
 
 const PAGE_TAG = "Booking page";
+
+/**
+ * The page's surface: whatever fails (the database away or slow, or anything else) is logged and
+ * answered with the page's own 503, which says to try again; a missing page is its 404.
+ */
+const PAGE: SurfaceRender = {
+  name: "public",
+  pages: true,
+  refuse: (code) => (code === "not_found" ? pageResponse(null) : unavailablePage()),
+  error: (err) => {
+    log.warn("booking page: the link could not be looked up", errorFields(err));
+    return unavailablePage();
+  },
+  value: () => pageResponse(null),
+};
+
+const slugParam = textParam("slug");
+const nameParam = textParam("name");
+const AssetQuery = t.Object({ v: t.Optional(t.String({ description: "the page's version: the answer is then immutable" })) });
+const assetQuery = fieldsInput(AssetQuery, (f) => f.v ?? null);
 
 export function bookingRoutes(deps: Deps): Route[] {
   const svc: BookingService = bookingService(deps.sql, deps.clock, { baseUrl: deps.config.baseUrl, inboundListId: deps.config.inboundListId });
@@ -192,74 +176,87 @@ export function bookingRoutes(deps: Deps): Route[] {
       },
       async (_request, fields) => json(await svc.reschedule(fields), 200, HEADERS),
     ),
-    {
-      id: "bookingPreflight",
-      tag: BOOKING_TAG,
-      summary: "CORS preflight",
-      method: "OPTIONS",
-      path: BOOKING_API_PATH,
-      access: ACCESS,
-      answers: { 204: { description: "GET and POST with content-type allowed, for a day" } },
-      errors: [],
-      handle: () => CORS.preflight(),
-    },
-    {
-      id: "bookingPage",
-      tag: PAGE_TAG,
-      summary: "The booking page of a link",
-      description: "An unknown link is a friendly 404 page; `/book/{slug}/` redirects (308) to `/book/{slug}`.",
-      method: "GET",
-      path: "/book/{slug}",
-      access: { kind: "public" },
-      answers: {
-        200: { description: "The page", contentType: "text/html" },
-        308: { description: "To the address without the trailing slash" },
-        404: { description: "No such link", contentType: "text/html" },
-        503: { description: "The database did not answer", contentType: "text/html" },
+    defineRoute(
+      deps,
+      {
+        id: "bookingPreflight",
+        tag: BOOKING_TAG,
+        summary: "CORS preflight",
+        method: "OPTIONS",
+        path: BOOKING_API_PATH,
+        access: open({ kind: "public", cors: true }),
+        surface: SURFACE,
+        answers: { 204: { description: "GET and POST with content-type allowed, for a day" } },
+        deadlineMs: null,
       },
-      errors: [],
-      handle: async (request, _server, { params }) => {
+      () => CORS.preflight(),
+    ),
+    defineRoute(
+      deps,
+      {
+        id: "bookingPage",
+        tag: PAGE_TAG,
+        summary: "The booking page of a link",
+        description: "An unknown link is a friendly 404 page; `/book/{slug}/` redirects (308) to `/book/{slug}`.",
+        method: "GET",
+        path: "/book/{slug}",
+        access: open(),
+        surface: PAGE,
+        params: slugParam,
+        answers: {
+          200: { description: "The page", contentType: "text/html" },
+          308: { description: "To the address without the trailing slash" },
+          404: { description: "No such link", contentType: "text/html" },
+          503: { description: "The database did not answer", contentType: "text/html" },
+        },
+        // Bounded below, with the page's own answer for a database that did not answer.
+        deadlineMs: null,
+      },
+      async ({ params: slug }, { request }) => {
         // The page's asset and API addresses are relative to it: /book/x/ would resolve them under
         // /book/x/, so it is sent to /book/x (relatively too, so that a proxy's path prefix stays).
         const url = new URL(request.url);
         if (url.pathname.endsWith("/")) {
-          return new Response(null, { status: 308, headers: { location: `../${encodeURIComponent(params.slug)}${url.search}` } });
+          return new Response(null, { status: 308, headers: { location: `../${encodeURIComponent(slug)}${url.search}` } });
         }
-        try {
-          return pageResponse(await withDeadline(svc.linkPage(params.slug)));
-        } catch (err) {
-          log.warn("booking page: the link could not be looked up", errorFields(err));
-          return unavailablePage();
-        }
+        return pageResponse(await withDeadline(svc.linkPage(slug)));
       },
-    },
-    {
-      id: "bookingPageBare",
-      tag: PAGE_TAG,
-      summary: "The booking page without a link",
-      method: "GET",
-      path: "/book",
-      access: { kind: "public" },
-      answers: { 404: { description: "No such link", contentType: "text/html" } },
-      errors: [],
-      handle: () => pageResponse(null),
-    },
-    {
-      id: "bookingAsset",
-      tag: PAGE_TAG,
-      summary: "The page's script, style sheet and icon",
-      description: "Cached for a year when `v` is the current version, else for five minutes.",
-      method: "GET",
-      path: "/book/_/{name}",
-      query: t.Object({ v: t.Optional(t.String({ description: "the page's version: the answer is then immutable" })) }),
-      access: { kind: "public" },
-      answers: {
-        200: { description: "The file", contentType: ["text/css", "text/javascript", "image/svg+xml"] },
-        404: { description: "Not one of the page's files: the not-found page", contentType: "text/html" },
+    ),
+    defineRoute(
+      deps,
+      {
+        id: "bookingPageBare",
+        tag: PAGE_TAG,
+        summary: "The booking page without a link",
+        method: "GET",
+        path: "/book",
+        access: open(),
+        surface: PAGE,
+        answers: { 404: { description: "No such link", contentType: "text/html" } },
+        deadlineMs: null,
       },
-      errors: [],
-      handle: (_request, _server, { params, query }) =>
-        assetResponse(params.name, typeof query.v === "string" ? query.v : null) ?? pageResponse(null),
-    },
+      () => pageResponse(null),
+    ),
+    defineRoute(
+      deps,
+      {
+        id: "bookingAsset",
+        tag: PAGE_TAG,
+        summary: "The page's script, style sheet and icon",
+        description: "Cached for a year when `v` is the current version, else for five minutes.",
+        method: "GET",
+        path: "/book/_/{name}",
+        params: nameParam,
+        query: assetQuery,
+        access: open(),
+        surface: PAGE,
+        answers: {
+          200: { description: "The file", contentType: ["text/css", "text/javascript", "image/svg+xml"] },
+          404: { description: "Not one of the page's files: the not-found page", contentType: "text/html" },
+        },
+        deadlineMs: null,
+      },
+      ({ params: name, query: version }) => assetResponse(name, version) ?? pageResponse(null),
+    ),
   ];
 }

@@ -8,7 +8,9 @@
 // the calendar's local date, are kept keyed by exactly those (so a change of the hours shows on
 // the next read with nothing to invalidate), each with its JSON; and the last answer per calendar
 // is kept with the seats it was built from, so that reads between two bookings send it as it is.
+import { classify } from "../db/sqlstate";
 import { LRUCache } from "lru-cache";
+import { rescheduleRuns } from "../automations/appointments";
 import type { Clock } from "../clock";
 import { hotReads } from "../db/batcher";
 import type { Sql } from "../db/client";
@@ -65,9 +67,6 @@ export interface BookingOptions {
 
 /** Who acts in booking's conversation events (the Actor of a public link: type booking, id slug). */
 export const ACTOR_ROLE = "booking";
-
-/** SQLSTATE raised by the capacity trigger when the slot is full (sql/0004_booking.sql). */
-const SLOT_FULL = "LB001";
 
 const unknownLink = (): SlotsAnswer => ({ ok: false, error: "unknown_link", slots: [] });
 
@@ -215,6 +214,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
 
     const at = new Date(now);
     const issued = issueToken();
+    const rescheduleUrl = `${opts.baseUrl}/book/${slug}?r=${issued.token}`;
     const lead: LeadInput = {
       phone: person.phone,
       listId: null,
@@ -264,7 +264,9 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
             actorRole: ACTOR_ROLE,
             note: `${person.name} (${contact}) booked ${calendar.name || "an appointment"} through the booking link.`,
           },
-          { type: "appointment.booked", data },
+          { type: "appointment.booked", data, attribution: true },
+          // Its automations' runs (confirmation, reminders) with their jobs, in the same statement.
+          { appointment_time: slot.label, reschedule_url: rescheduleUrl },
         );
         return row.id;
       });
@@ -273,7 +275,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
         appt_id: id,
         label: slot.label,
         token: issued.token,
-        reschedule_url: `${opts.baseUrl}/book/${slug}?r=${issued.token}`,
+        reschedule_url: rescheduleUrl,
       };
     } catch (err) {
       if (isSlotFull(err)) return refuse("slot_unavailable");
@@ -337,6 +339,15 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
             },
           },
         );
+        // The reminders move with it (the old start's jobs go), in this transaction.
+        await rescheduleRuns(tx, {
+          apptId: appt.id,
+          orgId: calendar.org_id,
+          leadId: current.lead_id,
+          epoch,
+          merge: { appointment_time: slot.label, reschedule_url: `${opts.baseUrl}/book/${appt.link_slug}?r=${token}` },
+          now: at,
+        });
         return "moved" as const;
       });
       if (outcome === "not_pending") return refuse("not_pending");
@@ -409,4 +420,5 @@ function safeJson(text: string): unknown {
   }
 }
 
-const isSlotFull = (err: unknown) => (err as { code?: unknown } | null)?.code === SLOT_FULL;
+/** The capacity trigger found the slot full (src/db/sqlstate.ts). */
+const isSlotFull = (err: unknown) => classify(err) === "slot_full";

@@ -11,6 +11,7 @@
 //   completed ↔ no_show                 a correction (the customer came late after all)
 // Cancelled is final: bringing one back would need a seat that may have been taken since.
 import type { Actor } from "../auth/actor";
+import { cancelRuns } from "../automations/appointments";
 import type { Tx } from "../db/client";
 import type { Refusal } from "../errors";
 import { outboxInsert } from "../events/envelope";
@@ -150,5 +151,7 @@ export async function changeAppointmentStatus(
       data: tx`jsonb_build_object('appt_id', changed.id) || ${tx.json(data as never)}::jsonb`,
       from: tx`changed`,
     })}`;
+  // A cancelled appointment's reminders go with it, in the same transaction.
+  if (rule.to === "cancelled") await cancelRuns(tx, a.id);
   return { ok: true, appt_id: a.id, lead_id: a.lead_id, org_id: a.org_id, from: a.status, to: rule.to };
 }

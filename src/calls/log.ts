@@ -6,8 +6,13 @@
 // (a house key, no lead) belongs to no organization and shows to admins only.
 // An agent's actor (`agent` set) sees only the calls reported with its id as `agent`: its own
 // calls, like its own dials.
+//
+// A call's pool is the pool of the number it reached (its own DNI match); its source, medium,
+// campaign, landing page and gclid are the first touch its `call.completed` carries: its lead's
+// attribution, else its own (src/dni/attribution.ts).
 import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
+import { callAttribution } from "../dni/attribution";
 
 export interface CallFilter {
   /** Instants bounding occurred_at: [from, to). */
@@ -75,11 +80,12 @@ export async function listCalls(sql: Sql, actor: Actor, filter: CallFilter, afte
     select c.id, (extract(epoch from c.occurred_at) * 1000000)::bigint::text || '.' || c.id as cursor, c.occurred_at, o.org_id, coalesce(g.timezone, 'UTC') as timezone, c.phone, c.to_number, c.status,
            c.secs, c.agent, coalesce(u.name, '') as agent_name, c.lead_id,
            coalesce(trim(l.first_name || ' ' || l.last_name), '') as lead_name,
-           c.dni_pool, c.utm_source, c.utm_medium, c.utm_campaign, c.landing, c.gclid
+           c.dni_pool, o.touch->>'source' as utm_source, o.touch->>'medium' as utm_medium,
+           o.touch->>'campaign' as utm_campaign, o.touch->>'landing' as landing, o.touch->>'gclid' as gclid
     from calls c
     left join leads l on l.id = c.lead_id
     left join api_keys k on k.id = c.key_id
-    cross join lateral (select coalesce(l.org_id, k.org_id) as org_id) o
+    cross join lateral (select coalesce(l.org_id, k.org_id) as org_id, ${callAttribution(sql)} as touch) o
     left join orgs g on g.id = o.org_id
     left join users u on u.id = c.agent
     where ${org === null ? sql`true` : sql`o.org_id = ${org}`}
@@ -88,7 +94,7 @@ export async function listCalls(sql: Sql, actor: Actor, filter: CallFilter, afte
       and ${filter.to === null ? sql`true` : sql`c.occurred_at < ${filter.to}`}
       and ${filter.agent === null ? sql`true` : sql`c.agent = ${filter.agent}`}
       and ${filter.pool === null ? sql`true` : sql`c.dni_pool = ${filter.pool}`}
-      and ${filter.source === null ? sql`true` : sql`c.utm_source = ${filter.source}`}
+      and ${filter.source === null ? sql`true` : sql`o.touch->>'source' = ${filter.source}`}
       and ${filter.status === null ? sql`true` : sql`c.status = ${filter.status}`}
       and ${after === null ? sql`true` : sql`(c.occurred_at, c.id) < (timestamptz 'epoch' + ${String(after.micros)}::bigint * interval '1 microsecond', ${after.id})`}
     order by c.occurred_at desc, c.id desc

@@ -1,12 +1,14 @@
 // POST /hooks/calls.php: a dialer reports a call (operations.md §4), declared (src/http/route.ts).
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
-import { BODY_LIMIT, keyedRoute } from "../http/keyed";
+import { BODY_LIMIT, keyAccess } from "../http/keyed";
 import type { Route } from "../http/route";
+import { keySurface } from "../http/surface";
 import { callReportInput, CallReportResult } from "./model";
 import { reportCall } from "./service";
 
 export const callRoutes = (deps: Deps): Route[] => [
-  keyedRoute(
+  defineRoute(
     deps,
     {
       id: "reportCall",
@@ -20,11 +22,12 @@ export const callRoutes = (deps: Deps): Route[] => [
         "key's shared hourly counter with the threshold 600.",
       method: "POST",
       path: "/hooks/calls.php",
-      access: { kind: "key", scope: "calls:write", limit: "calls", scopeError: "wrong_scope" },
+      access: keyAccess(deps, { scope: "calls:write", limit: "calls", scopeError: "wrong_scope" }),
+      surface: keySurface,
       body: { input: callReportInput, limit: BODY_LIMIT, form: true },
       answers: { 200: { description: "The call recorded", schema: CallReportResult } },
       errors: ["invalid_input", "not_found"],
     },
-    ({ actor }, report) => reportCall(deps.sql, actor, report, new Date(deps.clock.now())),
+    ({ body }, { grant }) => reportCall(deps.sql, grant.actor, body, new Date(deps.clock.now())),
   ),
 ];

@@ -1,6 +1,5 @@
 import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
-import { attributeCall } from "../dni/attribution";
 import { AppError } from "../errors";
 import { newestLeadByPhone } from "../leads/match";
 import { leadInScope } from "../leads/scope";
@@ -28,8 +27,7 @@ export async function reportCall(
   if (leadId === null && report.phone.length >= 10) {
     leadId = (await newestLeadByPhone(sql, actor.orgId, report.phone.slice(-10)))?.id ?? null;
   }
-  const callId = await insertCall(sql, actor, leadId, report, now);
   // A call to a DNI pool number belongs to the visitor who held that number at the call's time.
-  if (report.toNumber !== "") await attributeCall(sql, callId, actor.orgId);
+  const callId = await insertCall(sql, actor, leadId, report, now);
   return { ok: true, call_id: callId, lead_id: leadId };
 }

@@ -1,22 +1,3 @@
-// The audit log: who changed what, when and from which (hashed) address. Written by the service
-// that makes the change, in the change's own transaction, so a change is never without its row.
-import type { Actor } from "../auth/actor";
-import type { Sql, Tx } from "../db/client";
-
-/**
- * `action`: dotted (`key.create`, `message.send`); `target`: what it acted on (`lead:12`, `key:4`);
- * `orgId`: the organization whose log it belongs to (default the actor's; an admin acting on one
- * organization's record passes that organization, so its managers see it).
- */
-export async function audit(
-  tx: Sql | Tx,
-  actor: Actor,
-  action: string,
-  target: string,
-  details: Record<string, unknown> = {},
-  orgId: number | null = actor.orgId,
-): Promise<void> {
-  await tx`
-    insert into audit_log (org_id, actor_type, actor_id, action, target, details, address)
-    values (${orgId}, ${actor.type}, ${actor.id}, ${action}, ${target}, ${tx.json(details as never)}, ${actor.address ?? ""})`;
-}
+// The audit log's writer lives beside the Actor (src/auth/audit.ts), where provisioning writes it
+// too; the console's services import it from here.
+export { audit, auditMany, auditOutcome, auditRow, type AuditEntry } from "../auth/audit";

@@ -1,12 +1,13 @@
 // The Billing page (managers, admins): each organization's credits, status and costs, and the
 // credit ledger newest first in keyset pages.
 import { Type as t } from "@sinclair/typebox";
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { billingOf, LEDGER_PAGE, ledgerPage, type BillingRow, type LedgerRow } from "../messages/ledger";
 import { consoleHtml, html, when, type Html } from "./html";
 import { idParam, orgChoices, orgOf, orgSelect, queryOf, zoneOf, type OrgChoice } from "./period";
-import { consolePage } from "./route";
+import { pageQuery, pageSpec } from "./route";
 
 const BillingQuery = t.Object({
   org: t.Optional(t.String({ description: "admins: one organization" })),
@@ -69,12 +70,19 @@ ${v.ledger.length === 0
 export function billingRoutes(deps: Deps): Route[] {
   const { sql } = deps;
   return [
-    consolePage(
+    defineRoute(
       deps,
-      { id: "consoleBilling", summary: "Credits and the credit ledger", method: "GET", path: "/console/billing", roles: ["admin", "manager"], query: BillingQuery },
-      async (viewer, _request, selected) => {
-        const org = orgOf(viewer, selected.query);
-        const before = idParam(selected.query.before);
+      pageSpec(deps, {
+        id: "consoleBilling",
+        summary: "Credits and the credit ledger",
+        method: "GET",
+        path: "/console/billing",
+        roles: ["admin", "manager"],
+        query: pageQuery(BillingQuery),
+      }),
+      async ({ query }, { grant: viewer }) => {
+        const org = orgOf(viewer, query);
+        const before = idParam(query.before);
         const [billing, rows, orgs] = await Promise.all([billingOf(sql, org), ledgerPage(sql, org, before, LEDGER_PAGE), orgChoices(sql, viewer)]);
         const ledger = rows.slice(0, LEDGER_PAGE);
         const next = rows.length > LEDGER_PAGE ? ledger[ledger.length - 1].id : null;

@@ -3,13 +3,15 @@
 // dials; managers their organization's; admins every organization's, or one they pick.
 import { Type as t } from "@sinclair/typebox";
 import { agentChoices, allCalls, CALLS_PAGE, listCalls, parseCursor, type CallFilter, type CallRow, type Choice } from "../calls/log";
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { poolsNow, type PoolNow } from "../dni/usage";
-import { csvResponse, csvRoute } from "./csv";
-import { consoleHtml, html, when, type Html } from "./html";
+import { csvAnswer } from "./csv";
+import { auditedExport, mayExport } from "./exports";
+import { consoleHtml, html, notFoundPage, when, type Html } from "./html";
 import { dayParam, instantsOf, orgChoices, orgOf, orgSelect, queryOf, textParam, zoneOf, type OrgChoice } from "./period";
-import { consolePage, type Viewer } from "./route";
+import { pageQuery, pageSpec, type Viewer } from "./route";
 
 const CallQuery = t.Object({
   from: t.Optional(t.String({ description: "first day, YYYY-MM-DD, in the organization's time zone" })),
@@ -45,12 +47,27 @@ export function callParams(viewer: Viewer, q: Record<string, string | undefined>
   };
 }
 
-const filterOf = (p: CallParams, zone: string): CallFilter => ({ ...instantsOf(p.from, p.to, zone), agent: p.agent, pool: p.pool, source: p.source, status: p.status, org: p.org });
+const filterOf = (p: CallParams, zone: string): CallFilter => ({
+  ...instantsOf(p.from, p.to, zone),
+  agent: p.agent,
+  pool: p.pool,
+  source: p.source,
+  status: p.status,
+  org: p.org,
+});
 
 export const duration = (secs: number): string => `${Math.floor(secs / 60)}:${String(secs % 60).padStart(2, "0")}`;
 
 /** The filters as a link's query; the organization only where the viewer picks it (admins). */
-const paramsQuery = (p: CallParams, picks: boolean) => ({ from: p.from, to: p.to, agent: p.agent, pool: p.pool, source: p.source, status: p.status, org: picks ? p.org : null });
+const paramsQuery = (p: CallParams, picks: boolean) => ({
+  from: p.from,
+  to: p.to,
+  agent: p.agent,
+  pool: p.pool,
+  source: p.source,
+  status: p.status,
+  org: picks ? p.org : null,
+});
 
 export interface CallsView {
   params: CallParams;
@@ -61,6 +78,8 @@ export interface CallsView {
   agents: Choice[] | null;
   pools: PoolNow[];
   orgs: OrgChoice[];
+  /** The viewer may export (src/console/exports.ts): the export link is shown. */
+  canExport: boolean;
 }
 
 const dash = (v: string | null | undefined) => (v ? v : "–");
@@ -106,7 +125,7 @@ export function callsBody(v: CallsView): Html {
   ${orgSelect(v.orgs, p.org)}
   <div><button class="btn btn-primary" type="submit">Show calls</button></div>
 </form>
-<p><a class="btn" href="/console/calls.csv${queryOf(q)}" download>Export these calls as CSV</a></p>
+${v.canExport ? html`<p><a class="btn" href="/console/calls.csv${queryOf(q)}" download>Export these calls as CSV</a></p>` : null}
 ${v.rows.length === 0
   ? html`<p class="empty">No calls${v.paged ? " on this page" : " match these filters"}.</p>`
   : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Calls"><table class="data">
@@ -123,65 +142,104 @@ ${v.rows.length === 0
 }
 
 export const CSV_HEADER = [
-  "call_id", "occurred_at", "org_id", "lead_id", "lead_name", "phone", "to_number", "agent", "agent_name", "secs", "status",
-  "dni_pool", "utm_source", "utm_medium", "utm_campaign", "landing", "gclid",
+  "call_id",
+  "occurred_at",
+  "org_id",
+  "lead_id",
+  "lead_name",
+  "phone",
+  "to_number",
+  "agent",
+  "agent_name",
+  "secs",
+  "status",
+  "dni_pool",
+  "utm_source",
+  "utm_medium",
+  "utm_campaign",
+  "landing",
+  "gclid",
 ];
 
 const csvCells = (r: CallRow): unknown[] => [
-  r.id, r.occurred_at, r.org_id, r.lead_id, r.lead_name, r.phone, r.to_number, r.agent, r.agent_name, r.secs, r.status,
-  r.dni_pool, r.utm_source, r.utm_medium, r.utm_campaign, r.landing, r.gclid,
+  r.id,
+  r.occurred_at,
+  r.org_id,
+  r.lead_id,
+  r.lead_name,
+  r.phone,
+  r.to_number,
+  r.agent,
+  r.agent_name,
+  r.secs,
+  r.status,
+  r.dni_pool,
+  r.utm_source,
+  r.utm_medium,
+  r.utm_campaign,
+  r.landing,
+  r.gclid,
 ];
-
 
 export function callRoutes(deps: Deps): Route[] {
   const { sql } = deps;
   return [
-    consolePage(
+    defineRoute(
       deps,
-      {
+      pageSpec(deps, {
         id: "consoleCalls",
         summary: "The call log",
         description: "Calls newest first with their DNI attribution; agents see their own calls.",
         method: "GET",
         path: "/console/calls",
         roles: ["admin", "manager", "agent"],
-        query: CallQuery,
-      },
-      async (viewer, _request, selected) => {
-        const params = callParams(viewer, selected.query);
-        const after = parseCursor(selected.query.after);
+        query: pageQuery(CallQuery),
+      }),
+      async ({ query }, { grant: viewer }) => {
+        const params = callParams(viewer, query);
+        const after = parseCursor(query.after);
         const zone = await zoneOf(sql, params.org);
-        const [rows, agents, pools, orgs] = await Promise.all([
+        const [rows, agents, pools, orgs, canExport] = await Promise.all([
           listCalls(sql, viewer.actor, filterOf(params, zone), after, CALLS_PAGE),
           viewer.actor.agent === null ? agentChoices(sql, params.org) : Promise.resolve(null),
           poolsNow(sql, params.org, new Date(deps.clock.now())),
           orgChoices(sql, viewer),
+          mayExport(sql, viewer),
         ]);
         const page = rows.slice(0, CALLS_PAGE);
         const next = rows.length > CALLS_PAGE ? page[page.length - 1].cursor : null;
-        const body = callsBody({ params, rows: page, next, paged: after !== null, agents, pools, orgs });
+        const body = callsBody({ params, rows: page, next, paged: after !== null, agents, pools, orgs, canExport });
         return consoleHtml(deps, viewer, { title: "Calls", nav: "calls", body, styles: ["c2.css"] });
       },
     ),
-    csvRoute(
-      consolePage(
-        deps,
-        {
-          id: "consoleCallsCsv",
-          summary: "The call log as CSV",
-          description: "Every call of the filters, streamed; cells a spreadsheet would read as formulas are prefixed with a quote.",
-          method: "GET",
-          path: "/console/calls.csv",
-          roles: ["admin", "manager", "agent"],
-          query: CallQuery,
-        },
-        async (viewer, _request, selected) => {
-          const params = callParams(viewer, selected.query);
-          const zone = await zoneOf(sql, params.org);
-          return csvResponse("calls.csv", CSV_HEADER, allCalls(sql, viewer.actor, filterOf(params, zone)), csvCells);
-        },
-      ),
-      "The filtered calls as CSV, streamed",
+    defineRoute(
+      deps,
+      pageSpec(deps, {
+        answers: csvAnswer("The filtered calls as CSV, streamed"),
+        id: "consoleCallsCsv",
+        summary: "The call log as CSV",
+        description:
+          "Every call of the filters, streamed; cells a spreadsheet would read as formulas are prefixed with a quote. Managers and admins; " +
+          "agents (their own calls) where their organization grants it (`agents_export`), else the 404 page. Audited as export.calls (the filter, the rows sent).",
+        method: "GET",
+        path: "/console/calls.csv",
+        roles: ["admin", "manager", "agent"],
+        query: pageQuery(CallQuery),
+      }),
+      async ({ query }, { grant: viewer }) => {
+        if (!(await mayExport(sql, viewer))) return notFoundPage(deps, viewer);
+        const params = callParams(viewer, query);
+        const zone = await zoneOf(sql, params.org);
+        return auditedExport(sql, viewer, {
+          what: "calls",
+          filter: { ...params },
+          orgId: params.org,
+          filename: "calls.csv",
+          header: CSV_HEADER,
+          rows: allCalls(sql, viewer.actor, filterOf(params, zone)),
+          cells: csvCells,
+        });
+      },
     ),
   ];
 }

@@ -50,7 +50,7 @@ export async function usersCommand(sql: Sql, args: string[], config: Pick<Config
       const url = inviteUrl(config.baseUrl, invite.token);
       if (flags.has("--json")) printJson(io, { email: invite.user.email, invite_url: url, invite_expires_at: invite.expiresAt.toISOString() });
       else {
-        io.err(`a link for ${textCell(invite.user.email)} to set a password; it works once, for 72 hours:\n`);
+        io.err(`a link for ${textCell(invite.user.email)} to set a password; it works once, for 72 hours (older links no longer work):\n`);
         io.out(url + "\n");
       }
       return 0;
@@ -82,8 +82,14 @@ export async function usersCommand(sql: Sql, args: string[], config: Pick<Config
     case "disable": {
       const { flags, positional } = parseArgs("users disable", rest, ["--email"], []);
       noPositional("users disable", positional);
-      await disableUser(sql, emailOf("disable", flags), clock.now());
+      const { user, revokedKeys } = await disableUser(sql, emailOf("disable", flags), clock.now());
       io.out("disabled; the user can no longer sign in\n");
+      const n = revokedKeys.length;
+      io.out(
+        n === 0
+          ? `no API key was bound to user ${textCell(user.id)}\n`
+          : `revoked ${n} API key${n === 1 ? "" : "s"} bound to user ${textCell(user.id)}: ${revokedKeys.join(", ")} (final; leadline keys create makes new ones)\n`,
+      );
       return 0;
     }
     case "list": {

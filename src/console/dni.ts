@@ -3,6 +3,7 @@
 // have sufficed (src/dni/usage.ts), the script tag to paste; and the attribution report
 // (src/dni/report.ts) over a date range.
 import { Type as t } from "@sinclair/typebox";
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { dniReport, type ReportRow } from "../dni/report";
@@ -11,7 +12,7 @@ import { poolsNow, poolsUsage, USAGE_DAYS, type PoolNow, type PoolUsage } from "
 import { chart } from "./chart";
 import { consoleHtml, html, when, type Html } from "./html";
 import { dayParam, instantsOf, orgChoices, orgOf, orgSelect, textParam, today, zoneOf, type OrgChoice } from "./period";
-import { consolePage } from "./route";
+import { pageQuery, pageSpec } from "./route";
 
 const DniQuery = t.Object({
   from: t.Optional(t.String({ description: "the report's first day, YYYY-MM-DD" })),
@@ -109,18 +110,17 @@ ${v.pools.length === 0 ? html`<p class="empty">No number pools are provisioned.<
 export function dniRoutes(deps: Deps): Route[] {
   const { sql } = deps;
   return [
-    consolePage(
+    defineRoute(
       deps,
-      {
+      pageSpec(deps, {
         id: "consoleDni",
         summary: "Number insertion: pools and the attribution report",
         method: "GET",
         path: "/console/dni",
         roles: ["admin", "manager"],
-        query: DniQuery,
-      },
-      async (viewer, _request, selected) => {
-        const q = selected.query;
+        query: pageQuery(DniQuery),
+      }),
+      async ({ query: q }, { grant: viewer }) => {
         const org = orgOf(viewer, q);
         const now = deps.clock.now();
         const zone = await zoneOf(sql, org);
@@ -135,12 +135,19 @@ export function dniRoutes(deps: Deps): Route[] {
         const zones = new Map<number | null, string>([[org, zone]]);
         for (const p of pools) if (!zones.has(p.org_id)) zones.set(p.org_id, await zoneOf(sql, p.org_id));
         const [usage, report, orgs] = await Promise.all([
-          poolsUsage(sql, pools.map((p) => ({ key: p.key, zone: zones.get(p.org_id)! })), now),
+          poolsUsage(
+            sql,
+            pools.map((p) => ({ key: p.key, zone: zones.get(p.org_id)! })),
+            now,
+          ),
           dniReport(sql, { pool: reportPool, since: range.from, until: range.to, orgId: org }),
           orgChoices(sql, viewer),
         ]);
         const views = pools.map((pool) => ({
-          pool, zone: zones.get(pool.org_id)!, usage: usage.get(pool.key)!, tag: dniScriptTag(deps.config.baseUrl, pool.key),
+          pool,
+          zone: zones.get(pool.org_id)!,
+          usage: usage.get(pool.key)!,
+          tag: dniScriptTag(deps.config.baseUrl, pool.key),
         }));
         const body = dniBody({ pools: views, report, from, to, reportPool, org, orgs });
         return consoleHtml(deps, viewer, { title: "Number insertion", nav: "dni", body, styles: ["c2.css"], scripts: ["c2.js"] });

@@ -75,6 +75,8 @@ export interface PageOptions {
   nav: NavId | null;
   body: Html;
   status?: number;
+  /** Headers besides the page's own (a 429's or 503's Retry-After). */
+  headers?: Readonly<Record<string, string>>;
   /** Files of src/console/assets.ts this page loads besides console.js. */
   scripts?: readonly string[];
   /** Style sheets of src/console/assets.ts this page loads besides console.css. */
@@ -126,7 +128,7 @@ ${p.body}
 </div>
 </body>
 </html>`;
-  return new Response(body.html, { status: p.status ?? 200, headers: PAGE_HEADERS });
+  return new Response(body.html, { status: p.status ?? 200, headers: p.headers ? { ...PAGE_HEADERS, ...p.headers } : PAGE_HEADERS });
 }
 
 /** What a missing page, another organization's record and a page the role may not see all answer. */
@@ -168,10 +170,9 @@ export function notice(text: string, kind: "ok" | "error" = "ok"): Html {
   return html`<p class="notice notice-${kind}" role="${kind === "error" ? "alert" : "status"}">${text}</p>`;
 }
 
-/** `?done=…` of a redirect after a form, shown once as a notice (only the texts the page offers). */
-export function flash(url: string | URL, texts: Readonly<Record<string, string>>): Html {
-  const done = new URL(url).searchParams.get("done");
-  return done !== null && Object.hasOwn(texts, done) ? notice(texts[done]!) : raw("");
+/** `?done=…` of a redirect after a form (the page's query), shown once as a notice (only the texts the page offers). */
+export function flash(done: string | undefined, texts: Readonly<Record<string, string>>): Html {
+  return done !== undefined && Object.hasOwn(texts, done) ? notice(texts[done]!) : raw("");
 }
 
 const formats = new Map<string, Intl.DateTimeFormat>();

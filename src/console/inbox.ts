@@ -4,15 +4,17 @@
 import { Type as t } from "@sinclair/typebox";
 import { AppError } from "../errors";
 import { formatNumber } from "../dni/rules";
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
-import type { Route } from "../http/route";
+import { idText } from "../http/fields";
+import { idParam, type Route } from "../http/route";
 import { inboundLead, markHandled, unhandledInbound, type InboxRow } from "../messages/inbox";
 import { audit } from "./audit";
 import { consoleHtml, csrfField, html, notice, seeOther, when, type Html } from "./html";
 import { leadProfile } from "../leads/profile";
 import { FALLBACK_ZONE } from "../messages/quiet-hours";
 import { consoleSend, newOperationId, recipientZoneOf } from "./lead";
-import { consolePage, formOf } from "./route";
+import { formBody, pageQuery, pageSpec } from "./route";
 import { sentQuery, sentWords } from "./send-words";
 
 export const INBOX_PAGE = 50;
@@ -62,56 +64,94 @@ export function inboxBody(p: InboxPage): Html {
     </nav>`;
 }
 
-const messageIdOf = (param: string | undefined): number => {
-  if (param === undefined || !/^\d{1,15}$/.test(param)) throw new AppError("not_found");
-  return Number(param);
-};
+const InboxQuery = t.Object({
+  before: t.Optional(t.String({ description: "the keyset cursor: messages older than this id" })),
+  lead: t.Optional(t.String({ description: "after a reply: the lead replied to, whose zone a deferral is told in" })),
+  sent: t.Optional(t.String()),
+  until: t.Optional(t.String()),
+  done: t.Optional(t.String()),
+});
+
+const ReplyForm = t.Object({
+  body: t.Optional(t.String()),
+  operation_id: t.Optional(t.String({ description: "the form's idempotency identity" })),
+});
 
 const DONE: Record<string, string> = { handled: "Marked handled." };
 
 export function inboxRoutes(deps: Deps): Route[] {
   return [
-    consolePage(
+    defineRoute(
       deps,
-      { id: "consoleInbox", summary: "Inbox: unhandled inbound messages, newest first", method: "GET", path: "/console/inbox", query: t.Object({ before: t.Optional(t.String()) }, { additionalProperties: true }) },
-      async (viewer, request) => {
-        const q = new URL(request.url).searchParams;
-        const before = /^\d{1,15}$/.test(q.get("before") ?? "") ? Number(q.get("before")) : null;
+      pageSpec(deps, {
+        id: "consoleInbox",
+        summary: "Inbox: unhandled inbound messages, newest first",
+        method: "GET",
+        path: "/console/inbox",
+        query: pageQuery(InboxQuery),
+      }),
+      async ({ query: q }, { grant: viewer }) => {
+        const before = idText(q.before);
         const page = await unhandledInbound(deps.sql, viewer.actor.orgId, before, INBOX_PAGE);
         // A reply's deferral is stated in its lead's zone (the lead named by the redirect, if in scope).
-        const replied = /^\d{1,15}$/.test(q.get("lead") ?? "") ? await leadProfile(deps.sql, viewer.actor.orgId, Number(q.get("lead"))) : null;
+        const lead = idText(q.lead);
+        const replied = lead !== null ? await leadProfile(deps.sql, viewer.actor.orgId, lead) : null;
         const zone = replied ? recipientZoneOf(replied) : FALLBACK_ZONE;
-        const sent = sentWords(q.get("sent") ?? undefined, q.get("until") ?? undefined, zone);
-        const done = DONE[q.get("done") ?? ""];
+        const sent = sentWords(q.sent, q.until, zone);
+        const done = DONE[q.done ?? ""];
         return consoleHtml(deps, viewer, {
           title: "Inbox",
           nav: "inbox",
           styles: ["lead.css"],
-          body: inboxBody({ ...page, paged: before !== null, csrf: csrfField(viewer), notice: sent ? notice(sent.text, sent.kind) : done ? notice(done) : null }),
+          body: inboxBody({
+            ...page,
+            paged: before !== null,
+            csrf: csrfField(viewer),
+            notice: sent ? notice(sent.text, sent.kind) : done ? notice(done) : null,
+          }),
         });
       },
     ),
-    consolePage(deps, { id: "consoleInboxHandled", summary: "Mark an inbound message handled (audited)", method: "POST", path: "/console/inbox/{id}/handled" }, async (viewer, _request, selected) => {
-      const id = messageIdOf(selected.params.id);
-      const done = await deps.sql.begin(async (tx) => {
-        const m = await markHandled(tx, viewer.actor.orgId, id, new Date(deps.clock.now()));
-        if (m !== null) await audit(tx, viewer.actor, "inbox.handled", `message:${id}`, { lead_id: m.lead_id }, m.org_id);
-        return m;
-      });
-      // Already handled (by a colleague, or a second click) reads as done; someone else's is a 404.
-      if (done === null && (await inboundLead(deps.sql, viewer.actor.orgId, id)) === null) throw new AppError("not_found");
-      return seeOther("/console/inbox?done=handled");
-    }),
-    consolePage(deps, { id: "consoleInboxReply", summary: "Reply to an inbound message by SMS (the one send path)", method: "POST", path: "/console/inbox/{id}/reply" }, async (viewer, request, selected) => {
-      const id = messageIdOf(selected.params.id);
-      const leadId = await inboundLead(deps.sql, viewer.actor.orgId, id);
-      if (leadId === null) throw new AppError("not_found");
-      const lead = await leadProfile(deps.sql, viewer.actor.orgId, leadId);
-      if (lead === null) throw new AppError("not_found");
-      const form = await formOf(request);
-      const sent = await consoleSend(deps, viewer, lead, { ...form, channel: "sms" });
-      if ("error" in sent) return seeOther(`/console/leads/${leadId}?done=form_error`);
-      return seeOther(`/console/inbox?${sentQuery(sent.result, "sms")}&lead=${leadId}`);
-    }),
+    defineRoute(
+      deps,
+      pageSpec(deps, {
+        id: "consoleInboxHandled",
+        summary: "Mark an inbound message handled (audited)",
+        method: "POST",
+        path: "/console/inbox/{id}/handled",
+        params: idParam,
+        body: formBody(t.Object({})),
+      }),
+      async ({ params: id }, { grant: viewer }) => {
+        const done = await deps.sql.begin(async (tx) => {
+          const m = await markHandled(tx, viewer.actor.orgId, id, new Date(deps.clock.now()));
+          if (m !== null) await audit(tx, viewer.actor, "inbox.handled", `message:${id}`, { lead_id: m.lead_id }, m.org_id);
+          return m;
+        });
+        // Already handled (by a colleague, or a second click) reads as done; someone else's is a 404.
+        if (done === null && (await inboundLead(deps.sql, viewer.actor.orgId, id)) === null) throw new AppError("not_found");
+        return seeOther("/console/inbox?done=handled");
+      },
+    ),
+    defineRoute(
+      deps,
+      pageSpec(deps, {
+        id: "consoleInboxReply",
+        summary: "Reply to an inbound message by SMS (the one send path)",
+        method: "POST",
+        path: "/console/inbox/{id}/reply",
+        params: idParam,
+        body: formBody(ReplyForm),
+      }),
+      async ({ params: id, body: form }, { grant: viewer }) => {
+        const leadId = await inboundLead(deps.sql, viewer.actor.orgId, id);
+        if (leadId === null) throw new AppError("not_found");
+        const lead = await leadProfile(deps.sql, viewer.actor.orgId, leadId);
+        if (lead === null) throw new AppError("not_found");
+        const sent = await consoleSend(deps, viewer, lead, { ...form, channel: "sms" });
+        if ("error" in sent) return seeOther(`/console/leads/${leadId}?done=form_error`);
+        return seeOther(`/console/inbox?${sentQuery(sent.result, "sms")}&lead=${leadId}`);
+      },
+    ),
   ];
 }

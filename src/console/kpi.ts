@@ -2,13 +2,14 @@
 // date range. Points are the organization's own (an admin picks one, or sees every organization's
 // and the house's points summed).
 import { Type as t } from "@sinclair/typebox";
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { kpiDimensions, kpiMetrics, kpiSeries, type KpiMetric } from "../kpi/queries";
 import { chart, daysBetween } from "./chart";
 import { consoleHtml, html, type Html } from "./html";
 import { dayParam, orgChoices, orgOf, orgSelect, textParam, today, zoneOf, type OrgChoice } from "./period";
-import { consolePage } from "./route";
+import { pageQuery, pageSpec } from "./route";
 
 const KpiQuery = t.Object({
   metric: t.Optional(t.String()),
@@ -62,11 +63,17 @@ ${chart({ id: "kpi-chart", title: `${label} by day, ${v.from} to ${v.to}`, label
 export function kpiRoutes(deps: Deps): Route[] {
   const { sql } = deps;
   return [
-    consolePage(
+    defineRoute(
       deps,
-      { id: "consoleKpi", summary: "KPIs by day", method: "GET", path: "/console/kpi", roles: ["admin", "manager"], query: KpiQuery },
-      async (viewer, _request, selected) => {
-        const q = selected.query;
+      pageSpec(deps, {
+        id: "consoleKpi",
+        summary: "KPIs by day",
+        method: "GET",
+        path: "/console/kpi",
+        roles: ["admin", "manager"],
+        query: pageQuery(KpiQuery),
+      }),
+      async ({ query: q }, { grant: viewer }) => {
         const org = orgOf(viewer, q);
         const now = deps.clock.now();
         const zone = await zoneOf(sql, org);

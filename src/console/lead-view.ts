@@ -1,11 +1,14 @@
 // The lead page's body (the layout gives its <h1>, the lead's name), as pure functions of its data (no database, no request): the fields, the
-// composer, the timeline (whose entries the polling route renders with the same function), consent,
-// appointments, the DNI first touch and the dial form.
-import type { ChannelConsent } from "../leads/consent";
+// composer, the timeline (whose entries the polling route renders with the same function), the
+// do-not-contact list, consent, appointments, the DNI first touch and the dial form (with the lead's
+// local time).
+import { CONSENT_REASON_MAX, type ChannelConsent } from "../leads/consent";
 import type { LeadProfile } from "../leads/profile";
 import type { LeadAppointment } from "../booking/by-lead";
 import type { Entry } from "../conversations/timeline";
+import type { LocalTime } from "../cti/calling-window";
 import type { FirstTouch } from "../dni/attribution";
+import { DNC_NOTE_MAX, type DncEntry, type DncStatus } from "../leads/dnc";
 import { formatNumber } from "../dni/rules";
 import { htmlToText } from "../messages/merge";
 import { html, when, type Html } from "./html";
@@ -27,6 +30,12 @@ export interface LeadPage {
   csrf: Html;
   /** The one-line result of the last post, if any. */
   notice: Html | null;
+  /** A manager or an admin: may change an opted-out channel, with a reason. */
+  mayLiftOptOut: boolean;
+  /** The lead's phone and email on its organization's do-not-contact list. */
+  dnc: DncStatus;
+  /** The lead's local time now, and whether it is outside its calling window (src/cti/calling-window.ts). */
+  callTime: LocalTime;
 }
 
 export const leadDisplayName = (l: { first_name: string; last_name: string; phone: string }) =>
@@ -142,10 +151,16 @@ function consent(p: LeadPage): Html {
           }</div></div>
         ${c.address === ""
           ? null
-          : html`<label for="${id}">Change ${label} consent to</label>
+          : c.consent === "out" && !p.mayLiftOptOut
+            ? html`<p class="muted">Only a manager can record a new consent after an opt-out.</p>`
+            : html`<label for="${id}">Change ${label} consent to</label>
             <select id="${id}" name="consent">
               ${(["in", "out", "none"] as const).map((v) => html`<option value="${v}"${v === c.consent ? html` selected` : null}>${CONSENT_WORDS[v]}</option>`)}
             </select>
+            ${c.consent === "out"
+              ? html`<label for="${id}-reason">Reason (the lead opted out; required)</label>
+            <input id="${id}-reason" name="reason" type="text" maxlength="${CONSENT_REASON_MAX}" required autocomplete="off">`
+              : null}
             <button type="submit" class="btn">Change</button>`}
       </form>`;
     })}
@@ -163,23 +178,39 @@ function appointments(p: LeadPage): Html {
   </section>`;
 }
 
+/** The lead's first touch, as its events carry it (`attribution`): click ids only when the visit had them. */
 function firstTouch(p: LeadPage): Html {
   const t = p.firstTouch;
-  const row = (k: string, v: string) => html`<dt>${k}</dt><dd>${v === "" ? html`<span class="muted">—</span>` : v}</dd>`;
+  const row = (k: string, v: string | null) => html`<dt>${k}</dt><dd>${v ? v : html`<span class="muted">—</span>`}</dd>`;
+  const clicks = t === null ? [] : (["gbraid", "wbraid", "fbclid", "msclkid"] as const).filter((k) => t[k]);
   return html`<section class="card" aria-labelledby="h-touch"><h2 id="h-touch">First touch</h2>
     ${t === null
-      ? html`<p class="empty">No tracked call from this lead yet.</p>`
+      ? html`<p class="empty">No tracked visit behind this lead yet.</p>`
       : html`<dl class="fields">
-          ${row("Source", t.source)}${row("Medium", t.medium)}${row("Campaign", t.campaign)}
+          ${row("Source", t.source)}${row("Medium", t.medium)}${row("Campaign", t.campaign)}${row("Term", t.term)}${row("Content", t.content)}
           <dt>Landing page</dt><dd class="wrap">${t.landing || html`<span class="muted">—</span>`}</dd>
-          ${row("gclid", t.gclid)}${row("Referrer", t.referrer)}${row("Pool", t.pool)}
-          ${row("First visit", when(t.first_visit_at, p.lead.timezone))}${row("Called", when(t.called_at, p.lead.timezone))}
+          ${row("gclid", t.gclid)}${clicks.map((k) => row(k, t[k]))}${row("Referrer", t.referrer)}${row("Pool", t.pool)}
+          ${row("First visit", t.first_seen_at ? when(new Date(t.first_seen_at), p.lead.timezone) : null)}
         </dl>`}
   </section>`;
 }
 
+/** The lead's local time beside Queue dial; outside its calling window the form asks for a confirmation. */
+function localTime(p: LeadPage): Html {
+  const t = p.callTime;
+  const window = `${t.window.start}–${t.window.end}`;
+  if (t.zone === null) return html`<p class="muted" id="lead-local-time">Local time unknown (no state, and the area code names no zone).</p>`;
+  return html`<p id="lead-local-time">Lead's local time: <strong>${when(Date.parse(t.localTime!), t.zone)}</strong> <span class="muted">(${t.zone})</span>
+    ${t.outsideWindow
+      ? html` <span class="badge badge-bad">Outside calling hours</span> <span class="muted">(${window} there)</span>`
+      : html` <span class="badge badge-ok">Within calling hours</span> <span class="muted">(${window})</span>`}</p>`;
+}
+
 function dial(p: LeadPage, selfOnly: boolean): Html {
+  const outside = p.callTime.outsideWindow;
   return html`<section class="card" aria-labelledby="h-dial"><h2 id="h-dial">Dial</h2>
+    ${localTime(p)}
+    ${p.dnc.phone ? html`<p><span class="badge badge-bad">Do not contact</span> This phone is on the do-not-contact list: a dial is queued marked for the dialer to skip.</p>` : null}
     ${p.agents.length === 0
       ? html`<p class="empty">No agent in this organization.</p>`
       : html`<form method="post" action="/console/leads/${p.lead.id}/dial" class="dial-row">
@@ -188,7 +219,37 @@ function dial(p: LeadPage, selfOnly: boolean): Html {
             ? html`<input type="hidden" name="agent" value="${p.agents[0].id}"><p>Queue a call to ${formatNumber(p.lead.phone)} on your phone.</p>`
             : html`<label for="agent">Agent</label>
               <select id="agent" name="agent">${p.agents.map((a) => html`<option value="${a.id}">${a.name || a.id}</option>`)}</select>`}
+          ${outside
+            ? html`<label class="confirm"><input type="checkbox" name="confirm_outside" value="yes" required> Call outside the lead's calling hours (${p.callTime.window.start}–${p.callTime.window.end} local)</label>`
+            : null}
           <button type="submit" class="btn">Queue dial</button>
+        </form>`}
+  </section>`;
+}
+
+const DNC_KIND_WORDS = { phone: "Phone", email: "Email" } as const;
+
+/** The lead's addresses on its organization's do-not-contact list, and a form to put the others on it. */
+function doNotContact(p: LeadPage): Html {
+  const rows = (["phone", "email"] as const).map((kind) => ({ kind, entry: p.dnc[kind] as DncEntry | null, address: kind === "phone" ? p.lead.phone : p.lead.email }));
+  const listed = rows.filter((r) => r.entry !== null);
+  const addable = rows.filter((r) => r.entry === null && r.address !== "");
+  return html`<section class="card" aria-labelledby="h-dnc"><h2 id="h-dnc">Do not contact</h2>
+    ${listed.length === 0
+      ? html`<p class="muted" id="dnc-status">Not on the organization's do-not-contact list.</p>`
+      : html`<ul class="plain" id="dnc-status">${listed.map(
+          (r) => html`<li><span class="badge badge-bad">Do not contact</span> <strong>${DNC_KIND_WORDS[r.kind]}</strong> ${r.kind === "phone" ? formatNumber(r.entry!.address) : r.entry!.address}
+            <div class="muted">since ${when(r.entry!.added_at, p.lead.timezone)} (${r.entry!.source})${r.entry!.note ? html` · ${r.entry!.note}` : null}</div></li>`,
+        )}</ul>`}
+    ${addable.length === 0
+      ? null
+      : html`<form method="post" action="/console/leads/${p.lead.id}/dnc" class="dial-row">
+          ${p.csrf}
+          <label for="dnc-kind">Add to the list</label>
+          <select id="dnc-kind" name="kind">${addable.map((r) => html`<option value="${r.kind}">${DNC_KIND_WORDS[r.kind]} ${r.kind === "phone" ? formatNumber(r.address) : r.address}</option>`)}</select>
+          <label for="dnc-note">Note</label>
+          <input id="dnc-note" name="note" type="text" maxlength="${DNC_NOTE_MAX}" autocomplete="off">
+          <button type="submit" class="btn">Add</button>
         </form>`}
   </section>`;
 }
@@ -198,6 +259,6 @@ export function leadBody(p: LeadPage, selfOnlyDial: boolean): Html {
   ${p.notice}
   <div class="lead-grid">
     <div class="lead-main">${composer(p)}${timeline(p)}</div>
-    <div class="lead-side">${fields(p.lead)}${consent(p)}${dial(p, selfOnlyDial)}${appointments(p)}${firstTouch(p)}</div>
+    <div class="lead-side">${fields(p.lead)}${doNotContact(p)}${consent(p)}${dial(p, selfOnlyDial)}${appointments(p)}${firstTouch(p)}</div>
   </div>`;
 }

@@ -2,13 +2,26 @@
 // filtered set as CSV (/console/leads.csv), streamed from a cursor.
 import { Type as t } from "@sinclair/typebox";
 import { formatNumber } from "../dni/rules";
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
-import { cursorText, dateOrNull, filterChoices, LEAD_CSV_COLUMNS, leadsForExport, parseCursor, searchLeads, textMatch, type LeadFilter, type LeadListRow } from "../leads/search";
+import {
+  cursorText,
+  dateOrNull,
+  filterChoices,
+  LEAD_CSV_COLUMNS,
+  leadsForExport,
+  parseCursor,
+  searchLeads,
+  textMatch,
+  type LeadFilter,
+  type LeadListRow,
+} from "../leads/search";
 import { FALLBACK_ZONE } from "../messages/quiet-hours";
-import { csvResponse, csvRoute } from "./csv";
-import { consoleHtml, html, notice, when, type Html } from "./html";
-import { consolePage, type Viewer } from "./route";
+import { csvAnswer } from "./csv";
+import { auditedExport, mayExport } from "./exports";
+import { consoleHtml, html, notFoundPage, notice, when, type Html } from "./html";
+import { pageQuery, pageSpec, type Viewer } from "./route";
 
 export const LEADS_PAGE = 50;
 
@@ -67,13 +80,22 @@ interface LeadsPage {
   next: string | null;
   paged: boolean;
   choices: Awaited<ReturnType<typeof filterChoices>>;
+  /** The viewer may export (src/console/exports.ts): the export link is shown. */
+  canExport: boolean;
 }
 
 export function leadsBody(p: LeadsPage): Html {
   const f = p.filter;
   const match = textMatch(f.q);
   const exportHref = `/console/leads.csv?${filterQuery(f)}`;
-  const nextHref = p.next === null ? null : `/console/leads?${(() => { const q = filterQuery(f); q.set("after", p.next); return q; })()}`;
+  const nextHref =
+    p.next === null
+      ? null
+      : `/console/leads?${(() => {
+          const q = filterQuery(f);
+          q.set("after", p.next);
+          return q;
+        })()}`;
   return html`<form method="get" action="/console/leads" class="filters" role="search">
       <div><label for="q">Name, phone or email</label><input id="q" name="q" type="search" value="${f.q}" autocomplete="off"></div>
       <div><label for="campaign">Campaign</label><select id="campaign" name="campaign"><option value="">Any</option>${p.choices.campaigns.map(
@@ -88,7 +110,7 @@ export function leadsBody(p: LeadsPage): Html {
       <div><button type="submit" class="btn btn-primary">Search</button></div>
     </form>
     ${match.kind === "short_phone" ? notice("Type at least 10 digits to find a phone number.", "error") : null}
-    <p class="export"><a class="btn" href="${exportHref}" download>Export these leads as CSV</a></p>
+    ${p.canExport ? html`<p class="export"><a class="btn" href="${exportHref}" download>Export these leads as CSV</a></p>` : null}
     ${p.rows.length === 0
       ? html`<p class="empty">No lead matches.</p>`
       : html`<div class="table-wrap"><table class="data leads-table">
@@ -107,27 +129,57 @@ export function leadsBody(p: LeadsPage): Html {
 
 export function leadsRoutes(deps: Deps): Route[] {
   return [
-    consolePage(deps, { id: "consoleLeads", summary: "Leads: search, filters, keyset pages", method: "GET", path: "/console/leads", query: FilterQuery }, async (viewer, request) => {
-      const q = Object.fromEntries(new URL(request.url).searchParams) as Query;
-      const filter = filterOf(q, await viewerZone(deps, viewer));
-      const cursor = parseCursor(q.after);
-      const [found, choices] = await Promise.all([searchLeads(deps.sql, viewer.actor.orgId, filter, cursor, LEADS_PAGE), filterChoices(deps.sql, viewer.actor.orgId)]);
-      return consoleHtml(deps, viewer, {
-        title: "Leads",
-        nav: "leads",
-        styles: ["lead.css"],
-        body: leadsBody({ filter, rows: found.rows, next: found.next && cursorText(found.next), paged: cursor !== null, choices }),
-      });
-    }),
-    csvRoute(
-      consolePage(deps, { id: "consoleLeadsCsv", summary: "The filtered leads as CSV, streamed", method: "GET", path: "/console/leads.csv", query: FilterQuery }, async (viewer, request) => {
-        const q = Object.fromEntries(new URL(request.url).searchParams) as Query;
+    defineRoute(
+      deps,
+      pageSpec(deps, {
+        id: "consoleLeads",
+        summary: "Leads: search, filters, keyset pages",
+        method: "GET",
+        path: "/console/leads",
+        query: pageQuery(FilterQuery),
+      }),
+      async ({ query: q }, { grant: viewer }) => {
+        const filter = filterOf(q, await viewerZone(deps, viewer));
+        const cursor = parseCursor(q.after);
+        const [found, choices, canExport] = await Promise.all([
+          searchLeads(deps.sql, viewer.actor.orgId, filter, cursor, LEADS_PAGE),
+          filterChoices(deps.sql, viewer.actor.orgId),
+          mayExport(deps.sql, viewer),
+        ]);
+        return consoleHtml(deps, viewer, {
+          title: "Leads",
+          nav: "leads",
+          styles: ["lead.css"],
+          body: leadsBody({ filter, rows: found.rows, next: found.next && cursorText(found.next), paged: cursor !== null, choices, canExport }),
+        });
+      },
+    ),
+    defineRoute(
+      deps,
+      pageSpec(deps, {
+        answers: csvAnswer("The leads as CSV (RFC 4180), formula-like cells prefixed with '"),
+        id: "consoleLeadsCsv",
+        summary: "The filtered leads as CSV, streamed",
+        description:
+          "Managers and admins; agents where their organization grants it (`agents_export`), else the 404 page. Audited as export.leads (the filter, the rows sent).",
+        method: "GET",
+        path: "/console/leads.csv",
+        query: pageQuery(FilterQuery),
+      }),
+      async ({ query: q }, { grant: viewer }) => {
+        if (!(await mayExport(deps.sql, viewer))) return notFoundPage(deps, viewer);
         const filter = filterOf(q, await viewerZone(deps, viewer));
         const day = new Date(deps.clock.now()).toISOString().slice(0, 10);
-        return csvResponse(`leads-${day}.csv`, LEAD_CSV_COLUMNS, leadsForExport(deps.sql, viewer.actor.orgId, filter), (r) => LEAD_CSV_COLUMNS.map((c) => r[c]));
-      }),
-      "The leads as CSV (RFC 4180), formula-like cells prefixed with '",
+        return auditedExport(deps.sql, viewer, {
+          what: "leads",
+          filter: { q: filter.q, campaign: filter.campaign, list: filter.list, status: filter.status, from: filter.from, to: filter.to },
+          orgId: viewer.actor.orgId,
+          filename: `leads-${day}.csv`,
+          header: LEAD_CSV_COLUMNS,
+          rows: leadsForExport(deps.sql, viewer.actor.orgId, filter),
+          cells: (r) => LEAD_CSV_COLUMNS.map((c) => r[c]),
+        });
+      },
     ),
   ];
 }
-

@@ -1,17 +1,30 @@
-// How a console route is declared: like every other route (src/http/route.ts), with the session
-// as its access. Before its handler runs, the session is loaded from the cookie (none: the sign-in
-// page, or 401 for JSON), the role checked (not allowed: the same 404 as a missing page), and a
-// POST's CSRF token and origin checked (refused: 403). The handler gets a Viewer: the user and the
-// Actor every service takes.
-import { Type as t, type TObject, type TSchema } from "@sinclair/typebox";
+// The console's routes go through the one pipeline (src/http/define.ts) like every other route;
+// what is the console's own is a kind of access and a surface:
+// - `signedIn`: the session. Before the body, a POST's Host must be the console's (DNS
+//   rebinding, src/http/host.ts), then the session is loaded from the cookie (none: the sign-in
+//   page, or 401 for JSON) and the role checked (not allowed: the same 404 as a missing page);
+//   with the body, a POST needs the console's own origin and the session's CSRF token (the form's
+//   `_csrf` or `X-CSRF-Token`), else 403. The grant is a Viewer: the user and the Actor every
+//   service takes.
+// - `hostChecked`: the forms of people not yet signed in (sign-in, invite, installer): the Host.
+// - `pages`: errors rendered as the console's HTML pages; `consoleJson`: as JSON (no-store).
+// - forms and queries have declared schemas: `formBody` (with `_csrf`), `pageQuery` (a field of
+//   the wrong type reads as absent, as the API's lenient inputs), `strictJson` (the console's JSON
+//   bodies and queries: refused `invalid_input` when they do not match).
+// `pageSpec` and `jsonSpec` fill in what every console route declares alike; they build no route.
+import { Type as t, type Static, type TObject, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { timingSafeEqual } from "node:crypto";
-import { AppError, type ErrorCode } from "../errors";
-import { readBody } from "../http/body";
+import { AppError, statusOf, type ErrorCode } from "../errors";
+import { Refused, type AccessCheck } from "../http/access";
 import { clientAddress, hashedAddress, type PeerSource } from "../http/client";
+import type { BodySpec, RouteSpec } from "../http/define";
 import type { Deps } from "../http/deps";
-import { errorResponse, json } from "../http/respond";
-import type { Answer, Route, Selected } from "../http/route";
+import { ownHost } from "../http/host";
+import { fieldChecker, type Fields } from "../http/input";
+import { errorResponse } from "../http/respond";
+import { fieldsInput, objectFields, type Access, type Answer, type Input } from "../http/route";
+import { jsonSurface, type SurfaceRender } from "../http/surface";
 import { log, errorFields } from "../log";
 import { html, notFoundPage, plainPage, seeOther } from "./html";
 import { cookieToken, loadSession } from "./sessions";
@@ -21,50 +34,10 @@ import type { Viewer } from "./viewer";
 export type { Viewer } from "./viewer";
 
 export const CONSOLE_TAG = "Console";
-const EVERYONE: readonly Role[] = ["admin", "manager", "agent"];
+export const EVERYONE: readonly Role[] = ["admin", "manager", "agent"];
+export const MANAGERS: readonly Role[] = ["admin", "manager"];
 /** Console forms and JSON bodies are small; a composer's email is the largest. */
 export const CONSOLE_BODY_LIMIT = 256 * 1024;
-
-export interface PageDecl {
-  id: string;
-  summary: string;
-  description?: string;
-  method: "GET" | "POST";
-  /** OpenAPI form: `/console/leads/{id}`. */
-  path: string;
-  /** Who may see it; default every role. */
-  roles?: readonly Role[];
-  query?: TObject;
-}
-
-export interface JsonDecl extends PageDecl {
-  body?: TObject;
-  answer: TSchema;
-  errors?: readonly ErrorCode[];
-}
-
-export type PageHandler = (viewer: Viewer, request: Request, selected: Selected) => Promise<Response> | Response;
-
-const forms = new WeakMap<Request, Record<string, string>>();
-
-/** A console POST's form fields (read once; the CSRF check has already read them). */
-export async function formOf(request: Request): Promise<Record<string, string>> {
-  const known = forms.get(request);
-  if (known) return known;
-  const text = await request.text().catch(() => "");
-  const fields: Record<string, string> = {};
-  const type = request.headers.get("content-type") ?? "";
-  if (type.startsWith("multipart/form-data")) {
-    const form = await new Response(text, { headers: { "content-type": type } }).formData().catch(() => null);
-    form?.forEach((v, k) => {
-      if (typeof v === "string" && !(k in fields)) fields[k] = v;
-    });
-  } else {
-    for (const [k, v] of new URLSearchParams(text)) if (!(k in fields)) fields[k] = v;
-  }
-  forms.set(request, fields);
-  return fields;
-}
 
 const sameToken = (given: string | null | undefined, expected: string) => {
   if (typeof given !== "string" || given.length !== expected.length) return false;
@@ -90,15 +63,7 @@ export function sameOrigin(request: Request, baseUrl: string): boolean {
   }
 }
 
-async function csrfOk(request: Request, viewer: Viewer, baseUrl: string, form: boolean): Promise<boolean> {
-  if (!sameOrigin(request, baseUrl)) return false;
-  const header = request.headers.get("x-csrf-token");
-  if (header !== null) return sameToken(header, viewer.csrf);
-  if (!form) return false;
-  return sameToken((await formOf(request))._csrf, viewer.csrf);
-}
-
-/** The client's address as the console stores it (salted hash; README: The client address). */
+/** The client's address as the console stores it (salted hash; docs/operations.md: The client address). */
 export const clientHash = (deps: Deps, request: Request, server: PeerSource | null): string =>
   hashedAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy)).hash;
 
@@ -118,6 +83,49 @@ export async function viewerOf(deps: Deps, request: Request, server: PeerSource 
   };
 }
 
+const FOREIGN_HOST = Refused.of("csrf_rejected", "foreign_host");
+const EXPIRED_FORM = Refused.of("csrf_rejected", "expired_form");
+const UNAUTHENTICATED = Refused.of("unauthenticated");
+const NOT_FOUND = Refused.of("not_found");
+
+/** The viewer the session access admitted for a request: the surface's not-found page shows their navigation. */
+const viewers = new WeakMap<Request, Viewer>();
+
+/** A signed-in user of one of `roles` (see the top of this file). */
+export function signedIn(deps: Deps, roles: readonly Role[], method: "GET" | "POST"): AccessCheck<Viewer, Viewer> {
+  const hostOk = ownHost(deps.config.baseUrl);
+  const post = method === "POST";
+  const errors: ErrorCode[] = ["unauthenticated", "not_found", ...(post ? (["csrf_rejected"] as const) : []), "unavailable"];
+  return {
+    doc: { kind: "session", roles },
+    errors,
+    gate: async (request, server) => {
+      if (post && !hostOk(request)) return FOREIGN_HOST;
+      const viewer = await viewerOf(deps, request, server);
+      if (viewer === null) return UNAUTHENTICATED;
+      viewers.set(request, viewer);
+      return roles.includes(viewer.user.role) ? viewer : NOT_FOUND;
+    },
+    admit: post
+      ? (viewer, request, fields) => {
+          if (!sameOrigin(request, deps.config.baseUrl)) return EXPIRED_FORM;
+          const header = request.headers.get("x-csrf-token");
+          const given = header ?? (typeof fields?._csrf === "string" ? fields._csrf : null);
+          return sameToken(given, viewer.csrf) ? viewer : EXPIRED_FORM;
+        }
+      : undefined,
+  };
+}
+
+/**
+ * The forms of people not yet signed in: a POST's Host must be the console's (`always`: any
+ * method's, for a GET that spends a one-time link); the rest is the route's.
+ */
+export function hostChecked(deps: Deps, doc: Extract<Access, { kind: "public" }> = { kind: "public" }, always = false): AccessCheck<undefined> {
+  const hostOk = ownHost(deps.config.baseUrl);
+  return { doc, errors: [], gate: (request) => ((always || request.method === "POST") && !hostOk(request) ? FOREIGN_HOST : undefined) };
+}
+
 const signInAgain = (request: Request) => {
   const url = new URL(request.url);
   return seeOther(`/console/login?next=${encodeURIComponent(url.pathname + url.search)}`);
@@ -126,6 +134,17 @@ const signInAgain = (request: Request) => {
 export const unavailablePage = () =>
   plainPage("Temporarily unavailable", html`<p>The console cannot reach its database just now. Try again in a moment.</p>`, 503, { "retry-after": "5" });
 
+/**
+ * A state-changing request whose Host is not the console's (src/http/host.ts: DNS rebinding). It
+ * does not name BASE_URL: the page is read by whoever sent the foreign Host.
+ */
+export const foreignHostPage = () =>
+  plainPage(
+    "Not the console's address",
+    html`<p>This server takes forms only at its own address (its <code>BASE_URL</code>). Open the console there and try again.</p>`,
+    403,
+  );
+
 const refusedPage = () =>
   plainPage(
     "This form has expired",
@@ -133,61 +152,15 @@ const refusedPage = () =>
     403,
   );
 
-/** What both kinds of console route declare alike. */
-const declared = (d: PageDecl) => ({
-  id: d.id,
-  tag: CONSOLE_TAG,
-  summary: d.summary,
-  description: d.description,
-  method: d.method,
-  path: d.path,
-  access: { kind: "session" as const, roles: d.roles ?? EVERYONE },
-  query: d.query,
-});
+const plainNotFound = () =>
+  plainPage(
+    "Not found",
+    html`<p>There is nothing here.</p><p><a href="/console/inbox">Back to the console</a></p>`,
+    404,
+  );
 
-/** An HTML page (GET) or a form post (POST): see the top of this file. */
-export function consolePage(deps: Deps, d: PageDecl, handle: PageHandler): Route {
-  const roles = d.roles ?? EVERYONE;
-  return {
-    ...declared(d),
-    surface: "public",
-    ...(d.method === "POST" ? { body: { schema: t.Object({ _csrf: t.String() }, { additionalProperties: true }), form: true, limit: CONSOLE_BODY_LIMIT } } : {}),
-    answers: pageAnswers(d.method),
-    errors: [],
-    handle: async (request, server, selected) => {
-      let viewer: Viewer | null;
-      try {
-        viewer = await viewerOf(deps, request, server);
-      } catch (err) {
-        return pageFailure(err);
-      }
-      if (viewer === null) return signInAgain(request);
-      if (!roles.includes(viewer.user.role)) return notFoundPage(deps, viewer);
-      if (d.method === "POST" && !(await csrfOk(request, viewer, deps.config.baseUrl, true))) return refusedPage();
-      try {
-        return await handle(viewer, request, selected);
-      } catch (err) {
-        if (err instanceof AppError && err.code === "not_found") return notFoundPage(deps, viewer);
-        return pageFailure(err);
-      }
-    },
-  };
-}
-
-const HTML = "text/html; charset=utf-8";
-
-function pageAnswers(method: "GET" | "POST"): Record<number, Answer> {
-  const answers: Record<number, Answer> = {
-    200: { description: "The page", contentType: HTML },
-    303: { description: method === "POST" ? "Done: on to the page that shows it" : "Not signed in: on to /console/login" },
-    404: { description: "Missing, another organization's, or not for this role", contentType: HTML },
-    422: { description: "Input the console cannot use (text PostgreSQL cannot hold, such as a NUL)", contentType: HTML },
-  };
-  if (method === "POST") answers[403] = { description: "Refused: not the console's own form (CSRF)", contentType: HTML };
-  return answers;
-}
-
-function pageFailure(err: unknown): Response {
+/** What failed, as a page: the database away (503), a bug (500, logged by the renderer), or the client's input. */
+function failurePage(err: unknown): Response {
   const answer = errorResponse(err);
   if (answer.status === 503) return unavailablePage();
   if (answer.status >= 500) {
@@ -197,43 +170,143 @@ function pageFailure(err: unknown): Response {
   return plainPage("That did not work", html`<p>The console could not do that (${answer.statusText || String(answer.status)}).</p>`, answer.status);
 }
 
-/** A JSON route of the console: see the top of this file. */
-export function consoleJson<Q = Record<string, string | undefined>, B = Record<string, unknown>>(
-  deps: Deps,
-  d: JsonDecl,
-  handle: (viewer: Viewer, input: { query: Q; body: B }, selected: Selected) => Promise<unknown>,
-): Route {
-  const roles = d.roles ?? EVERYONE;
-  const checkQuery = d.query ? TypeCompiler.Compile(d.query) : null;
-  const checkBody = d.body ? TypeCompiler.Compile(d.body) : null;
-  const errors: ErrorCode[] = ["unauthenticated", "not_found", ...(d.query || d.body ? (["invalid_input"] as const) : []), ...(d.method === "POST" ? (["csrf_rejected", "body_too_large", "body_timeout"] as const) : []), ...(d.errors ?? []), "unavailable"];
+/** The console's HTML surface: every refusal and failure a page, with the navigation where someone is signed in. */
+export function pages(deps: Deps): SurfaceRender {
+  const notFound = (request: Request) => {
+    const viewer = viewers.get(request);
+    return viewer ? notFoundPage(deps, viewer) : plainNotFound();
+  };
   return {
-    ...declared(d),
-    surface: "key",
-    ...(d.body ? { body: { schema: d.body, form: false, limit: CONSOLE_BODY_LIMIT } } : {}),
-    answers: { 200: { description: "The answer", schema: d.answer } },
-    errors: [...new Set(errors)],
-    handle: async (request, server, selected) => {
-      try {
-        const viewer = await viewerOf(deps, request, server);
-        if (viewer === null) throw new AppError("unauthenticated");
-        if (!roles.includes(viewer.user.role)) throw new AppError("not_found");
-        if (d.method === "POST" && !(await csrfOk(request, viewer, deps.config.baseUrl, false))) throw new AppError("csrf_rejected");
-        const query = selected.query as Record<string, unknown>;
-        if (checkQuery && !checkQuery.Check(query)) throw new AppError("invalid_input", "the query does not match its schema");
-        let body: unknown = {};
-        if (d.method === "POST") {
-          const read = await readBody(request, CONSOLE_BODY_LIMIT, { deadlineMs: deps.config.bodyDeadlineMs, jsonOnly: true });
-          if (read.kind === "too_large") throw new AppError("body_too_large");
-          if (read.kind === "timeout") throw new AppError("body_timeout");
-          if (read.kind === "malformed") throw new AppError("invalid_input", "the body is not JSON");
-          body = read.kind === "json" ? read.value : {};
-          if (checkBody && !checkBody.Check(body)) throw new AppError("invalid_input", "the body does not match its schema");
-        }
-        return json(await handle(viewer, { query, body } as never, selected), 200, { "cache-control": "no-store" });
-      } catch (err) {
-        return errorResponse(err);
+    name: "public",
+    pages: true,
+    refuse: (code, request, _server, why) => {
+      switch (code) {
+        case "unauthenticated":
+          return signInAgain(request);
+        case "not_found":
+          return notFound(request);
+        case "csrf_rejected":
+          return why === "foreign_host" ? foreignHostPage() : refusedPage();
+        case "unavailable":
+          return unavailablePage();
+        default:
+          return plainPage("That did not work", html`<p>The console could not do that.</p>`, statusOf(code, "public"));
       }
     },
+    error: (err, request) => (err instanceof AppError && err.code === "not_found" ? notFound(request) : failurePage(err)),
+    value: (value) => Response.json(value),
+  };
+}
+
+/** The console's JSON routes: the contract's error bodies; answers never cached. */
+export const consoleJson: SurfaceRender = jsonSurface("key", { "cache-control": "no-store" });
+
+const HTML = "text/html; charset=utf-8";
+
+/** What every console page answers, by method. */
+export function pageAnswers(method: "GET" | "POST", extra?: Readonly<Record<number, Answer>>): Record<number, Answer> {
+  const answers: Record<number, Answer> = {
+    200: { description: "The page", contentType: HTML },
+    303: { description: method === "POST" ? "Done: on to the page that shows it" : "Not signed in: on to /console/login" },
+    404: { description: "Missing, another organization's, or not for this role", contentType: HTML },
+    422: { description: "Input the console cannot use (text PostgreSQL cannot hold, such as a NUL)", contentType: HTML },
+    503: { description: 'The database is unreachable or too slow: the console\'s "Temporarily unavailable" page', contentType: HTML },
+  };
+  if (method === "POST") answers[403] = { description: "Refused: not the console's own form (CSRF), or a Host that is not BASE_URL's", contentType: HTML };
+  return { ...answers, ...(method === "POST" ? FORM_ANSWERS : {}), ...extra };
+}
+
+/** What every console form may answer for a body it could not read. */
+const FORM_ANSWERS: Readonly<Record<number, Answer>> = {
+  408: { description: "The form did not arrive within BODY_DEADLINE_MS", contentType: HTML },
+  413: { description: "The form is larger than the route's limit", contentType: HTML },
+};
+
+/** A query or form read leniently: each declared field kept when it has its declared type, else absent. */
+export const pageQuery = <S extends TObject>(schema: S): Input<Fields<S>> => fieldsInput(schema, (f) => f);
+
+const CSRF = t.Optional(t.String({ description: "the session's CSRF token (or the header X-CSRF-Token)" }));
+
+/** A console form: its declared fields (strings; a checkbox is present or absent) and `_csrf`, within `limit` bytes. */
+export function formBody<S extends TObject>(schema: S, limit = CONSOLE_BODY_LIMIT): BodySpec<Fields<S>> {
+  const check = fieldChecker(schema);
+  return {
+    input: { schema: t.Object({ ...schema.properties, _csrf: CSRF }), read: (value) => check(objectFields(value)) },
+    limit,
+    form: true,
+    // A body that is neither a form nor JSON has no fields: each route answers for what is missing.
+    malformed: "absent",
+  };
+}
+
+/** JSON that must match its schema exactly (the console's scripts send it): else `invalid_input`. */
+export function strictJson<S extends TObject>(schema: S, what: "query" | "body"): Input<Static<S>> {
+  const check = TypeCompiler.Compile(schema);
+  return {
+    schema,
+    read: (value) => {
+      const v = what === "query" ? objectFields(value) : (value ?? {});
+      if (!check.Check(v)) throw new AppError("invalid_input", `the ${what} does not match its schema`);
+      return v as Static<S>;
+    },
+  };
+}
+
+type Common = "tag" | "access" | "surface" | "answers" | "deadlineMs";
+
+/**
+ * What every console page declares alike: its tag, the session of `roles` (default every role), the
+ * HTML surface and answers. Console routes bound their own work (exports stream for minutes): no
+ * request deadline; the statement timeout and the breaker bound the database.
+ */
+export function pageSpec<P = undefined, Q = undefined, B = undefined>(
+  deps: Deps,
+  d: Omit<RouteSpec<Viewer, P, Q, B>, Common> & { method: "GET" | "POST"; roles?: readonly Role[]; answers?: Readonly<Record<number, Answer>> },
+): RouteSpec<Viewer, P, Q, B> {
+  const { roles, answers, ...rest } = d;
+  return {
+    // A form without fields of its own still carries `_csrf`.
+    ...(d.method === "POST" && !d.body ? { body: formBody(t.Object({})) as unknown as BodySpec<B> } : {}),
+    ...rest,
+    tag: CONSOLE_TAG,
+    access: signedIn(deps, roles ?? EVERYONE, d.method),
+    surface: pages(deps),
+    answers: pageAnswers(d.method, answers),
+    deadlineMs: null,
+  };
+}
+
+/** What every console JSON route declares alike: its tag, the session, the JSON surface, its one answer. */
+export function jsonSpec<P = undefined, Q = undefined, B = undefined>(
+  deps: Deps,
+  d: Omit<RouteSpec<Viewer, P, Q, B>, Common> & { method: "GET" | "POST"; roles?: readonly Role[]; answer: TSchema },
+): RouteSpec<Viewer, P, Q, B> {
+  const { roles, answer, ...rest } = d;
+  return {
+    ...rest,
+    // Its query and body are checked strictly (strictJson).
+    errors: [...(d.query || d.body ? (["invalid_input"] as const) : []), ...(d.errors ?? [])],
+    tag: CONSOLE_TAG,
+    access: signedIn(deps, roles ?? EVERYONE, d.method),
+    surface: consoleJson,
+    answers: { 200: { description: "The answer", schema: answer } },
+    deadlineMs: null,
+  };
+}
+
+/** A public console page (sign-in, invite, installer, assets): the Host check on forms, the HTML surface. */
+export function publicPageSpec<P = undefined, Q = undefined, B = undefined>(
+  deps: Deps,
+  d: Omit<RouteSpec<undefined, P, Q, B>, Common> & { answers: Readonly<Record<number, Answer>>; limit?: string; hostAlways?: boolean },
+): RouteSpec<undefined, P, Q, B> {
+  const { limit, hostAlways, ...rest } = d;
+  return {
+    ...(d.method === "POST" && !d.body ? { body: formBody(t.Object({})) as unknown as BodySpec<B> } : {}),
+    ...rest,
+    tag: CONSOLE_TAG,
+    access: hostChecked(deps, limit ? { kind: "public", limit } : { kind: "public" }, hostAlways),
+    surface: pages(deps),
+    answers: d.method === "POST" ? { ...FORM_ANSWERS, ...d.answers } : d.answers,
+    deadlineMs: null,
   };
 }

@@ -1,4 +1,4 @@
-// Every route of the console (README: The console), for the assembly (src/app/app.ts), in the
+// Every route of the console (docs/console.md), for the assembly (src/app/app.ts), in the
 // order of a working day.
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
@@ -9,6 +9,7 @@ import { billingRoutes } from "./billing";
 import { callRoutes } from "./calls";
 import { dniRoutes } from "./dni";
 import { inboxRoutes } from "./inbox";
+import { installerRoutes } from "./installer";
 import { keyRoutes } from "./keys/routes";
 import { kpiRoutes } from "./kpi";
 import { leadPageRoutes } from "./lead";
@@ -19,6 +20,7 @@ import { webhookRoutes } from "./webhooks/routes";
 export function consoleRoutes(deps: Deps): Route[] {
   return [
     ...signInRoutes(deps),
+    ...installerRoutes(deps),
     ...accountRoutes(deps),
     ...inboxRoutes(deps),
     ...leadsRoutes(deps),

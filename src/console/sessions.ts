@@ -61,6 +61,17 @@ export async function loadSession(sql: Sql, token: string, now: number): Promise
   };
 }
 
+/**
+ * Whether the user has a session from this (hashed) address that has not been pruned: live, or
+ * ended less than about a day ago (pruneSessions). Sign-in's password checks serve such a
+ * returning user first (src/limits/semaphore.ts, `front`).
+ */
+export async function signedInFrom(sql: Sql, userId: string, address: string): Promise<boolean> {
+  const [r] = await sql<{ known: boolean }[]>`
+    select exists (select 1 from console_sessions where user_id = ${userId} and address = ${address}) as known`;
+  return r?.known === true;
+}
+
 export async function endSession(sql: Sql, token: string, now: number): Promise<void> {
   await sql`update console_sessions set revoked_at = ${new Date(now)} where token_hash = ${tokenHash(token)} and revoked_at is null`;
 }

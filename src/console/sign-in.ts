@@ -1,20 +1,47 @@
-// Signing in and out, setting a password through an invite link, the console's entry and its
-// files. Sign-in is throttled per account and per client address through the one limiter, and an
-// unknown account is answered exactly like a wrong password (the same page, after the same work).
+// Signing in and out, and the console's entry and its files (invite links: invite.ts). Sign-in
+// cannot be turned against the people it admits (docs/console-sign-in.md):
+// - failures are limited per account and client address, and per client address, never per
+//   account alone, so wrong passwords from one address do not lock the user out of another;
+// - password checks run a few at a time (src/auth/passwords.ts); past a short line a sign-in is
+//   answered 503 with Retry-After at once, instead of every sign-in waiting behind a flood; an
+//   address that has failed this hour gets a check only when one is free, never a place in the
+//   line, so a flood from a few addresses cannot hold the line against a user who has not failed;
+//   and a user signing in from an address they have signed in from before waits in a line of
+//   their own, served first, so a flood from many fresh addresses cannot hold it either;
+// - an unknown account is answered exactly like a wrong password (the same page, after the same
+//   work), and a two-step code over its limit like a wrong code (a 429 there would say the
+//   password was right);
+// - failed and throttled sign-ins are audited with the hashed address, never what was typed.
 import { Type as t } from "@sinclair/typebox";
+import { BUSY_RETRY_S } from "../auth/passwords";
 import type { Deps } from "../http/deps";
-import type { Route } from "../http/route";
+import type { PeerSource } from "../http/client";
+import { defineRoute } from "../http/define";
+import type { Fields } from "../http/input";
+import { type Input, type Route, textParam } from "../http/route";
+import { openSecret } from "../secrets/seal";
 import { ASSETS } from "./assets";
+import { accountAtAddress, anonymous, attempt, untilNextHour } from "./attempts";
 import { audit } from "./audit";
 import { html, notice, plainPage, seeOther, type Html } from "./html";
-import { clientHash, CONSOLE_TAG, formOf, sameOrigin, unavailablePage, viewerOf } from "./route";
-import { clearedCookie, cookieToken, createSession, endSession, sessionCookie } from "./sessions";
-import { openSecret } from "../secrets/seal";
+import { inviteRoutes } from "./invite";
+import { clientHash, formBody, pageQuery, publicPageSpec, sameOrigin, viewerOf } from "./route";
+import { clearedCookie, cookieToken, createSession, endSession, sessionCookie, signedInFrom } from "./sessions";
 import { matchingStep } from "./totp";
-import { hashPassword, inviteUserOf, PASSWORD_MAX, PASSWORD_MIN, passwordProblem, setPassword, takeTotpStep, userByEmail, type SignInRecord } from "./users";
+import { PASSWORD_MAX, takeTotpStep, userByEmail, type SignInRecord } from "./users";
 
 const HTML = "text/html; charset=utf-8";
-const publicSignIn = { kind: "public", limit: "sign-in attempts: 20 per account and 100 per client address per hour" } as const;
+const SIGN_IN_LIMIT = "failed sign-ins: 20 per account and client address and 100 per client address per hour; 10 wrong two-step codes per user per hour";
+
+const SignInForm = t.Object({
+  email: t.Optional(t.String()),
+  password: t.Optional(t.String()),
+  code: t.Optional(t.String({ description: "with two-step sign-in on: the authenticator app's code" })),
+  next: t.Optional(t.String({ description: "a console path to go on to" })),
+});
+type SignInFields = Fields<typeof SignInForm>;
+
+const nameParam = textParam("name");
 
 /** Where to go after signing in: a console path of ours, never another site (`//evil`, `/\evil`). */
 export function safeNext(next: string | undefined): string {
@@ -44,194 +71,150 @@ const REFUSED = "That email, password and code (if you use one) do not match an 
 
 export function signInRoutes(deps: Deps): Route[] {
   const clock = deps.clock;
-  // A real Argon2id hash of a random password, at the cost of real ones: an unknown account is
-  // verified against it, so it takes as long as a known one.
-  let dummyHash: Promise<string> | null = null;
-  const dummy = () => (dummyHash ??= hashPassword(crypto.randomUUID(), deps.passwordCost));
-  const codeOk = async (user: SignInRecord, code: string): Promise<boolean> => {
-    const step = matchingStep(openSecret(deps.config.secretKey, user.totpSecret!, "a TOTP secret"), code, clock.now(), user.totpStep);
-    return step !== null && (await takeTotpStep(deps.sql, user.id, step));
-  };
   const secure = deps.config.baseUrl.startsWith("https:");
-  const signIn = async (request: Request, server: Parameters<Route["handle"]>[1]): Promise<Response> => {
-    if (!sameOrigin(request, deps.config.baseUrl)) return plainPage("Sign in", signInForm("/console/inbox", "", html`${notice("The form came from another site. Sign in here.", "error")}`), 403);
-    const form = await formOf(request);
+  const page = (next: string, email: string, text: string, status: number, headers: Record<string, string> = {}) =>
+    plainPage("Sign in", signInForm(next, email, notice(text, "error")), status, headers);
+
+  /** A two-step code: now's (or a step either side), not used before, within the user's limit of wrong ones. */
+  const codeOk = async (user: SignInRecord, code: string, address: string): Promise<boolean> => {
+    const tried = await attempt(deps.limits, [["two_step_code", user.id]]);
+    if (!tried.admitted) {
+      if (tried.audit) await audit(deps.sql, anonymous(user.orgId, address), "session.sign_in_throttled", `user:${user.id}`, { limit: tried.refusedBy });
+      return false;
+    }
+    const step = matchingStep(openSecret(deps.config.secretKey, user.totpSecret!, "a TOTP secret"), code, clock.now(), user.totpStep);
+    const ok = step !== null && (await takeTotpStep(deps.sql, user.id, step));
+    if (ok) await tried.giveBack();
+    return ok;
+  };
+
+  const signIn = async (form: SignInFields, request: Request, server: PeerSource | null): Promise<Response> => {
+    if (!sameOrigin(request, deps.config.baseUrl)) return page("/console/inbox", "", "The form came from another site. Sign in here.", 403);
     const email = (form.email ?? "").trim().toLowerCase().slice(0, 320);
     const password = (form.password ?? "").slice(0, PASSWORD_MAX + 1);
     const next = safeNext(form.next);
     const address = clientHash(deps, request, server);
-    const [byAccount, byAddress] = await Promise.all([deps.limits.take("login_account", email), deps.limits.take("login_address", address)]);
-    if (!byAccount || !byAddress) {
-      return plainPage("Sign in", signInForm(next, email, notice("Too many sign-in attempts. Wait a while and try again.", "error")), 429, { "retry-after": "900" });
+    const tried = await attempt(deps.limits, [
+      ["login_pair", accountAtAddress(email, address)],
+      ["login_address", address],
+    ]);
+    if (!tried.admitted) {
+      // Audited once per refused bucket and hour (refusal_audit); the refusals are answered from memory.
+      if (tried.audit) {
+        const user = email === "" ? null : await userByEmail(deps.sql, email);
+        await audit(deps.sql, anonymous(user?.orgId ?? null, address), "session.sign_in_throttled", user ? `user:${user.id}` : "", { limit: tried.refusedBy });
+      }
+      return page(next, email, "Too many failed sign-ins from here. Wait a while and try again.", 429, { "retry-after": String(untilNextHour(clock.now())) });
     }
-    const user = email === "" ? null : await userByEmail(deps.sql, email);
-    const ok = user?.passwordHash ? await Bun.password.verify(password, user.passwordHash) : (await Bun.password.verify(password, await dummy()), false);
-    // With two-step sign-in on, the code of now (or a step either side) that was not used before.
-    const second = !ok || !user || user.totpSecret === null ? ok : await codeOk(user, form.code ?? "");
-    if (!second || !user) return plainPage("Sign in", signInForm(next, email, notice(REFUSED, "error")), 401);
+    const [user, failedHere] = await Promise.all([email === "" ? null : userByEmail(deps.sql, email), deps.limits.count("login_failed", address)]);
+    const place = user?.passwordHash && (await signedInFrom(deps.sql, user.id, address)) ? "front" : failedHere === 0 ? "line" : "now";
+    const ok = await deps.passwords.verify(password, user?.passwordHash ?? null, place);
+    if (ok === "busy") {
+      await tried.giveBack();
+      return page(next, email, "Many sign-ins are being checked just now. Try again in a moment.", 503, { "retry-after": String(BUSY_RETRY_S) });
+    }
+    const second = !ok || !user || user.totpSecret === null ? ok : await codeOk(user, form.code ?? "", address);
+    if (!second || !user) {
+      const reason = !ok ? "password" : "code";
+      await deps.limits.take("login_failed", address);
+      await audit(deps.sql, anonymous(user?.orgId ?? null, address), "session.sign_in_failed", user ? `user:${user.id}` : "", { reason });
+      return page(next, email, REFUSED, 401);
+    }
+    await tried.giveBack();
     const { token } = await createSession(deps.sql, user.id, address, clock.now());
     await audit(deps.sql, { orgId: user.orgId, type: "user", id: user.id, agent: null, keyId: null, address }, "session.sign_in", `user:${user.id}`);
     return seeOther(next, { "set-cookie": sessionCookie(token, secure) });
   };
-  const routes: Route[] = [
-    {
-      id: "consoleHome",
-      tag: CONSOLE_TAG,
-      summary: "The console: on to the inbox",
-      method: "GET",
-      path: "/console",
-      access: { kind: "public" },
-      answers: { 303: { description: "On to /console/inbox (or the sign-in page)" } },
-      errors: [],
-      handle: () => seeOther("/console/inbox"),
-    },
-    {
-      id: "consoleSignInPage",
-      tag: CONSOLE_TAG,
-      summary: "The sign-in page",
-      method: "GET",
-      path: "/console/login",
-      access: { kind: "public" },
-      query: t.Object({ next: t.Optional(t.String()), done: t.Optional(t.String()) }),
-      answers: { 200: { description: "The page", contentType: HTML }, 303: { description: "Already signed in: on to the inbox" } },
-      errors: [],
-      handle: async (request, server) => {
-        try {
-          if (await viewerOf(deps, request, server)) return seeOther("/console/inbox");
-        } catch {
-          return unavailablePage();
-        }
-        const url = new URL(request.url);
-        const done = url.searchParams.get("done") ?? "";
-        return plainPage("Sign in", signInForm(safeNext(url.searchParams.get("next") ?? undefined), "", Object.hasOwn(DONE, done) ? notice(DONE[done]!) : null));
+
+  return [
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleHome",
+        summary: "The console: on to the inbox",
+        method: "GET",
+        path: "/console",
+        answers: { 303: { description: "On to /console/inbox (or the sign-in page)" } },
+      }),
+      () => seeOther("/console/inbox"),
+    ),
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleSignInPage",
+        summary: "The sign-in page",
+        method: "GET",
+        path: "/console/login",
+        query: pageQuery(t.Object({ next: t.Optional(t.String()), done: t.Optional(t.String()) })),
+        answers: { 200: { description: "The page", contentType: HTML }, 303: { description: "Already signed in: on to the inbox" } },
+      }),
+      async ({ query }, { request, server }) => {
+        if (await viewerOf(deps, request, server)) return seeOther("/console/inbox");
+        const done = query.done ?? "";
+        return plainPage("Sign in", signInForm(safeNext(query.next), "", Object.hasOwn(DONE, done) ? notice(DONE[done]!) : null));
       },
-    },
-    {
-      id: "consoleSignIn",
-      tag: CONSOLE_TAG,
-      summary: "Sign in",
-      description:
-        "Form fields `email`, `password`, `code` (a user with two-step sign-in on: the 6-digit code of their authenticator app), `next`. Success: 303 to `next` (a console path) with the session cookie (`HttpOnly; SameSite=Lax`, `Secure` when BASE_URL is https). An unknown account and a wrong password get the same 401 page.",
-      method: "POST",
-      path: "/console/login",
-      access: publicSignIn,
-      body: { schema: t.Object({ email: t.String(), password: t.String(), code: t.Optional(t.String()), next: t.Optional(t.String()) }), form: true, limit: 16 * 1024 },
-      answers: {
-        303: { description: "Signed in: on to `next`" },
-        401: { description: "Email, password and code (when two-step sign-in is on) do not match an account", contentType: HTML },
-        403: { description: "The form came from another site", contentType: HTML },
-        429: { description: "Too many attempts for this account or address this hour", contentType: HTML },
-      },
-      errors: [],
-      handle: async (request, server) => {
-        try {
-          return await signIn(request, server);
-        } catch {
-          return unavailablePage();
-        }
-      },
-    },
-    {
-      id: "consoleSignOut",
-      tag: CONSOLE_TAG,
-      summary: "Sign out",
-      description: "Ends the session (server-side) and clears the cookie.",
-      method: "POST",
-      path: "/console/logout",
-      access: { kind: "public" },
-      answers: { 303: { description: "Signed out: on to the sign-in page" } },
-      errors: [],
-      handle: async (request) => {
+    ),
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleSignIn",
+        summary: "Sign in",
+        description:
+          "Form fields `email`, `password`, `code` (a user with two-step sign-in on: the 6-digit code of their authenticator app), `next`. Success: 303 to `next` (a console path) with the session cookie (`HttpOnly; SameSite=Lax`, `Secure` when BASE_URL is https). An unknown account and a wrong password get the same 401 page. Failures are limited per account and client address and per client address, never per account alone; password checks run a few at a time, and a sign-in that finds the line full is answered 503 with `Retry-After` at once.",
+        method: "POST",
+        path: "/console/login",
+        limit: SIGN_IN_LIMIT,
+        body: formBody(SignInForm, 16 * 1024),
+        answers: {
+          303: { description: "Signed in: on to `next`" },
+          401: { description: "Email, password and code (when two-step sign-in is on) do not match an account", contentType: HTML },
+          403: { description: "The form came from another site, or the Host is not BASE_URL's", contentType: HTML },
+          429: { description: "Too many failed sign-ins this hour for this account from this address, or from this address", contentType: HTML },
+          503: { description: "Password checks are full (or the database is away): try again after `Retry-After` seconds", contentType: HTML },
+        },
+      }),
+      ({ body }, { request, server }) => signIn(body, request, server),
+    ),
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleSignOut",
+        summary: "Sign out",
+        description: "Ends the session (server-side) and clears the cookie.",
+        method: "POST",
+        path: "/console/logout",
+        body: formBody(t.Object({})),
+        answers: { 303: { description: "Signed out: on to the sign-in page" }, 403: { description: "The Host is not BASE_URL's", contentType: HTML } },
+      }),
+      async (_input, { request }) => {
         const token = cookieToken(request);
         // Only the console's own pages may sign someone out (a cross-site form must not).
         if (token !== null && sameOrigin(request, deps.config.baseUrl)) await endSession(deps.sql, token, clock.now()).catch(() => {});
         return seeOther("/console/login?done=out", { "set-cookie": clearedCookie(secure) });
       },
-    },
-    {
-      id: "consoleInvitePage",
-      tag: CONSOLE_TAG,
-      summary: "Set a password through a one-time link",
-      method: "GET",
-      path: "/console/invite/{token}",
-      access: { kind: "public" },
-      answers: { 200: { description: "The form", contentType: HTML }, 404: { description: "The link is unknown, used or expired", contentType: HTML } },
-      errors: [],
-      handle: async (_request, _server, selected) => {
-        const token = selected.params.token ?? "";
-        const user = await inviteUserOf(deps.sql, token, clock.now()).catch(() => undefined);
-        if (user === undefined) return unavailablePage();
-        if (user === null) return expiredLink();
-        return plainPage("Set your password", passwordForm(token, user.email));
-      },
-    },
-    {
-      id: "consoleInvite",
-      tag: CONSOLE_TAG,
-      summary: "Set a password through a one-time link",
-      description: `Form fields \`password\` and \`confirm\` (${PASSWORD_MIN} to ${PASSWORD_MAX} characters). Ends every session of the user; the link is used up.`,
-      method: "POST",
-      path: "/console/invite/{token}",
-      access: { kind: "public" },
-      body: { schema: t.Object({ password: t.String(), confirm: t.String() }), form: true, limit: 16 * 1024 },
-      answers: {
-        303: { description: "Set: on to the sign-in page" },
-        404: { description: "The link is unknown, used or expired", contentType: HTML },
-        422: { description: "The password is refused (the form again, saying why)", contentType: HTML },
-      },
-      errors: [],
-      handle: async (request, _server, selected) => {
-        const token = selected.params.token ?? "";
-        if (!sameOrigin(request, deps.config.baseUrl)) return expiredLink();
-        try {
-          const user = await inviteUserOf(deps.sql, token, clock.now());
-          if (user === null) return expiredLink();
-          const form = await formOf(request);
-          const password = form.password ?? "";
-          const problem = passwordProblem(password) ?? (password !== form.confirm ? "the two passwords differ" : null);
-          if (problem) return plainPage("Set your password", passwordForm(token, user.email, `Not set: ${problem}.`), 422);
-          if (!(await setPassword(deps.sql, { token }, password, clock.now(), deps.passwordCost))) return expiredLink();
-          return seeOther("/console/login?done=password");
-        } catch {
-          return unavailablePage();
-        }
-      },
-    },
-    {
-      id: "consoleAsset",
-      tag: CONSOLE_TAG,
-      summary: "The console's scripts, style sheets and icon",
-      method: "GET",
-      path: "/console/assets/{name}",
-      access: { kind: "public" },
-      answers: {
-        200: { description: "The file", contentType: ["text/css; charset=utf-8", "text/javascript; charset=utf-8", "image/svg+xml"] },
-        404: { description: "No such file", contentType: "text/plain; charset=utf-8" },
-      },
-      errors: [],
-      handle: (_request, _server, selected) => {
-        const name = selected.params.name ?? "";
+    ),
+    ...inviteRoutes(deps),
+    defineRoute(
+      deps,
+      publicPageSpec(deps, {
+        id: "consoleAsset",
+        summary: "The console's scripts, style sheets and icon",
+        method: "GET",
+        path: "/console/assets/{name}",
+        params: nameParam,
+        answers: {
+          200: { description: "The file", contentType: ["text/css; charset=utf-8", "text/javascript; charset=utf-8", "image/svg+xml"] },
+          404: { description: "No such file", contentType: "text/plain; charset=utf-8" },
+        },
+      }),
+      ({ params: name }) => {
         const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
-        if (!asset) return new Response("not found", { status: 404, headers: { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" } });
+        if (!asset)
+          return new Response("not found", { status: 404, headers: { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" } });
         return new Response(asset.body, {
           headers: { "content-type": asset.type, "cache-control": "public, max-age=31536000, immutable", "x-content-type-options": "nosniff" },
         });
       },
-    },
+    ),
   ];
-  return routes;
-}
-
-const expiredLink = () =>
-  plainPage("This link does not work", html`<p>The link is unknown, was already used, or has expired. Ask your administrator for a new one.</p>`, 404);
-
-function passwordForm(token: string, email: string, problem?: string): Html {
-  return html`${problem ? notice(problem, "error") : null}
-<form method="post" action="/console/invite/${encodeURIComponent(token)}">
-<p>For <strong>${email}</strong>.</p>
-<input type="text" name="username" value="${email}" autocomplete="username" hidden>
-<div class="field"><label for="password">New password</label><input id="password" name="password" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}" aria-describedby="password-rule"><p id="password-rule" class="muted">At least ${PASSWORD_MIN} characters.</p></div>
-<div class="field"><label for="confirm">The same again</label><input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}"></div>
-<button type="submit" class="btn btn-primary">Set password</button>
-</form>`;
 }

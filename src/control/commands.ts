@@ -7,7 +7,7 @@ import type { Sql } from "../db/client";
 import { UsageError } from "../errors";
 
 /** What the control socket accepts. `serve`, `migrate` and `secrets` need the database to themselves. */
-export const SOCKET_COMMANDS: ReadonlySet<string> = new Set(["provision", "keys", "users", "webhooks", "dni", "dump"]);
+export const SOCKET_COMMANDS: ReadonlySet<string> = new Set(["provision", "keys", "users", "webhooks", "dni", "dnc", "dump"]);
 
 export async function runCommand(sql: Sql, config: Config, argv: string[], io: Io): Promise<number> {
   const [cmd, ...rest] = argv;
@@ -31,6 +31,10 @@ export async function runCommand(sql: Sql, config: Config, argv: string[], io: I
     case "dni": {
       const { dniCommand } = await import("../dni/command");
       return dniCommand(sql, rest, io);
+    }
+    case "dnc": {
+      const { dncCommand } = await import("../leads/dnc-command");
+      return dncCommand(sql, rest, io);
     }
     case "secrets": {
       const { secretsCommand } = await import("../secrets/command");

@@ -1,13 +1,15 @@
 // GET r=conversations/{id}, declared (src/http/route.ts).
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
-import { API_V1_PATH, keyedRoute } from "../http/keyed";
+import { API_V1_PATH, keyAccess } from "../http/keyed";
 import { rawJson } from "../http/respond";
 import type { Route } from "../http/route";
+import { keySurface } from "../http/surface";
 import { ConversationResult } from "./model";
 import { getConversation } from "./service";
 
 export const conversationRoutes = (deps: Deps): Route[] => [
-  keyedRoute(
+  defineRoute(
     deps,
     {
       id: "getConversation",
@@ -20,10 +22,11 @@ export const conversationRoutes = (deps: Deps): Route[] => [
       method: "GET",
       path: API_V1_PATH,
       select: { param: "r", value: "conversations/{id}" },
-      access: { kind: "key", scope: "conversations:read", limit: "api_v1", scopeError: "wrong_scope" },
+      access: keyAccess(deps, { scope: "conversations:read", limit: "api_v1", scopeError: "wrong_scope" }),
+      surface: keySurface,
       answers: { 200: { description: "The lead and its timeline", schema: ConversationResult } },
       errors: ["not_found"],
     },
-    async (grant, _input, { id }) => rawJson(await getConversation(deps.sql, grant.actor, id)),
+    async (_input, { grant, selected }) => rawJson(await getConversation(deps.sql, grant.actor, selected.id)),
   ),
 ];

@@ -26,6 +26,13 @@ export const QueueResult = t.Object(
           phone: t.String(),
           name: t.Union([t.String(), t.Null()]),
           epoch: t.Integer(),
+          dnc: t.Boolean({ description: "the number is on the do-not-contact list of the dial's organization: skip it" }),
+          outside_window: t.Boolean({
+            description: "the lead's local time is outside its calling window (8:00–21:00 local, or its state's stricter hours); false when the zone is unknown",
+          }),
+          local_time: t.Union([t.String({ description: "ISO-8601 with the lead's UTC offset, e.g. 2026-01-15T07:30:00-06:00" }), t.Null()], {
+            description: "the lead's local time (its state's zone, else its area code's); null when unknown",
+          }),
         },
         closed,
       ),

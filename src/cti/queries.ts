@@ -1,6 +1,7 @@
 import type { Sql, Tx } from "../db/client";
 import { inInputOrder } from "../db/batcher";
 import { drawHit } from "../limits/fused";
+import { listed } from "../leads/dnc";
 import { leadName, newestLead } from "../leads/match";
 import { inRowTenant, inTenant, NO_ORG } from "../leads/scope";
 import { dialInReach } from "./reach";
@@ -54,12 +55,17 @@ export interface ClaimedDial {
   phone: string;
   name: string | null;
   epoch: number;
+  /** The number is on the do-not-contact list of the dial's organization (its lead's, else the queuing key's). */
+  dnc: boolean;
+  /** The lead's state ('' without a lead): with the phone, what decides its local time (calling-window.ts). */
+  state: string;
 }
 
 /**
  * The oldest pending dial of the actor's bound agent that the actor reaches, moved to `dialing`;
  * skip locked so two pollers never collide. Dials out of reach are passed over, not claimed: they
- * wait for a key that reaches them.
+ * wait for a key that reaches them. A dial of a listed number is claimed like any other, in the
+ * same order (operations.md §4): it comes out marked `dnc`, and the dialer skips it.
  */
 export async function claimDial(sql: Sql, actor: { orgId: number | null; agent: string }): Promise<ClaimedDial | null> {
   const [row] = await sql<ClaimedDial[]>`
@@ -69,12 +75,14 @@ export async function claimDial(sql: Sql, actor: { orgId: number | null; agent: 
     ), claimed as (
       update dials d set status = 'dialing', claimed_at = now()
       from next where d.id = next.id
-      returning d.id, d.lead_id, d.phone, d.created_at
+      returning d.id, d.lead_id, d.phone, d.created_at, d.queued_org_id
     )
     select c.id, c.lead_id, c.phone,
-           (select ${leadName(sql)} from leads l where l.id = c.lead_id) as name,
-           floor(extract(epoch from c.created_at))::bigint as epoch
-    from claimed c`;
+           case when l.id is null then null else ${leadName(sql)} end as name,
+           floor(extract(epoch from c.created_at))::bigint as epoch,
+           ${listed(sql, sql`coalesce(l.org_id, c.queued_org_id)`, "phone", sql`right(c.phone, 10)`)} as dnc,
+           coalesce(l.state, '') as state
+    from claimed c left join leads l on l.id = c.lead_id`;
   return row ?? null;
 }
 
@@ -87,4 +95,16 @@ export function agentsOf(sql: Sql, orgId: number): Promise<{ id: string; name: s
 export async function agentInOrg(sql: Sql | Tx, agent: string, orgId: number): Promise<boolean> {
   const [row] = await sql`select 1 from users where id = ${agent} and org_id = ${orgId}`;
   return row !== undefined;
+}
+
+/**
+ * A dial of a known lead for `agent`, queued without a key (a callback come due: src/workspace/),
+ * in the scope of the lead's organization. Its phone is the lead's; null when the lead has none.
+ */
+export async function queueLeadDial(tx: Tx, orgId: number | null, agent: string, leadId: number): Promise<number | null> {
+  const [row] = await tx<{ id: number }[]>`
+    insert into dials (agent, key_id, queued_org_id, lead_id, phone)
+    select ${agent}, null, ${orgId}::bigint, l.id, l.phone from leads l where l.id = ${leadId} and l.phone <> ''
+    returning id`;
+  return row?.id ?? null;
 }

@@ -5,6 +5,7 @@ import { countedReads, type CountedReads } from "../limits/fused";
 import type { KeyHit } from "../limits/key-counter";
 import type { Limits } from "../limits/limits";
 import { dialable } from "../leads/phone";
+import { localCallTime } from "./calling-window";
 import { agentInOrg, claimDial, countedLookups, queueDial, type ClaimedDial, type LookupMatch, type LookupRead } from "./queries";
 
 function dialablePhone(phone: unknown): string {
@@ -64,7 +65,24 @@ export async function lookup(
   return lead ? { ok: true, found: true, lead_id: lead.id, name: lead.name } : { ok: true, found: false };
 }
 
-/** The bound agent's oldest pending dial within the actor's reach, claimed (pending → dialing). */
-export async function claimNextDial(sql: Sql, actor: Actor): Promise<{ ok: true; dial: ClaimedDial | null }> {
-  return { ok: true, dial: await claimDial(sql, { orgId: actor.orgId, agent: actor.agent! }) };
+/** A dial as cti_queue.php hands it out (QueueResult in model.ts). */
+export interface QueuedDial extends Omit<ClaimedDial, "state"> {
+  outside_window: boolean;
+  local_time: string | null;
+}
+
+/** What the dialer is told of a claimed dial at `now`: the do-not-contact mark, and the lead's local time against its calling window. */
+export function queuedDial(d: ClaimedDial, now: number): QueuedDial {
+  const local = localCallTime(now, { state: d.state, phone: d.phone });
+  return { id: d.id, lead_id: d.lead_id, phone: d.phone, name: d.name, epoch: d.epoch, dnc: d.dnc, outside_window: local.outsideWindow, local_time: local.localTime };
+}
+
+/**
+ * The bound agent's oldest pending dial within the actor's reach, claimed (pending → dialing). Never
+ * held back: a dial of a listed number, or one outside its lead's calling window, is handed out in
+ * its turn with `dnc` / `outside_window` saying so.
+ */
+export async function claimNextDial(sql: Sql, actor: Actor, now: number): Promise<{ ok: true; dial: QueuedDial | null }> {
+  const dial = await claimDial(sql, { orgId: actor.orgId, agent: actor.agent! });
+  return { ok: true, dial: dial === null ? null : queuedDial(dial, now) };
 }

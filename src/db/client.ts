@@ -1,8 +1,10 @@
 // One postgres.js client per process, created at start and passed down.
 import postgres, { type PendingQuery } from "postgres";
-import { guardTransactions } from "./begin";
-import { unpipelined } from "./pipeline";
-import { tcpSockets } from "./socket";
+import { gated, watchedDials, type Breaker } from "./breaker";
+import { lostConnection } from "./sqlstate";
+import { guardTransactions } from "./postgres-js/begin";
+import { unpipelined } from "./postgres-js/pipeline";
+import { tcpSockets } from "./postgres-js/socket";
 
 export type Sql = postgres.Sql<{ bigint: number }>;
 /** The client inside `sql.begin`. */
@@ -26,10 +28,17 @@ export interface DbOptions {
    * Statements are sent unnamed (PgBouncer before 1.21 does not carry protocol-level prepared
    * statements across server connections), and only the startup parameters PgBouncer tracks and
    * re-applies per client are sent: it refuses a connection that sends statement_timeout or
-   * plan_cache_mode. The statement timeout is then the role's or the database's (README: Several
-   * instances); the plan cache mode does not matter, as an unnamed statement is planned each time.
+   * plan_cache_mode. The statement timeout is then the role's or the database's (docs/several-instances.md,
+   * Through PgBouncer); the plan cache mode does not matter, as an unnamed statement is planned each time.
    */
   pooled?: boolean;
+  /**
+   * `serve`'s clients share one (src/db/breaker.ts): statements are refused while it is open, and
+   * what this client sees of the database refusing or dropping connections opens it.
+   */
+  breaker?: Breaker;
+  /** How long a connection may take to be made, in seconds (default 2). */
+  connectTimeoutS?: number;
 }
 
 /**
@@ -40,11 +49,11 @@ export interface DbOptions {
  */
 export function connect(url: string, opts: DbOptions): Sql {
   const sql = postgres(url, {
-    // Dialled by us only to order a dying socket's events (src/db/socket.ts). The option is
+    // Dialled by us only to order a dying socket's events (./postgres-js/socket.ts). The option is
     // postgres.js's, missing from its types.
-    ...{ socket: opts.socket ?? tcpSockets() },
+    ...{ socket: opts.socket ?? (opts.breaker ? watchedDials(tcpSockets(), opts.breaker) : tcpSockets()) },
     max: opts.max,
-    connect_timeout: 2,
+    connect_timeout: opts.connectTimeoutS ?? 2,
     idle_timeout: 60,
     // TCP keepalive after 10 s idle (postgres.js's default is 60 s). It matters most for the
     // LISTEN connection (`sql.listen` opens one with these options and never idles it out): a
@@ -81,9 +90,10 @@ export function connect(url: string, opts: DbOptions): Sql {
           }),
     },
   });
-  guardTransactions(sql);
-  // Through a pooler, one statement at a time per connection (src/db/pipeline.ts).
-  return opts.pooled ? unpipelined(sql as unknown as Sql) : (sql as unknown as Sql);
+  guardTransactions(sql, lostConnection);
+  // Through a pooler, one statement at a time per connection (./postgres-js/pipeline.ts).
+  const client = opts.pooled ? unpipelined(sql as unknown as Sql) : (sql as unknown as Sql);
+  return opts.breaker ? gated(client, opts.breaker) : client;
 }
 
 /**
@@ -101,7 +111,7 @@ export function unprepared<Q extends PendingQuery<any>>(query: Q): Q {
   return query;
 }
 
-/** The pool's connections in use and queries waiting for one (patches/postgres+3.4.9.patch adds `sql.pool`). */
+/** The pool's connections in use and queries waiting for one (src/db/postgres-js/postgres+3.4.9.patch adds `sql.pool`). */
 export interface PoolState {
   max: number;
   inUse: number;

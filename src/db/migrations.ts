@@ -20,6 +20,11 @@ import m0016 from "../../sql/0016_console.sql" with { type: "text" };
 import m0017 from "../../sql/0017_console_calls_dni.sql" with { type: "text" };
 import m0018 from "../../sql/0018_console_leads.sql" with { type: "text" };
 import m0019 from "../../sql/0019_lead_name_order.sql" with { type: "text" };
+import m0020 from "../../sql/0020_automations_work_the_lead.sql" with { type: "text" };
+import m0021 from "../../sql/0021_org_agents_export.sql" with { type: "text" };
+import m0022 from "../../sql/0022_do_not_contact.sql" with { type: "text" };
+import m0023 from "../../sql/0023_workspace.sql" with { type: "text" };
+import m0024 from "../../sql/0024_attribution_outward.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -41,4 +46,9 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 17, name: "0017_console_calls_dni", sql: m0017 },
   { version: 18, name: "0018_console_leads", sql: m0018 },
   { version: 19, name: "0019_lead_name_order", sql: m0019 },
+  { version: 20, name: "0020_automations_work_the_lead", sql: m0020 },
+  { version: 21, name: "0021_org_agents_export", sql: m0021 },
+  { version: 22, name: "0022_do_not_contact", sql: m0022 },
+  { version: 23, name: "0023_workspace", sql: m0023 },
+  { version: 24, name: "0024_attribution_outward", sql: m0024 },
 ];

@@ -2,8 +2,9 @@
 import { availableParallelism } from "node:os";
 import type { Config } from "../config";
 import { log } from "../log";
+import { Breaker } from "./breaker";
 import { connect, type Sql } from "./client";
-import { LOCK_WAIT_MS } from "./deadline";
+import { LOCK_WAIT_MS, withDeadline } from "./deadline";
 
 export interface Database {
   /** The pool every request and worker uses (through the pooler when DATABASE_DIRECT_URL is set). */
@@ -55,22 +56,29 @@ export async function openDatabase(config: Config, purpose: Purpose, options: Op
       return { sql, direct: sql, background: sql, embedded: false, close: () => endAll(sql) };
     }
     if (!directUrl) {
-      const { sql, background } = servePools(config.databaseUrl, max, applicationName);
-      await probe(sql, config.databaseUrl);
-      return { sql, direct: sql, background, embedded: false, close: () => endAll(sql, background) };
+      const { sql, background, breaker } = servePools(config.databaseUrl, max, applicationName);
+      try {
+        await probe(sql, config.databaseUrl);
+      } catch (err) {
+        breaker.stop();
+        throw err;
+      }
+      return { sql, direct: sql, background, embedded: false, close: () => closeAll(breaker, sql, background) };
     }
-    const { sql, background } = servePools(config.databaseUrl, max, applicationName, true);
-    // One connection for the migrations at start, then postgres.js's own for LISTEN.
-    const direct = connect(directUrl, { max: 1, statementTimeoutMs, applicationName: `${applicationName}-direct` });
+    const { sql, background, breaker } = servePools(config.databaseUrl, max, applicationName, true);
+    // One connection for the migrations at start, then postgres.js's own for LISTEN; its failures
+    // open the pools' breaker too (the pooler may answer while PostgreSQL itself is gone).
+    const direct = connect(directUrl, { max: 1, statementTimeoutMs, applicationName: `${applicationName}-direct`, breaker });
     try {
       await probe(direct, directUrl);
       await probe(sql, config.databaseUrl);
     } catch (err) {
+      breaker.stop();
       void direct.end({ timeout: 0 }).catch(() => {});
       throw err;
     }
     await warnUnboundedStatements(sql);
-    return { sql, direct, background, embedded: false, close: () => endAll(sql, direct, background) };
+    return { sql, direct, background, embedded: false, close: () => closeAll(breaker, sql, direct, background) };
   }
   const { startEmbedded } = await import("./embedded");
   const server = await startEmbedded(config.dataDir, { fromImage: !options.empty });
@@ -95,17 +103,44 @@ const SERVE_BOUNDS = { statementTimeoutMs: 5000, lockTimeoutMs: LOCK_WAIT_MS };
 
 /**
  * `serve`'s two pools on `url` (clients connect when first used): the requests' of `max`
- * connections, and its background work's, half as many and at least two (Database.background).
+ * connections, and its background work's, half as many and at least two (Database.background);
+ * and the breaker they share (src/db/breaker.ts), whose probe dials `url` as they do. Stop the
+ * breaker when they are ended.
  */
-export function servePools(url: string, max: number, applicationName: string, pooled = false): { sql: Sql; background: Sql } {
+export function servePools(url: string, max: number, applicationName: string, pooled = false): { sql: Sql; background: Sql; breaker: Breaker } {
+  const breaker = new Breaker(() => answers(url, pooled, `${applicationName}-probe`));
   return {
-    sql: connect(url, { ...SERVE_BOUNDS, max, applicationName, pooled }),
-    background: connect(url, { ...SERVE_BOUNDS, max: Math.max(2, Math.ceil(max / 2)), applicationName: `${applicationName}-background`, pooled }),
+    sql: connect(url, { ...SERVE_BOUNDS, max, applicationName, pooled, breaker }),
+    background: connect(url, { ...SERVE_BOUNDS, max: Math.max(2, Math.ceil(max / 2)), applicationName: `${applicationName}-background`, pooled, breaker }),
+    breaker,
   };
+}
+
+/** How long the breaker's probe waits for a connection and its `select 1`, ms. */
+const BREAKER_PROBE_MS = 1000;
+
+/**
+ * The breaker's probe: `select 1` on a connection of its own, made for it and closed after, within
+ * BREAKER_PROBE_MS. Through PgBouncer the pooler accepts whether or not its server is there: only
+ * a statement answered says the database is back.
+ */
+async function answers(url: string, pooled: boolean, applicationName: string): Promise<void> {
+  const sql = connect(url, { max: 1, statementTimeoutMs: BREAKER_PROBE_MS, pooled, applicationName, connectTimeoutS: BREAKER_PROBE_MS / 1000 });
+  try {
+    await withDeadline(sql`select 1`, BREAKER_PROBE_MS);
+  } finally {
+    void sql.end({ timeout: 0 }).catch(() => {});
+  }
 }
 
 const endAll = async (...clients: Sql[]): Promise<void> => {
   await Promise.all(clients.map((c) => c.end({ timeout: 5 })));
+};
+
+/** The breaker first: no probe then starts, and a LISTEN waiting for it to close gives up. */
+const closeAll = async (breaker: Breaker, ...clients: Sql[]): Promise<void> => {
+  breaker.stop();
+  await endAll(...clients);
 };
 
 /**
@@ -116,7 +151,7 @@ const endAll = async (...clients: Sql[]): Promise<void> => {
 async function warnUnboundedStatements(sql: Sql): Promise<void> {
   const [row] = await sql<{ t: string }[]>`select current_setting('statement_timeout') as t`;
   if (row?.t === "0") {
-    log.warn("statement_timeout is 0 on the pooled connections; set it for Leadline's role or database (README: Several instances)");
+    log.warn("statement_timeout is 0 on the pooled connections; set it for Leadline's role or database (docs/several-instances.md)");
   }
 }
 

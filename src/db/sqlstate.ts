@@ -32,12 +32,40 @@ export type DbFailure =
    * 22021 / 22P05: text PostgreSQL cannot hold (a NUL). Input rules drop NULs before they reach
    * SQL; this is the net under a field they missed: the client's input error, never a 500.
    */
-  | "bad_text";
+  | "bad_text"
+  /** LB001: the booking capacity trigger (sql/0004_booking.sql) found the slot full. */
+  | "slot_full";
 
 const codeOf = (err: unknown): string | null => {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === "string" ? code : null;
 };
+
+/**
+ * What tells that the database refuses or drops connections, as opposed to being slow: the
+ * breaker (src/db/breaker.ts) opens on these, and only these. Not CONNECT_TIMEOUT (a database that
+ * does not answer is slow or hung: the request deadline's case), nor CONNECTION_ENDED or
+ * CONNECTION_DESTROYED (this process ending its own clients).
+ */
+const droppingCodes = new Set(["CONNECTION_CLOSED", "ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOENT"]);
+
+/**
+ * The database refused or dropped a connection: refused or reset at the socket, closed under a
+ * statement, or refused by the server or the pooler in front of it. SQLSTATE class 08 (connection
+ * exception): PgBouncer 1.18 sends every refusal of its own as 08P01 (src/proto.c,
+ * send_pooler_error) and closes the connection, as measured with its server stopped: "server login
+ * has been failing, try again later (server_login_retry)" to a new statement, "server conn
+ * crashed?" to one in flight, "query_wait_timeout" to one that waited for a server; later
+ * versions may send 53300 for "no more connections allowed". 57P01/57P02 (terminated by an
+ * administrator or a crash), 57P03 (cannot connect now: starting up, shutting down), 53300 (too
+ * many connections). A statement timeout
+ * (57014), a lock timeout (55P03) or a deadlock are the database answering, slowly: never these.
+ */
+export function refusedOrDropped(err: unknown): boolean {
+  const code = codeOf(err);
+  if (code === null) return false;
+  return droppingCodes.has(code) || code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03" || code === "53300";
+}
 
 /** The connection itself was lost (or never made): nothing more can be sent on it. */
 export function lostConnection(err: unknown): boolean {
@@ -53,6 +81,7 @@ export function classify(err: unknown): DbFailure | null {
   if (code === "40001" || code === "40P01") return "retry";
   if (code === "55P03") return "lock_timeout";
   if (code === "22021" || code === "22P05") return "bad_text";
+  if (code === "LB001") return "slot_full";
   if (connectionCodes.has(code)) return "unavailable";
   // 08: connection exception; 57014: statement timeout; 57P01-03: shutdown / cannot connect now;
   // 53300: too many connections.

@@ -22,7 +22,7 @@ export type DemoOutcome =
 export const DEMO_PASSWORD = "leadline-demo-pass";
 
 /**
- * DEMO_PASSWORD's Argon2id hash at PASSWORD_COST, made once (test/demo-password.test.ts checks it
+ * DEMO_PASSWORD's Argon2id hash at ARGON2_COST (src/auth/passwords.ts), made once (test/demo-password.test.ts checks it
  * against both): hashing a published password at every first start protects nothing, and took a
  * quarter of a second and 64 MiB of the demo's first start (bench/first-start.ts). A sign-in still
  * verifies it at the full cost.
@@ -42,7 +42,7 @@ export async function provisionDemo(sql: Sql, now: Date, secretKey: Buffer | nul
   return {
     applied: true,
     users,
-    keys: (file.api_keys ?? []).map((k) => ({ key: k.key!, scopes: k.scopes, agent: k.agent ?? null })),
+    keys: (file.api_keys ?? []).map((k) => ({ key: k.key!, scopes: k.scopes ?? [], agent: k.agent ?? null })),
     slug: file.calendars![0].links![0].slug,
   };
 }

@@ -4,11 +4,12 @@
 // not exist, so an installation provisioned from its own file never serves it.
 import { createHash } from "node:crypto";
 import { findPool } from "../dni/queries";
-import { AppError } from "../errors";
+import { open, Refused } from "../http/access";
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import { escapeHtml } from "../http/html";
-import { errorResponse } from "../http/respond";
 import type { Route } from "../http/route";
+import { publicSurface } from "../http/surface";
 import { DEMO_POOL } from "./provision";
 
 const STYLE =
@@ -73,21 +74,27 @@ export function demoRoutes(deps: Deps): Route[] {
       },
     ));
   return [
-    {
-      id: "demoDniPage",
-      tag: "Demo",
-      summary: "The demo's number-insertion test page",
-      description: "Served only where the demo (`serve --demo`) was provisioned; 404 everywhere else.",
-      method: "GET",
-      path: "/demo/dni",
-      access: { kind: "public" },
-      answers: { 200: { description: "The page", contentType: "text/html; charset=utf-8" } },
-      errors: ["not_found"],
-      handle: async () => {
-        const html = await load();
-        if (html === null) return errorResponse(new AppError("not_found"));
-        return new Response(html, { headers: HEADERS });
+    defineRoute(
+      deps,
+      {
+        id: "demoDniPage",
+        tag: "Demo",
+        summary: "The demo's number-insertion test page",
+        description: "Served only where the demo (`serve --demo`) was provisioned; 404 everywhere else.",
+        method: "GET",
+        path: "/demo/dni",
+        access: open(),
+        surface: publicSurface,
+        answers: { 200: { description: "The page", contentType: "text/html; charset=utf-8" } },
+        errors: ["not_found"],
+        deadlineMs: null,
       },
-    },
+      async () => {
+        const html = await load();
+        return html === null ? NOT_FOUND : new Response(html, { headers: HEADERS });
+      },
+    ),
   ];
 }
+
+const NOT_FOUND = Refused.of("not_found");

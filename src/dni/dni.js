@@ -77,9 +77,17 @@
         a.setAttribute("href", put(h, digits.length - 10));
       }
     };
+    // The visitor id into the site's own form fields named leadline_visitor (in `root` and root
+    // itself), which its form handler passes to lead intake as dni_visitor: the lead's first touch.
+    var fill = function (root) {
+      if (root.getAttribute("name") == "leadline_visitor") root.value = vid;
+      var f = root.querySelectorAll("[name=leadline_visitor]");
+      for (var i = 0; i < f.length; i++) f[i].value = vid;
+    };
     var scan = function (root) {
       if (root.nodeType == 3) return fixText(root);
       if (root.nodeType != 1) return;
+      fill(root);
       var walker = d.createTreeWalker(root, 4);
       for (var n; (n = walker.nextNode()); ) fixText(n);
       if (root.nodeName == "A") fixLink(root);
@@ -122,8 +130,13 @@
         if (r && r.error == "not_leased") lease();
       }).catch(noop);
     };
+    // The ad platforms' click ids, kept first-touch with the visitor like the UTM parameters.
+    var visit = { utm: utm, landing: location.href, referrer: d.referrer };
+    ["gclid", "gbraid", "wbraid", "fbclid", "msclkid"].forEach(function (k) {
+      visit[k] = q.get(k) || "";
+    });
     var lease = function (first) {
-      post("lease", { utm: utm, gclid: q.get("gclid") || "", landing: location.href, referrer: d.referrer })
+      post("lease", visit)
         .then(function (r) {
           if (!r || !r.ok) return;
           var digits = String(r.number || "").replace(/\D/g, "").slice(-10);
@@ -153,6 +166,8 @@
     d.addEventListener("submit", function (e) {
       try {
         var f = e.target;
+        // Filled again at the last moment: a field the site added or reset since.
+        if (to) fill(d.documentElement);
         var name = f.getAttribute("name") || f.getAttribute("id") || f.getAttribute("action") || "";
         post("event", { kind: "form", name: name.slice(0, 80), meta: { page: location.pathname } }, 1).catch(noop);
       } catch (x) {}

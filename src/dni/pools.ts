@@ -6,6 +6,7 @@
 import { LRUCache } from "lru-cache";
 import type { Sql } from "../db/client";
 import { withDeadline } from "../db/deadline";
+import { mapDbError } from "../db/sqlstate";
 import { findPool, type PoolRow } from "./queries";
 import { formatNumber } from "./rules";
 
@@ -63,7 +64,13 @@ export class PoolCache {
     private readonly refreshMs = POOL_REFRESH_MS,
   ) {}
 
-  /** The pool, synchronously when cached and fresh. */
+  /**
+   * The pool, synchronously when cached and fresh. A pool read before is kept while the database
+   * cannot be asked again (unavailable: away, too slow, or the breaker open): its returning
+   * visitors are still answered from memory, which is what makes them safe (src/dni/engine.ts),
+   * and nobody can re-provision it meanwhile through that database. Without this, warm leases
+   * turned 503 once an outage had lasted POOL_REFRESH_MS.
+   */
   get(key: string): Pool | null | Promise<Pool | null> {
     const hit = this.cache.get(key);
     if (hit && performance.now() - hit.loadedAt < this.refreshMs) return hit.pool;
@@ -74,7 +81,12 @@ export class PoolCache {
       loading = withDeadline(this.load(key)).finally(() => this.loading.delete(key));
       this.loading.set(key, loading);
     }
-    return loading;
+    const known = hit?.pool;
+    if (!known) return loading;
+    return loading.catch((err: unknown) => {
+      if (mapDbError(err)?.code === "unavailable") return known;
+      throw err;
+    });
   }
 
   private async load(key: string): Promise<Pool | null> {

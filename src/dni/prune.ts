@@ -12,7 +12,10 @@
 //   (events, seconds), so a row left behind by the stop is taken by a later run.
 // `for update skip locked`: several instances pruning at once take different rows, never wait on
 // each other, and never wait on (or block) a visit batch that has a visitor's row locked.
+import type postgres from "postgres";
 import type { Sql } from "../db/client";
+
+type Fragment = postgres.PendingQuery<postgres.Row[]>;
 
 export const PRUNE_BATCH = 5_000;
 const DAY_MS = 86_400_000;
@@ -58,60 +61,41 @@ async function walk(batch: number, whole: boolean, range: (after: number) => Pro
 }
 
 /**
+ * The one retention delete: the range of `batch` rows of `table` past id `after`, and in it the
+ * rows whose `time` is before the cutoff and that `kept` (a condition on the row `x`) does not
+ * hold back, deleted unless another instance has them locked.
+ */
+async function expiredRange(sql: Sql, table: string, time: string, after: number, batch: number, cutoff: Date, kept: Fragment = sql``): Promise<Range> {
+  const [r] = await sql<Range[]>`
+    with range as (
+      select id, ${sql(time)} < ${cutoff} as expired from ${sql(table)} where id > ${after} order by id limit ${batch}
+    ), old as (
+      select x.id from ${sql(table)} x
+      where x.id in (select id from range where expired) and x.${sql(time)} < ${cutoff} ${kept}
+      for update of x skip locked
+    ), gone as (
+      delete from ${sql(table)} x using old where x.id = old.id returning 1
+    )
+    select (select max(id) from range) as last, (select count(*) from range where expired)::int as expired,
+           (select count(*) from gone)::int as deleted`;
+  return r!;
+}
+
+/**
  * A visitor is deleted once its last visit is older than the cutoff, unless it holds a number
  * that has not expired (an instance may be answering it from memory) or a call since the cutoff
  * was attributed to it. A lease of the visitor racing the prune writes last_visit_at in the
  * statement that takes its hold: the lock below re-reads the row and leaves it; a lease that comes
  * after the delete writes the visitor anew (a new id) with a new first touch.
  */
-async function visitorRange(sql: Sql, after: number, batch: number, cutoff: Date, now: Date): Promise<Range> {
-  const [r] = await sql<Range[]>`
-    with range as (
-      select id, last_visit_at < ${cutoff} as expired from dni_visitors where id > ${after} order by id limit ${batch}
-    ), old as (
-      select v.id from dni_visitors v
-      where v.id in (select id from range where expired) and v.last_visit_at < ${cutoff}
-        and not exists (select 1 from dni_holds h where h.visitor_id = v.id and h.expires_at > ${now})
-        and not exists (select 1 from calls c where c.visit_id = v.id and c.occurred_at >= ${cutoff})
-      for update of v skip locked
-    ), gone as (
-      delete from dni_visitors v using old where v.id = old.id returning 1
-    )
-    select (select max(id) from range) as last, (select count(*) from range where expired)::int as expired,
-           (select count(*) from gone)::int as deleted`;
-  return r;
-}
+const visitorRange = (sql: Sql, after: number, batch: number, cutoff: Date, now: Date) =>
+  expiredRange(sql, "dni_visitors", "last_visit_at", after, batch, cutoff, sql`
+    and not exists (select 1 from dni_holds h where h.visitor_id = x.id and h.expires_at > ${now})
+    and not exists (select 1 from calls c where c.visit_id = x.id and c.occurred_at >= ${cutoff})`);
 
 /** A past hold ended before the cutoff; a number's current hold is kept whatever its age (its span is live data). */
-async function holdRange(sql: Sql, after: number, batch: number, cutoff: Date): Promise<Range> {
-  const [r] = await sql<Range[]>`
-    with range as (
-      select id, expires_at < ${cutoff} as expired from dni_hold_history where id > ${after} order by id limit ${batch}
-    ), old as (
-      select x.id from dni_hold_history x
-      where x.id in (select id from range where expired) and x.expires_at < ${cutoff}
-        and not exists (select 1 from dni_holds h where h.number = x.number and h.hold_id = x.id)
-      for update of x skip locked
-    ), gone as (
-      delete from dni_hold_history x using old where x.id = old.id returning 1
-    )
-    select (select max(id) from range) as last, (select count(*) from range where expired)::int as expired,
-           (select count(*) from gone)::int as deleted`;
-  return r;
-}
+const holdRange = (sql: Sql, after: number, batch: number, cutoff: Date) =>
+  expiredRange(sql, "dni_hold_history", "expires_at", after, batch, cutoff, sql`
+    and not exists (select 1 from dni_holds h where h.number = x.number and h.hold_id = x.id)`);
 
-async function eventRange(sql: Sql, after: number, batch: number, cutoff: Date): Promise<Range> {
-  const [r] = await sql<Range[]>`
-    with range as (
-      select id, created_at < ${cutoff} as expired from dni_events where id > ${after} order by id limit ${batch}
-    ), old as (
-      select e.id from dni_events e
-      where e.id in (select id from range where expired) and e.created_at < ${cutoff}
-      for update of e skip locked
-    ), gone as (
-      delete from dni_events e using old where e.id = old.id returning 1
-    )
-    select (select max(id) from range) as last, (select count(*) from range where expired)::int as expired,
-           (select count(*) from gone)::int as deleted`;
-  return r;
-}
+const eventRange = (sql: Sql, after: number, batch: number, cutoff: Date) => expiredRange(sql, "dni_events", "created_at", after, batch, cutoff);

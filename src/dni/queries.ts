@@ -65,15 +65,17 @@ function recordVisits(sql: Sql | Tx, requests: VisitRequest[]): postgres.Pending
         ${requests.map((r) => r.pool)}::text[], ${requests.map((r) => r.visitor)}::text[],
         ${col("utm_source")}::text[], ${col("utm_medium")}::text[], ${col("utm_campaign")}::text[],
         ${col("utm_term")}::text[], ${col("utm_content")}::text[], ${col("gclid")}::text[],
+        ${col("gbraid")}::text[], ${col("wbraid")}::text[], ${col("fbclid")}::text[], ${col("msclkid")}::text[],
         ${col("landing")}::text[], ${col("referrer")}::text[], ${col("user_agent")}::text[], ${col("ip_hash")}::text[],
         ${requests.map((r) => r.nowMs)}::float8[], ${requests.map((r) => r.untilMs)}::float8[]
       ) with ordinality as r(pool_key, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content,
-                             gclid, landing, referrer, user_agent, ip_hash, now_ms, until_ms, i)
+                             gclid, gbraid, wbraid, fbclid, msclkid, landing, referrer, user_agent, ip_hash, now_ms, until_ms, i)
     ), visited as (
       insert into dni_visitors (pool_key, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content,
-                                gclid, landing, referrer, user_agent, ip_hash, first_visit_at, last_visit_at)
-      select pool_key, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content, gclid, landing,
-             referrer, user_agent, ip_hash, to_timestamp(now_ms / 1000), to_timestamp(now_ms / 1000)
+                                gclid, gbraid, wbraid, fbclid, msclkid, landing, referrer, user_agent, ip_hash,
+                                first_visit_at, last_visit_at)
+      select pool_key, visitor, utm_source, utm_medium, utm_campaign, utm_term, utm_content, gclid, gbraid, wbraid,
+             fbclid, msclkid, landing, referrer, user_agent, ip_hash, to_timestamp(now_ms / 1000), to_timestamp(now_ms / 1000)
       from visit_req order by pool_key, visitor
       on conflict (pool_key, visitor) do update set
         last_visit_at = greatest(dni_visitors.last_visit_at, excluded.last_visit_at),

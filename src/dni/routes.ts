@@ -11,14 +11,15 @@
 // action's route with a fast path for the script's own URLs; an undeclared action still draws on
 // the limit before it is refused.
 import type { ErrorCode } from "../errors";
-import { bodyFields, readBody } from "../http/body";
-import { clientAddress, hashedAddress, type HashedAddress, type PeerSource } from "../http/client";
+import { limited, open, Refused, type AccessCheck } from "../http/access";
+import { clientAddress, hashedAddress, type HashedAddress } from "../http/client";
 import { publicCors } from "../http/cors";
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
-import { guarded } from "../http/native";
-import { errorOf, jsonHeaders } from "../http/respond";
+import { jsonHeaders } from "../http/respond";
 import { fieldChecker } from "../http/input";
-import { objectFields, type Input, type PathRoute, type Route, type Selected } from "../http/route";
+import { objectFields, type Input, type PathRoute, type Route } from "../http/route";
+import { jsonSurface } from "../http/surface";
 import type { DniEngine } from "./engine";
 import type { Pool } from "./pools";
 import { dniEngine } from "./instance";
@@ -32,7 +33,6 @@ const CORS = publicCors("POST");
 const JSON_CORS = jsonHeaders(CORS.headers);
 // One init for every 200 answer: Response copies it, and a fresh object per answer showed.
 const OK_CORS = { status: 200, headers: JSON_CORS };
-const ERROR_HEADERS = { ...CORS.headers };
 
 /** What every action reads of its body: the pool's key and the visitor, null when unusable. */
 interface Identified {
@@ -78,7 +78,7 @@ const eventInput: Input<Identified & { event: () => BrowserEvent }> = {
  */
 type Run<T> = (request: Request, address: HashedAddress, pool: Pool, visitor: string, input: T) => Response | Promise<Response>;
 
-const ACTION_ERRORS: readonly ErrorCode[] = ["rate_limited", "body_timeout", "pool_not_found", "visitor_required", "unavailable"];
+const ACTION_ERRORS: readonly ErrorCode[] = ["pool_not_found", "visitor_required", "unavailable"];
 
 // The engine answers a returning visitor with the same object every time (per hold, per pool):
 // its JSON text is kept on it, under a symbol JSON.stringify skips, so a warm lease or heartbeat
@@ -96,15 +96,24 @@ function answer(body: object & { [JSON_TEXT]?: string }): Response {
 // Never frozen: its JSON text is kept on it like the engine's answers.
 const EVENT_OK = { ok: true };
 
-/** Every action counts against its client's bucket (an IPv6 client's /64), whatever comes of it. */
-function limited(deps: Deps, request: Request, server: PeerSource | null): HashedAddress | null | Promise<HashedAddress | null> {
-  const address = hashedAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy));
-  // Decided from memory (limits/address-counter.ts, which keeps the count on the bucket's record):
-  // an address already over its limit costs no database write at all.
-  const within = deps.limits.take("dni", address.bucket);
-  if (within instanceof Promise) return within.then((ok) => (ok ? address : null));
-  return within ? address : null;
+const RATE_LIMITED = Refused.of("rate_limited");
+
+/**
+ * Every action counts against its client's bucket (an IPv6 client's /64), whatever comes of it,
+ * known or not (the path's `counted`); the grant is the client's hashed address.
+ */
+function dniAccess(deps: Deps): AccessCheck<HashedAddress> {
+  return limited({ kind: "public", cors: true, limit: "dni (per hashed client address; every action counts)" }, (request, server) => {
+    const address = hashedAddress(deps.ipSalt, clientAddress(request, server, deps.config.trustProxy));
+    // Decided from memory (limits/address-counter.ts, which keeps the count on the bucket's record):
+    // an address already over its limit costs no database write at all.
+    const within = deps.limits.take("dni", address.bucket);
+    if (within instanceof Promise) return within.then((ok) => (ok ? address : RATE_LIMITED));
+    return within ? address : RATE_LIMITED;
+  });
 }
+
+const SURFACE = jsonSurface("dni", CORS.headers);
 
 interface ActionDeclaration<T extends Identified> {
   id: string;
@@ -115,70 +124,42 @@ interface ActionDeclaration<T extends Identified> {
   answers: Route["answers"];
 }
 
-/** A declared action: limit, body, input, pool, visitor, then `run`. Errors are answered with CORS. */
-function actionRoute<T extends Identified>(
-  deps: Deps,
-  engine: DniEngine,
-  decl: ActionDeclaration<T>,
-  run: Run<T>,
-): Route {
+/** A declared action: limit, body, input, then the pool and visitor, then `run`. Errors are answered with CORS. */
+function actionRoute<T extends Identified>(deps: Deps, access: AccessCheck<HashedAddress>, engine: DniEngine, decl: ActionDeclaration<T>, run: Run<T>): Route {
   const { action, input, ...rest } = decl;
-  // Values that are at hand are not awaited: every await is a turn of the microtask queue.
-  const handle = guarded<PeerSource | null>(
-    async (request, server) => {
-      const taken = limited(deps, request, server);
-      const address = taken instanceof Promise ? await taken : taken;
-      if (address === null) return errorOf("rate_limited", "dni", ERROR_HEADERS);
+  return defineRoute(
+    deps,
+    {
+      ...rest,
+      tag: "Number insertion",
+      method: "POST",
+      path: DNI_PATH,
+      select: { param: "action", value: action },
+      access,
+      surface: SURFACE,
+      // Read as JSON whatever its content type (the script sends text/plain to avoid a preflight).
       // At most 64 KiB is ever read; an oversized, empty or non-JSON body has no fields, so it
       // fails field validation like any body without a pool (api-v1.md), never with a bare 413.
-      const body = await readBody(request, BODY_MAX_BYTES, { deadlineMs: deps.config.bodyDeadlineMs });
-      if (body.kind === "timeout") return errorOf("body_timeout", "dni", ERROR_HEADERS);
-      // No DNI rule depends on the time.
-      const read = input.read(bodyFields(body), 0);
-      const found = read.pool === null ? null : engine.pools.get(read.pool);
-      const pool = found instanceof Promise ? await found : found;
-      if (!pool) return errorOf("pool_not_found", "dni", ERROR_HEADERS);
-      if (read.visitor === null) return errorOf("visitor_required", "dni", ERROR_HEADERS);
-      return run(request, address, pool, read.visitor, read);
+      body: { input, limit: BODY_MAX_BYTES, form: false, readsForm: true, tooLarge: "absent", malformed: "absent" },
+      errors: ACTION_ERRORS,
+      // The engine bounds its own database work; a warm lease needs none.
+      deadlineMs: null,
     },
-    "dni",
-    ERROR_HEADERS,
+    ({ body: read }, { grant: address, request }) => {
+      // Values that are at hand are not awaited: every await is a turn of the microtask queue.
+      const found = read.pool === null ? null : engine.pools.get(read.pool);
+      const use = (pool: Pool | null | undefined) => {
+        if (!pool) return POOL_NOT_FOUND;
+        if (read.visitor === null) return VISITOR_REQUIRED;
+        return run(request, address, pool, read.visitor, read);
+      };
+      return found instanceof Promise ? found.then(use) : use(found);
+    },
   );
-  return {
-    ...rest,
-    tag: "Number insertion",
-    method: "POST",
-    path: DNI_PATH,
-    select: { param: "action", value: action },
-    surface: "dni",
-    access: { kind: "public", cors: true, limit: "dni (per hashed client address; every action counts)" },
-    // Read as JSON whatever its content type (the script sends text/plain to avoid a preflight).
-    body: { schema: input.schema, form: false, limit: BODY_MAX_BYTES },
-    errors: ACTION_ERRORS,
-    handle,
-  };
 }
 
-const ACTIONS = ["lease", "heartbeat", "event"] as const;
-
-/** `action` from the query string, without building the whole query object. */
-function actionOf(url: string): string | null {
-  // The script's own requests (`?action=lease`) are answered without a regular expression.
-  const q = url.indexOf("?action=");
-  if (q >= 0) {
-    const end = url.length;
-    for (const action of ACTIONS) if (url.startsWith(action, q + 8) && end === q + 8 + action.length) return action;
-  }
-  const m = /[?&]action=([^&#]*)/.exec(url);
-  if (!m) return null;
-  try {
-    return decodeURIComponent(m[1].replace(/\+/g, " "));
-  } catch {
-    return null;
-  }
-}
-
-const NO_SELECTION: Selected = Object.freeze({ id: 0, query: Object.freeze({}), params: Object.freeze({}) }) as Selected;
+const POOL_NOT_FOUND = Refused.of("pool_not_found");
+const VISITOR_REQUIRED = Refused.of("visitor_required");
 
 /** dni.php: POST dispatched on `action` among the declared actions; preflight and other methods declared with it. */
 export function dniPath(deps: Deps): PathRoute {
@@ -190,24 +171,9 @@ export function dniPath(deps: Deps): PathRoute {
     otherMethods: "method_not_allowed",
     // The hottest path of all (src/http/native.ts).
     native: true,
-    dispatch: (routes) => {
-      const byAction = new Map(routes.map((r) => [r.select!.value, r]));
-      // An undeclared action counts like any other before it is refused.
-      const unknown = guarded<PeerSource | null>(
-        async (request, server) => {
-          const taken = limited(deps, request, server);
-          if ((taken instanceof Promise ? await taken : taken) === null) return errorOf("rate_limited", "dni", ERROR_HEADERS);
-          return errorOf("unknown_action", "dni", ERROR_HEADERS);
-        },
-        "dni",
-        ERROR_HEADERS,
-      );
-      return (request, server) => {
-        const action = actionOf(request.url);
-        const route = action === null ? undefined : byAction.get(action);
-        return route ? route.handle(request, server, NO_SELECTION) : unknown(request, server);
-      };
-    },
+    // An undeclared action counts like any other before it is refused.
+    counted: dniAccess(deps) as AccessCheck<unknown>,
+    query: false,
   };
 }
 
@@ -235,9 +201,11 @@ async function scriptAnswer(request: Request): Promise<Response> {
 
 export function dniRoutes(deps: Deps): Route[] {
   const engine = dniEngine(deps);
+  const access = dniAccess(deps);
   return [
     actionRoute(
       deps,
+      access,
       engine,
       {
         id: "dniLease",
@@ -262,6 +230,7 @@ export function dniRoutes(deps: Deps): Route[] {
     ),
     actionRoute(
       deps,
+      access,
       engine,
       {
         id: "dniHeartbeat",
@@ -278,6 +247,7 @@ export function dniRoutes(deps: Deps): Route[] {
     ),
     actionRoute(
       deps,
+      access,
       engine,
       {
         id: "dniEvent",
@@ -292,31 +262,39 @@ export function dniRoutes(deps: Deps): Route[] {
         return answer(EVENT_OK);
       },
     ),
-    {
-      id: "dniPreflight",
-      tag: "Number insertion",
-      summary: "CORS preflight",
-      method: "OPTIONS",
-      path: DNI_PATH,
-      access: { kind: "public", cors: true },
-      answers: { 204: { description: "POST with content-type allowed, for a day" } },
-      errors: [],
-      handle: () => CORS.preflight(),
-    },
-    {
-      id: "dniScript",
-      tag: "Number insertion",
-      summary: "The browser script",
-      description: "Cacheable for an hour by anyone, then revalidated by its ETag (304).",
-      method: "GET",
-      path: "/dni.js",
-      access: { kind: "public", cors: true },
-      answers: {
-        200: { description: "The script", contentType: "text/javascript" },
-        304: { description: "Not modified (If-None-Match)" },
+    defineRoute(
+      deps,
+      {
+        id: "dniPreflight",
+        tag: "Number insertion",
+        summary: "CORS preflight",
+        method: "OPTIONS",
+        path: DNI_PATH,
+        access: open({ kind: "public", cors: true }),
+        surface: SURFACE,
+        answers: { 204: { description: "POST with content-type allowed, for a day" } },
+        deadlineMs: null,
       },
-      errors: [],
-      handle: (request) => scriptAnswer(request),
-    },
+      () => CORS.preflight(),
+    ),
+    defineRoute(
+      deps,
+      {
+        id: "dniScript",
+        tag: "Number insertion",
+        summary: "The browser script",
+        description: "Cacheable for an hour by anyone, then revalidated by its ETag (304).",
+        method: "GET",
+        path: "/dni.js",
+        access: open({ kind: "public", cors: true }),
+        surface: SURFACE,
+        answers: {
+          200: { description: "The script", contentType: "text/javascript" },
+          304: { description: "Not modified (If-None-Match)" },
+        },
+        deadlineMs: null,
+      },
+      (_input, { request }) => scriptAnswer(request),
+    ),
   ];
 }

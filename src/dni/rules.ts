@@ -37,13 +37,18 @@ export function formatNumber(digits: string): string {
   return `(${d.slice(0, 3)}) ${d.slice(3, 6)}-${d.slice(6)}`;
 }
 
-export interface Attribution {
+/** The ad platforms' click ids a lease carries (operations.md §5): Google's three, Meta's, Microsoft's. */
+export const CLICK_IDS = ["gclid", "gbraid", "wbraid", "fbclid", "msclkid"] as const;
+export type ClickId = (typeof CLICK_IDS)[number];
+/** Click ids are opaque tokens; real ones are well under this (fbclid, the longest, a few hundred). */
+export const CLICK_ID_MAX = 500;
+
+export interface Attribution extends Record<ClickId, string> {
   utm_source: string;
   utm_medium: string;
   utm_campaign: string;
   utm_term: string;
   utm_content: string;
-  gclid: string;
   landing: string;
   referrer: string;
 }
@@ -59,7 +64,7 @@ export function attributionOf(f: Record<string, unknown>): Attribution {
   const utm = f.utm !== null && typeof f.utm === "object" && !Array.isArray(f.utm) ? (f.utm as Record<string, unknown>) : {};
   const out = {} as Attribution;
   for (const k of UTM_KEYS) out[`utm_${k}`] = text(utm[k] ?? f[`utm_${k}`], 200);
-  out.gclid = text(f.gclid, 200);
+  for (const k of CLICK_IDS) out[k] = text(f[k], CLICK_ID_MAX);
   out.landing = text(f.landing, 2000);
   out.referrer = text(f.referrer, 2000);
   return out;

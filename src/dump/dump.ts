@@ -10,31 +10,30 @@
 // position, including the per-key rate sequences (`rate_seq_<id>`) that a trigger creates at run
 // time and that no migration names.
 import type { Sql, Tx } from "../db/client";
-import { SCHEMA_MIGRATIONS_TABLE } from "../db/migrate";
 import { migrations } from "../db/migrations";
 import type { Io } from "../args";
 import { VERSION } from "../version";
+import { tables, type Table } from "./catalog";
+import {
+  COMMIT,
+  COPY_END,
+  copyField,
+  copyStart,
+  disableTriggers,
+  enableTriggers,
+  firstLine,
+  MIGRATION_END,
+  migrationLine,
+  migrationText,
+  OUTPUT_SETTINGS,
+  PREAMBLE,
+  SEQUENCES,
+} from "./format";
 
 /** Rows fetched per round trip while copying a table: memory stays flat whatever its size. */
 const BATCH_ROWS = 500;
 /** Output is handed to the reader in chunks of about this many characters. */
 const CHUNK = 64 * 1024;
-
-/**
- * Session settings that make every value's text form unambiguous to the loading session too
- * (dates in ISO order, times in UTC, floats exact); emitted at the top of the dump as well.
- */
-const OUTPUT_SETTINGS = ["datestyle = 'ISO, YMD'", "intervalstyle = 'postgres'", "timezone = 'UTC'", "extra_float_digits = 3"];
-
-interface Table {
-  oid: number;
-  /** Quoted, schema-qualified. */
-  name: string;
-  /** Quoted column names, generated columns left out (COPY refuses them). */
-  columns: string[];
-  /** The SELECT that reads every row as text, built by PostgreSQL's own format(%I). */
-  select: string;
-}
 
 /** Writes the dump to `io.out`, in one REPEATABLE READ READ ONLY transaction (consistent while serving). */
 export async function writeDump(sql: Sql, io: Io, now: Date): Promise<void> {
@@ -54,47 +53,15 @@ export async function writeDump(sql: Sql, io: Io, now: Date): Promise<void> {
     if (latest > migrations.length) {
       throw new Error(`the database is at migration ${latest}, newer than this executable (${migrations.length}); dump it with the newer one`);
     }
-    await emit(header(now));
-    await emit(`${SCHEMA_MIGRATIONS_TABLE};\n\n`);
-    for (const m of migrations.slice(0, latest)) await emit(`-- migration ${m.name}\n${m.sql.trimEnd()}\n;\n\n`);
+    await emit([firstLine(VERSION, now), ...PREAMBLE].join("\n") + "\n");
+    for (const m of migrations.slice(0, latest)) await emit(`${migrationLine(m.name)}\n${migrationText(m.sql)}\n${MIGRATION_END}\n\n`);
     for (const table of inForeignKeyOrder(await tables(tx), await references(tx))) await copyTable(tx, table, emit);
-    await emit("-- sequences\n");
+    await emit(`${SEQUENCES}\n`);
     for (const s of await sequences(tx)) await emit(`${s.create}\n${s.setval}\n`);
-    await emit("\ncommit;\n");
+    await emit(`\n${COMMIT}\n`);
   });
   io.out(pending);
   await io.flush();
-}
-
-function header(now: Date): string {
-  return [
-    `-- leadline ${VERSION} dump, taken ${now.toISOString()}`,
-    "-- Load into an EMPTY database: psql -v ON_ERROR_STOP=1 -f dump.sql postgres://…/leadline",
-    "set client_min_messages = warning;",
-    "set statement_timeout = 0;",
-    "set lock_timeout = 0;",
-    "set standard_conforming_strings = on;",
-    "set check_function_bodies = false;",
-    ...OUTPUT_SETTINGS.map((s) => `set ${s};`),
-    "select pg_catalog.set_config('search_path', 'public', false);",
-    "begin;",
-    "",
-    "",
-  ].join("\n");
-}
-
-async function tables(tx: Tx): Promise<Table[]> {
-  return tx<Table[]>`
-    select c.oid::int as oid,
-           format('%I.%I', n.nspname, c.relname) as name,
-           array_agg(format('%I', a.attname) order by a.attnum) as columns,
-           format('select %s from %I.%I', string_agg(format('%I::text', a.attname), ', ' order by a.attnum), n.nspname, c.relname) as select
-    from pg_class c
-    join pg_namespace n on n.oid = c.relnamespace
-    join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped and a.attgenerated = ''
-    where n.nspname = 'public' and c.relkind = 'r' and c.relpersistence <> 't'
-    group by c.oid, n.nspname, c.relname
-    order by c.relname`;
 }
 
 async function references(tx: Tx): Promise<{ child: number; parent: number }[]> {
@@ -137,19 +104,13 @@ export function inForeignKeyOrder(list: Table[], edges: { child: number; parent:
  * re-judge appointments booked under earlier rules.
  */
 async function copyTable(tx: Tx, table: Table, emit: (text: string) => Promise<void>): Promise<void> {
-  await emit(`alter table ${table.name} disable trigger user;\ncopy ${table.name} (${table.columns.join(", ")}) from stdin;\n`);
+  await emit(`${disableTriggers(table.name)}\n${copyStart(table.name, table.columns)}\n`);
   for await (const rows of tx.unsafe(table.select).values().cursor(BATCH_ROWS)) {
     let text = "";
     for (const row of rows as unknown as (string | null)[][]) text += row.map(copyField).join("\t") + "\n";
     await emit(text);
   }
-  await emit(`\\.\nalter table ${table.name} enable trigger user;\n\n`);
-}
-
-/** COPY's text format: \N for null; backslash, newline, carriage return and tab escaped. */
-export function copyField(value: string | null): string {
-  if (value === null) return "\\N";
-  return value.replace(/[\\\n\r\t]/g, (c) => (c === "\\" ? "\\\\" : c === "\n" ? "\\n" : c === "\r" ? "\\r" : "\\t"));
+  await emit(`${COPY_END}\n${enableTriggers(table.name)}\n\n`);
 }
 
 async function sequences(tx: Tx): Promise<{ create: string; setval: string }[]> {

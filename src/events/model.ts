@@ -11,6 +11,39 @@ const nstr = t.Union([t.String(), t.Null()]);
 const time = t.String({ description: "ISO-8601 UTC" });
 const closed = { additionalProperties: false } as const;
 
+/**
+ * The first touch of the DNI visitor behind the lead (operations.md §6), or null: the visitor who
+ * held the called pool number at the call's time, or the one intake's `dni_visitor` named; a lead
+ * keeps the first it is given and its later events carry that one. Fields the visit did not have
+ * are null.
+ */
+export const Attribution = t.Union(
+  [
+    t.Object(
+      {
+        pool: t.String({ description: "the DNI pool's key" }),
+        visitor: t.String({ description: "the visitor id (the script's cookie)" }),
+        source: nstr,
+        medium: nstr,
+        campaign: nstr,
+        term: nstr,
+        content: nstr,
+        gclid: t.Union([t.String(), t.Null()], { description: "Google Ads click id" }),
+        gbraid: nstr,
+        wbraid: nstr,
+        fbclid: t.Union([t.String(), t.Null()], { description: "Meta click id" }),
+        msclkid: t.Union([t.String(), t.Null()], { description: "Microsoft Advertising click id" }),
+        landing: t.Union([t.String(), t.Null()], { description: "the landing page's address" }),
+        referrer: nstr,
+        first_seen_at: t.String({ description: "ISO-8601 UTC: the visitor's first lease" }),
+      },
+      { ...closed, title: "First touch" },
+    ),
+    t.Null(),
+  ],
+  { description: "The first touch of the DNI visitor behind the lead, or null (operations.md §6)" },
+);
+
 const message = {
   message_id: id,
   lead_id: id,
@@ -53,13 +86,13 @@ function statusChange() {
 
 export const EVENT_DATA: Record<EventType, TSchema> = {
   "lead.created": t.Object(
-    { lead_id: id, list_id: id, campaign: str, org_id: nid, phone: str, source: str, created_at: time },
+    { lead_id: id, list_id: id, campaign: str, org_id: nid, phone: str, source: str, created_at: time, attribution: Attribution },
     closed,
   ),
   "call.completed": t.Object(
     {
       call_id: id, lead_id: nid, org_id: nid, dial_id: nid, phone: str, to_number: str, status: str, secs: id,
-      agent: str, recording_id: nid, ai_summary: nstr, occurred_at: time,
+      agent: str, recording_id: nid, ai_summary: nstr, occurred_at: time, attribution: Attribution,
     },
     closed,
   ),
@@ -69,7 +102,7 @@ export const EVENT_DATA: Record<EventType, TSchema> = {
     { message_id: id, lead_id: id, org_id: nid, channel: str, from: str, to: str, body: str, provider_id: nstr, consent: nstr },
     closed,
   ),
-  "appointment.booked": t.Object({ ...appointment, created_at: time }, closed),
+  "appointment.booked": t.Object({ ...appointment, created_at: time, attribution: Attribution }, closed),
   "appointment.rescheduled": t.Object(
     { ...appointment, previous_epoch: id, previous_label: str, previous_starts_at: time, updated_at: time },
     closed,

@@ -1,5 +1,5 @@
 // The business events an endpoint can subscribe to (`*` for all). Each is written to the outbox
-// by the feature that causes it, in the transaction of the change; the README lists the payloads.
+// by the feature that causes it, in the transaction of the change; docs/webhooks.md lists the payloads.
 export const EVENT_TYPES = [
   "lead.created",
   "message.sent",

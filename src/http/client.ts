@@ -81,31 +81,40 @@ let hashSalt = "";
 // it comes back): a visitor's page views come from one address, and the hasher was a tenth of a
 // cached DNI lease.
 const hashed = new Generations<string, HashedAddress>(100_000);
+/** HMAC-SHA-256 keyed by hashSalt, fed nothing: each hash starts from a copy of it. */
+let keyed = new Bun.CryptoHasher("sha256", hashSalt);
 
-const sha1 = (salt: string, text: string) => new Bun.CryptoHasher("sha1").update(salt + text).digest("hex");
+/**
+ * HMAC-SHA-256 of the text keyed by the salt, hex. A salted SHA-1 (`sha1(salt + address)`, until
+ * issue 27) is a plain hash of a known layout; HMAC is the keyed construction made for this. A copy
+ * of the keyed hasher skips hashing the key again: about half the SHA-1's time per address, where
+ * createHmac per call takes 1.7 times it (bench/address-hash.ts).
+ */
+const hmac = (text: string) => keyed.copy().update(text).digest("hex");
 
-/** The address's SHA-1 of the salt joined to it, hex (api-v1.md: the stored form of a client address), with its bucket's. */
+/** The address's HMAC-SHA-256 keyed by the salt, hex (the stored form of a client address), with its bucket's. */
 export function hashedAddress(salt: string, client: Client): HashedAddress {
   if (salt !== hashSalt) {
     hashSalt = salt;
+    keyed = new Bun.CryptoHasher("sha256", salt);
     hashed.clear();
   }
   let found = hashed.get(client.address);
   if (found === undefined) {
     if (client.bucket === client.address) {
-      const self: { hash: string; count?: unknown; bucket?: HashedAddress } = { hash: sha1(salt, client.address) };
+      const self: { hash: string; count?: unknown; bucket?: HashedAddress } = { hash: hmac(client.address) };
       self.bucket = self as HashedAddress;
       found = self as HashedAddress;
     } else {
       // Bucket records live under their own text (a /64 never collides with an address).
       let bucket = hashed.get(client.bucket);
       if (bucket === undefined) {
-        const b: { hash: string; count?: unknown; bucket?: HashedAddress } = { hash: sha1(salt, client.bucket) };
+        const b: { hash: string; count?: unknown; bucket?: HashedAddress } = { hash: hmac(client.bucket) };
         b.bucket = b as HashedAddress;
         bucket = b as HashedAddress;
         hashed.set(client.bucket, bucket);
       }
-      found = { hash: sha1(salt, client.address), bucket };
+      found = { hash: hmac(client.address), bucket };
     }
     hashed.set(client.address, found);
   }

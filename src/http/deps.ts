@@ -1,6 +1,8 @@
+import type { Passwords } from "../auth/passwords";
 import type { KeyStore } from "../auth/service";
 import type { Clock } from "../clock";
 import type { Config } from "../config";
+import type { FeedHub } from "../feed/hub";
 import type { Sql } from "../db/client";
 import type { Limits } from "../limits/limits";
 
@@ -11,13 +13,14 @@ export interface Deps {
   clock: Clock;
   keys: KeyStore;
   limits: Limits;
+  /** Console password hashing and checks, a bounded number at once (src/auth/passwords.ts). */
+  passwords: Passwords;
   /** The salt of client-address hashes: NPK_IP_SALT, else generated once per installation. */
   ipSalt: string;
+  /** Signs email unsubscribe links (src/messages/unsubscribe.ts): generated once per installation. */
+  unsubscribeKey: Buffer;
+  /** The live change feed's end in this process: what the workspace's event streams subscribe to. */
+  feed: FeedHub;
   /** On the embedded database: one connection, one process. */
   embedded: boolean;
-  /**
-   * Argon2id's cost (KiB, passes) for the passwords the console sets and its unknown-account check:
-   * PASSWORD_COST of src/console/users.ts, whose PasswordCost this is (written out: http imports no feature).
-   */
-  passwordCost: { memoryCost: number; timeCost: number };
 }

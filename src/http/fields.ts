@@ -23,9 +23,14 @@ export function cut(s: string, n: number): string {
 /** A text field cut to `max` characters; absent → "". */
 export const text = (v: unknown, max: number): string => cut(textField(v) ?? "", max);
 
-/** A positive integer id from a number or a numeric string, else null. */
+const ID_TEXT = /^[0-9]{1,15}$/;
+
+/** An id as a path or a query writes it: 1 to 15 digits and nothing else, else null. */
+export const idText = (s: string | null | undefined): number | null => (typeof s === "string" && ID_TEXT.test(s) ? Number(s) : null);
+
+/** A positive integer id from a number or a numeric string (spaces around it allowed), else null. */
 export function idField(v: unknown): number | null {
-  const n = typeof v === "number" ? v : typeof v === "string" && /^\s*\d{1,15}\s*$/.test(v) ? Number(v) : NaN;
+  const n = typeof v === "number" ? v : typeof v === "string" ? (idText(v.trim()) ?? NaN) : NaN;
   return Number.isSafeInteger(n) && n > 0 ? n : null;
 }
 

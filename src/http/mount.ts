@@ -1,30 +1,41 @@
 // Serving declared routes: each is mounted on Elysia's router, or on Bun's own routes table when it
 // is a hot path (src/http/native.ts). Query-routed paths are mounted once, by their dispatcher.
 import { Elysia } from "elysia";
-import { parseQueryFromURL } from "elysia/parse-query";
 import type { NativeRoutes } from "./native";
 import type { PeerSource } from "./client";
+import { dispatcher } from "./dispatch";
+import { allowOf, queryOf } from "./query";
 import { errorOf } from "./respond";
 import type { PathDeclaration, PathRoute, Route } from "./route";
 
 const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
-/** `/book/{slug}` → `/book/:slug`, the form Elysia's and Bun's routers take. */
-export const routerPath = (path: string) => path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ":$1");
+/**
+ * `/book/{slug}` → `/book/:slug`, the form Elysia's and Bun's routers take. A parameter followed
+ * by text in its segment (`/conversions/{feed_id}.csv`), which neither router takes, is routed as
+ * the whole segment; the route's handler checks and cuts the suffix (`suffixed`).
+ */
+export const routerPath = (path: string) => path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}[^/{}]*/g, ":$1");
 
-/** The query of a URL, parsed as Elysia parses it (one parser for every route). */
-export function queryOf(url: string): Record<string, string | undefined> {
-  const q = url.indexOf("?");
-  return q < 0 ? Object.create(null) : parseQueryFromURL(url, q + 1);
+/** The parameters of `path` that have a suffix in their segment: name → suffix. */
+const suffixesOf = (path: string): [string, string][] =>
+  [...path.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}([^/{}]+)/g)].map((m) => [m[1], m[2]]);
+
+/** A segment routed as a whole answers not_found unless it ends with its suffix (with something before it), which is cut. */
+function suffixed(route: Route, handler: Handler): Handler {
+  const suffixes = suffixesOf(route.path);
+  if (suffixes.length === 0) return handler;
+  const surface = route.surface ?? (route.access.kind === "key" ? "key" : "public");
+  return (request, server, params = NO_PARAMS) => {
+    const cut: Record<string, string> = { ...params };
+    for (const [name, suffix] of suffixes) {
+      const v = cut[name] ?? "";
+      if (v.length <= suffix.length || !v.endsWith(suffix)) return errorOf("not_found", surface);
+      cut[name] = v.slice(0, -suffix.length);
+    }
+    return handler(request, server, cut);
+  };
 }
-
-const METHOD_ORDER = ["GET", "POST", "OPTIONS"] as const;
-
-/** `Allow` for a set of declared methods, in one order: "POST, OPTIONS". */
-export const allowOf = (methods: Iterable<string>): string => {
-  const set = new Set(methods);
-  return METHOD_ORDER.filter((m) => set.has(m)).join(", ");
-};
 
 /** The answer of a declared path to a method none of its routes declares. */
 export function otherMethodAnswer(path: PathDeclaration, methods: Iterable<string>): () => Response {
@@ -91,14 +102,15 @@ export function mountRoutes(routes: readonly Route[], paths: readonly PathRoute[
   for (const route of routes) {
     if (!route.select) continue;
     const path = byPath.get(route.path);
-    if (!path?.dispatch || path.select?.param !== route.select.param) {
+    if (path?.select?.param !== route.select.param) {
       throw new Error(`route ${route.id}: ${route.path} has no dispatcher on ${route.select.param}`);
     }
   }
   for (const path of paths) {
-    if (!path.dispatch) continue;
+    if (!path.select) continue;
     const selected = routes.filter((r) => r.path === path.path && r.select);
-    const dispatch = path.dispatch(selected);
+    const preflight = routes.some((r) => r.path === path.path && r.method === "OPTIONS");
+    const dispatch = dispatcher(path, selected, preflight);
     for (const method of new Set(selected.map((r) => r.method))) {
       once(`${method} ${path.path}`);
       served = mount(served, method, path.path, !!path.native, observe(path.path, dispatch));
@@ -107,7 +119,7 @@ export function mountRoutes(routes: readonly Route[], paths: readonly PathRoute[
   for (const route of routes) {
     if (route.select) continue;
     once(`${route.method} ${route.path}`);
-    served = mount(served, route.method, route.path, !!route.native, observe(route.path, routeHandler(route)));
+    served = mount(served, route.method, route.path, !!route.native, observe(route.path, suffixed(route, routeHandler(route))));
   }
   for (const path of paths) {
     if (!path.otherMethods) continue;

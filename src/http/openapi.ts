@@ -57,6 +57,9 @@ function accessText(d: Declaration): string {
       (d.method === "POST" ? "; the session's CSRF token in `X-CSRF-Token` (or the form field `_csrf`) and, when sent, an `Origin` of the console's own." : ".")
     );
   }
+  if (a.kind === "basic") {
+    return `Requires HTTP Basic credentials: user ${a.user}, password ${a.password}. Missing or wrong credentials are answered 401 \`unauthenticated\` with \`WWW-Authenticate: Basic realm="${a.realm}"\`. No API key.`;
+  }
   if (a.kind === "provider") return `Called by the provider; requires a valid \`${a.signature}\` header${a.signedWith ? ` (signed with ${a.signedWith})` : ""}. No API key.`;
   const parts = ["Public: no API key."];
   if (a.cors) parts.push("CORS: answers carry `Access-Control-Allow-Origin: *`.");
@@ -64,7 +67,8 @@ function accessText(d: Declaration): string {
   return parts.join(" ");
 }
 
-const security = (d: Declaration): Record<string, string[]>[] => (d.access.kind === "key" ? [{ apiKey: [d.access.scope] }] : d.access.kind === "session" ? [{ consoleSession: [] }] : []);
+const security = (d: Declaration): Record<string, string[]>[] =>
+  d.access.kind === "key" ? [{ apiKey: [d.access.scope] }] : d.access.kind === "session" ? [{ consoleSession: [] }] : d.access.kind === "basic" ? [{ basicAuth: [] }] : [];
 
 /** `oneOf` of several titled schemas, or the one schema itself. */
 function oneOf(items: readonly { title: string; schema: Json }[]): Json {
@@ -307,11 +311,16 @@ export function openApiDocument(
           description:
             "An API key (`lk_…`); the scope each operation needs is listed in its `security`. A JSON or form body may carry it as `api_key` instead (on routes that take a body).",
         },
+        basicAuth: {
+          type: "http",
+          scheme: "basic",
+          description: "HTTP Basic credentials of what the path names: a conversions feed's id and secret (docs/conversions.md).",
+        },
         consoleSession: {
           type: "apiKey",
           in: "cookie",
           name: "leadline_session",
-          description: "A console session, set by signing in at `/console/login` (README: Console).",
+          description: "A console session, set by signing in at `/console/login` (docs/console.md).",
         },
       },
     },

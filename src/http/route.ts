@@ -4,11 +4,13 @@
 // and its handler. The server (src/app/app.ts), the query dispatchers and /openapi.json are all
 // built from these, so a route cannot be served without being declared, nor documented otherwise
 // than it is served.
-import type { TObject, TSchema } from "@sinclair/typebox";
+import { Type as t, type TObject, type TSchema } from "@sinclair/typebox";
 import type { Scope } from "../auth/keys";
-import type { ErrorCode, Surface } from "../errors";
+import { AppError, type ErrorCode, type Surface } from "../errors";
 import type { KeyLimit } from "../limits/limits";
 import type { PeerSource } from "./client";
+import type { AccessCheck } from "./access";
+import { idText } from "./fields";
 import { fieldChecker, type Fields } from "./input";
 
 export type Method = "GET" | "POST" | "OPTIONS";
@@ -22,7 +24,12 @@ export type Access =
   /** A provider's signed callback: `signature` is the header's name (Twilio's `X-Twilio-Signature`), `signedWith` what signs it. */
   | { kind: "provider"; signature: string; signedWith?: string }
   /** The console (src/console/): a signed-in user's session cookie, one of `roles`; POSTs need the session's CSRF token. */
-  | { kind: "session"; roles: readonly ("admin" | "manager" | "agent")[] };
+  | { kind: "session"; roles: readonly ("admin" | "manager" | "agent")[] }
+  /**
+   * HTTP Basic credentials of a thing the path names (a conversions feed: its id and secret), checked
+   * by the route; missing or wrong → 401 `unauthenticated` with `WWW-Authenticate: Basic realm=…`.
+   */
+  | { kind: "basic"; realm: string; user: string; password: string };
 
 export interface Answer {
   description: string;
@@ -47,6 +54,8 @@ export interface Declaration {
   access: Access;
   /** Where its errors are answered (src/errors.ts): default `key` for key routes, else `public`. */
   surface?: Surface;
+  /** Path parameters' schema (`/console/leads/{id}`); a path they refuse is `not_found`. */
+  params?: TObject;
   query?: TObject;
   body?: { schema: TSchema; form: boolean; limit: number };
   answers: Readonly<Record<number, Answer>>;
@@ -84,10 +93,12 @@ export interface PathDeclaration {
 export type PathHandler = (request: Request, server: PeerSource | null) => Response | Promise<Response>;
 
 export interface PathRoute extends PathDeclaration {
-  /** A query-routed path's dispatcher, built from the path's selected routes (src/http/mount.ts). */
-  dispatch?: (routes: readonly Route[]) => PathHandler;
-  /** The dispatcher is served by Bun before Elysia's router (src/http/native.ts). */
+  /** A query-routed path is served by the one dispatcher (src/http/dispatch.ts), natively when true (src/http/native.ts). */
   native?: boolean;
+  /** An undeclared selecting value is counted by this access's gate before it is refused (DNI: every action counts). */
+  counted?: AccessCheck<unknown>;
+  /** false: the path's routes read no query, so it is not parsed (the DNI API). */
+  query?: false;
 }
 
 export type RouteHandler = (request: Request, server: PeerSource | null, selected: Selected) => Response | Promise<Response>;
@@ -126,3 +137,19 @@ export function fieldsInput<S extends TObject, T>(schema: S, normalize: (fields:
     read: (value) => normalize(check(objectFields(value))),
   };
 }
+
+/** A path's `{id}`: 1 to 15 digits (src/http/fields.ts idText); anything else is a missing page. */
+export const idParam: Input<number> = {
+  schema: t.Object({ id: t.String({ pattern: "^[0-9]{1,15}$" }) }),
+  read: (params) => {
+    const id = idText((params as { id?: string }).id);
+    if (id === null) throw new AppError("not_found");
+    return id;
+  },
+};
+
+/** A path's one text parameter (`/book/{slug}`, a one-time link's `{token}`): its checks are the route's. */
+export const textParam = (name: string): Input<string> => ({
+  schema: t.Object({ [name]: t.String() }),
+  read: (params) => (params as Record<string, string>)[name] ?? "",
+});

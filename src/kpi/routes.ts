@@ -1,12 +1,14 @@
 // POST /hooks/kpi_ingest.php, declared (src/http/route.ts).
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
-import { keyedRoute } from "../http/keyed";
+import { keyAccess } from "../http/keyed";
 import type { Route } from "../http/route";
+import { keySurface } from "../http/surface";
 import { kpiInput, KpiResult } from "./model";
 import { ingestKpi } from "./service";
 
 export const kpiRoutes = (deps: Deps): Route[] => [
-  keyedRoute(
+  defineRoute(
     deps,
     {
       id: "ingestKpi",
@@ -19,12 +21,13 @@ export const kpiRoutes = (deps: Deps): Route[] => [
         "with sum aggregation. A tenant key's own organization always overrides `org_id`.",
       method: "POST",
       path: "/hooks/kpi_ingest.php",
-      access: { kind: "key", scope: "metrics:write", limit: "kpi", scopeError: "wrong_scope" },
+      access: keyAccess(deps, { scope: "metrics:write", limit: "kpi", scopeError: "wrong_scope" }),
+      surface: keySurface,
       // 500 points with long keys fit well inside a megabyte.
       body: { input: kpiInput, limit: 1024 * 1024, form: false, anyJson: true },
       answers: { 200: { description: "Points upserted, with the failed ones' errors", schema: KpiResult } },
       errors: ["no_valid_points", "no_points", "too_many_points"],
     },
-    ({ actor }, batch) => ingestKpi(deps.sql, actor, batch, new Date(deps.clock.now())),
+    ({ body }, { grant }) => ingestKpi(deps.sql, grant.actor, body, new Date(deps.clock.now())),
   ),
 ];

@@ -4,6 +4,7 @@ import { Type as t, type Static } from "@sinclair/typebox";
 import { cut, emailField, idField, text, textField, truthy } from "../http/fields";
 import type { Fields } from "../http/input";
 import { fieldsInput } from "../http/route";
+import { poolKeyOf, visitorOf } from "../dni/rules";
 import { phone10 } from "./phone";
 
 const scalar = t.Union([t.String(), t.Number()]);
@@ -26,6 +27,14 @@ export const LeadIntakeInput = t.Object(
       t.Union([t.Boolean(), t.String(), t.Object({ sms: t.Optional(t.Boolean()), email: t.Optional(t.Boolean()) })]),
     ),
     api_key: t.Optional(t.String()),
+    dni_visitor: t.Optional(
+      t.Union([t.String(), t.Number()], {
+        description:
+          "the DNI visitor id (the script fills form fields named `leadline_visitor` with it): a visitor of a pool of the lead's " +
+          "organization gives the new lead its first touch (`attribution` in events); anything else is ignored",
+      }),
+    ),
+    dni_pool: t.Optional(t.Union([t.String(), t.Number()], { description: "the pool of `dni_visitor`; absent: any pool of the organization" })),
   },
   { additionalProperties: true },
 );
@@ -68,6 +77,9 @@ export interface LeadInput {
   source: string;
   hopper: boolean;
   consent: { sms: boolean; email: boolean };
+  /** The DNI visitor behind the lead (intake's `dni_visitor`), and its pool; null when not named. */
+  dniVisitor?: string | null;
+  dniPool?: string | null;
 }
 
 function consentOf(v: unknown): { sms: boolean; email: boolean } {
@@ -96,6 +108,9 @@ function normalizeIntake(f: Fields<typeof LeadIntakeInput>): LeadInput | null {
     source: text(f.source, 50),
     hopper: truthy(f.hopper),
     consent: consentOf(f.consent),
+    // The DNI API's own rules for these identifiers: a value they cannot name is no visitor.
+    dniVisitor: visitorOf(f.dni_visitor),
+    dniPool: poolKeyOf(f.dni_pool),
   };
 }
 

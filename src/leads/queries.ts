@@ -1,8 +1,10 @@
 import type { Sql, Tx } from "../db/client";
 import { inInputOrder } from "../db/batcher";
 import { turnTaken, waitingForTurn } from "../db/deadline";
+import { namedVisitor } from "../dni/attribution";
 import { outboxInsert } from "../events/envelope";
 import { drawHit } from "../limits/fused";
+import { listed } from "./dnc";
 import type { Lead, LeadInput } from "./model";
 import { inRowTenant, NO_ORG } from "./scope";
 
@@ -43,8 +45,11 @@ export async function resolveList(
  * Creates the lead, or returns the newest one with the same phone in the list. The advisory lock
  * on (list, phone) serializes concurrent intakes of one number; it is taken in its own statement
  * so that the dedup read that follows sees any lead committed by the transaction it waited for.
- * A fresh lead's channels, hopper entry, `new_lead` trigger and `lead.created` outbox event are
- * written in the same statement, so they exist exactly when the lead does.
+ * A fresh lead's channels, hopper entry (never for a phone on the organization's do-not-contact
+ * list), `new_lead` trigger and `lead.created` outbox event are written in the same statement, so
+ * they exist exactly when the lead does; so is its first touch, from the DNI visitor the intake
+ * names when that visitor is in a pool of the lead's organization (src/dni/attribution.ts). A
+ * duplicate is not touched: it keeps the attribution it has.
  */
 export function createOrDedupLead(
   sql: Sql,
@@ -76,14 +81,16 @@ export async function createOrDedupLeadIn(
     with dup as (
       select id from leads where list_id = ${list.id} and phone = ${input.phone}
       order by id desc limit 1
+    ), vis as (${namedVisitor(tx, input.dniVisitor ?? null, input.dniPool ?? null, tx`${list.org_id}::bigint`)}
     ), ins as (
       insert into leads (list_id, phone, first_name, last_name, email, address1, city, state,
-                         postal_code, source, source_meta, created_at)
+                         postal_code, source, source_meta, created_at, attribution)
       select ${list.id}, ${input.phone}, ${input.firstName}, ${input.lastName}, ${input.email},
              ${input.address1}, ${input.city}, ${input.state}, ${input.postalCode}, ${input.source},
-             jsonb_build_object('source', ${input.source}::text, 'via', ${via}::text), ${now}::timestamptz
+             jsonb_build_object('source', ${input.source}::text, 'via', ${via}::text), ${now}::timestamptz,
+             (select attribution from vis)
       where not exists (select 1 from dup)
-      returning id, created_at
+      returning id, created_at, attribution
     ), ch as (
       insert into lead_channels (lead_id, channel, address, consent, consent_at, consent_source)
       select ins.id, x.channel, x.address,
@@ -94,8 +101,11 @@ export async function createOrDedupLeadIn(
                        ${channels.map((c) => (c.consent ? "t" : "f"))}::text[]) as x(channel, address, consent_text),
            lateral (select x.consent_text::boolean as consent) as y
     ), hop as (
+      -- The hopper never takes a phone on the organization's do-not-contact list (dnc.ts).
       insert into hopper (campaign_id, lead_id)
-      select ${list.campaign_id}, ins.id from ins where ${input.hopper}::boolean
+      select ${list.campaign_id}, ins.id from ins
+      where ${input.hopper}::boolean
+        and not (${list.org_id === null ? tx`false` : listed(tx, list.org_id, "phone", input.phone)})
     ), trg as (
       insert into automation_triggers (org_id, trigger, lead_id)
       select ${list.org_id}::bigint, 'new_lead', ins.id from ins
@@ -106,7 +116,8 @@ export async function createOrDedupLeadIn(
       data: tx`jsonb_build_object(
         'lead_id', ins.id, 'list_id', ${list.id}::bigint, 'campaign', ${list.campaign_id}::text,
         'org_id', ${list.org_id}::bigint, 'phone', ${input.phone}::text, 'source', ${input.source}::text,
-        'created_at', to_char(ins.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`,
+        'created_at', to_char(ins.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        'attribution', ins.attribution)`,
       from: tx`ins`,
     })})
     select coalesce((select id from ins), (select id from dup)) as lead_id,

@@ -1,14 +1,16 @@
 // Lead intake and get lead, declared (src/http/route.ts).
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
-import { API_V1_PATH, BODY_LIMIT, keyedRoute } from "../http/keyed";
+import { API_V1_PATH, BODY_LIMIT, keyAccess } from "../http/keyed";
 import type { Route } from "../http/route";
+import { keySurface } from "../http/surface";
 import { GetLeadResult, leadIntake, LeadIntakeResult } from "./model";
 import { getLead, intakeLead, leadReads } from "./service";
 
 export function leadRoutes(deps: Deps): Route[] {
   const reads = leadReads(deps.sql, deps.limits);
   return [
-    keyedRoute(
+    defineRoute(
       deps,
       {
         id: "createLead",
@@ -21,14 +23,15 @@ export function leadRoutes(deps: Deps): Route[] {
           "fires the `new_lead` automation trigger, emits `lead.created` and joins the hopper when `hopper` is truthy.",
         method: "POST",
         path: "/hooks/lead_intake.php",
-        access: { kind: "key", scope: "leads:write", limit: "intake", scopeError: "forbidden" },
+        access: keyAccess(deps, { scope: "leads:write", limit: "intake", scopeError: "forbidden" }),
+        surface: keySurface,
         body: { input: leadIntake, limit: BODY_LIMIT, form: true },
         answers: { 200: { description: "The lead created, or its duplicate", schema: LeadIntakeResult } },
         errors: ["bad_phone", "invalid_list", "internal"],
       },
-      ({ actor }, input) => intakeLead(deps.sql, actor, input, deps.config.inboundListId, new Date(deps.clock.now())),
+      ({ body }, { grant }) => intakeLead(deps.sql, grant.actor, body, deps.config.inboundListId, new Date(deps.clock.now())),
     ),
-    keyedRoute(
+    defineRoute(
       deps,
       {
         id: "getLead",
@@ -38,12 +41,12 @@ export function leadRoutes(deps: Deps): Route[] {
         method: "GET",
         path: API_V1_PATH,
         select: { param: "r", value: "leads/{id}" },
-        access: { kind: "key", scope: "leads:read", limit: "api_v1", scopeError: "wrong_scope" },
-        countInRead: true,
+        access: keyAccess(deps, { scope: "leads:read", limit: "api_v1", scopeError: "wrong_scope", countInRead: true }),
+        surface: keySurface,
         answers: { 200: { description: "The lead", schema: GetLeadResult } },
         errors: ["not_found"],
       },
-      (grant, _input, { id }) => getLead(reads, grant.actor, grant.hit!, id),
+      (_input, { grant, selected }) => getLead(reads, grant.actor, grant.hit!, selected.id),
     ),
   ];
 }

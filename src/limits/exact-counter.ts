@@ -32,6 +32,22 @@ export class ExactCounter {
     return row.n <= limit;
   }
 
+  /** The bucket's hits this hour; `limit` when it is known to be over (no database then). */
+  async count(scope: string, bucket: string, limit: number): Promise<number> {
+    if (this.overFromMemory(scope, bucket, limit)) return limit;
+    const [row] = await this.sql<{ n: number }[]>`
+      select n from rate_counters where scope = ${scope} and bucket = ${bucket} and hour = ${hourOf(this.clock.now())}`;
+    return row?.n ?? 0;
+  }
+
+  /** Takes one hit back, and with it this instance's knowledge that the bucket is over. */
+  async giveBack(scope: string, bucket: string): Promise<void> {
+    this.over.delete(scope + "\u0000" + bucket);
+    await this.sql`
+      update rate_counters set n = n - 1
+      where scope = ${scope} and bucket = ${bucket} and hour = ${hourOf(this.clock.now())} and n > 0`;
+  }
+
   forgetPast(): void {
     const hour = hourOf(this.clock.now());
     for (const [id, h] of this.over) if (h < hour) this.over.delete(id);

@@ -20,13 +20,29 @@ export const LIMITS = {
   dni: { perHour: 3600, counter: "address" },
   // Per client address, shared by book and reschedule: few, so one upsert each, exact.
   booking_write: { perHour: 10, counter: "exact" },
-  // Console sign-in attempts, per account (its lowercased email, known or not) and per client
-  // address: guessing a password is slow whichever one an attacker varies.
-  login_account: { perHour: 20, counter: "exact" },
+  // Console sign-in failures, per account and client address (the lowercased email, known or not,
+  // with the hashed address) and per client address: guessing is slow whichever one an attacker
+  // varies, and failures from one address never lock the account out of another (counted per
+  // account alone, twenty wrong passwords from anywhere locked the real user out everywhere for
+  // the hour). An attempt is counted before its check, so attempts in flight count, and given
+  // back when it succeeds (giveBack): a call centre signing in behind one address spends nothing.
+  login_pair: { perHour: 20, counter: "exact" },
   login_address: { perHour: 100, counter: "exact" },
+  // Wrong two-step codes per user: at sign-in (after a right password) and on the account page.
+  two_step_code: { perHour: 10, counter: "exact" },
+  // Audit rows of refusals by the limits above: one per refused bucket and hour (the rest are
+  // refused from memory, and a flood of them must not become a flood of rows).
+  refusal_audit: { perHour: 1, counter: "exact" },
+  // A client address that has failed a sign-in this hour (counted after the check, so it holds
+  // failures only, never attempts in flight): its sign-ins never wait in the password checks' line.
+  login_failed: { perHour: 1, counter: "exact" },
+  // Refused conversions-feed credentials, per client address: a feed's secret is not guessed by
+  // trying (Google's fetchers, which share addresses across feeds, only count when they fail).
+  feed_auth: { perHour: 30, counter: "exact" },
 } as const;
 
 export type LimitName = keyof typeof LIMITS;
+export type ExactLimit = { [K in LimitName]: (typeof LIMITS)[K]["counter"] extends "exact" ? K : never }[LimitName];
 export type KeyLimit = { [K in LimitName]: (typeof LIMITS)[K]["counter"] extends "key" ? K : never }[LimitName];
 type BucketOf<N extends LimitName> = (typeof LIMITS)[N]["counter"] extends "key"
   ? number
@@ -74,6 +90,19 @@ export class Limits {
     if (counter === "key") return this.keys.take(bucket as number, perHour);
     if (counter === "address") return this.addresses.take(name, bucket as AddressBucket, perHour);
     return this.exact.take(name, bucket as string, perHour);
+  }
+
+  /** How many hits an exact limit's bucket has this hour, without adding one (at its limit: known from memory, no database). */
+  count(name: ExactLimit, bucket: string): Promise<number> {
+    return this.exact.count(name, bucket, LIMITS[name].perHour);
+  }
+
+  /**
+   * Takes back a hit `take` counted (an exact limit that counts failures: the attempt succeeded).
+   * A hit taken late in one hour and given back in the next lowers the new hour's count instead.
+   */
+  giveBack(name: ExactLimit, bucket: string): Promise<void> {
+    return this.exact.giveBack(name, bucket);
   }
 
   /** Like take, but a hit over the limit throws rate_limited. */

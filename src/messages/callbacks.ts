@@ -16,8 +16,6 @@ export interface TwilioCallback {
   signature: string | null;
 }
 
-export type CallbackAnswer = "ok" | "forbidden";
-
 /** What checking a callback needs of the configuration. */
 export interface CallbackEnv {
   /** BASE_URL as configured: the URL Twilio signed. */
@@ -75,31 +73,38 @@ const MOVABLE: [string, number][] = [
   ["sent", 2],
 ];
 
+/** A status callback signed by the organisation it concerns: its message, or null for a sid not known (yet). */
+export interface VerifiedStatus {
+  cb: TwilioCallback;
+  message: Awaited<ReturnType<typeof messageBySid>>;
+}
+
 /**
- * `POST /hooks/sms_status.php`: MessageSid, MessageStatus (or SmsSid, SmsStatus), ErrorCode. The
- * message's org signs it; for a sid we do not know (yet), the org of its AccountSid, so that a
- * genuine callback is still answered 200 and a forgery 403.
+ * `POST /hooks/sms_status.php`, verified: MessageSid, MessageStatus (or SmsSid, SmsStatus),
+ * ErrorCode. The message's org signs it; for a sid we do not know (yet), the org of its AccountSid,
+ * so that a genuine callback is still answered 200 and a forgery 403. Null: not signed by them.
  */
-export async function statusCallback(sql: Sql, env: CallbackEnv, cb: TwilioCallback, now: number): Promise<CallbackAnswer> {
+export async function verifyStatus(sql: Sql, env: CallbackEnv, cb: TwilioCallback): Promise<VerifiedStatus | null> {
   const sid = param(cb, "MessageSid") || param(cb, "SmsSid");
   const message = sid ? await messageBySid(sql, sid) : null;
-  if (message) {
-    if (!signedBy(env, cb, { id: message.org_id ?? 0, sms: message.sms })) return "forbidden";
-  } else {
-    const account = param(cb, "AccountSid");
-    const orgs = account ? await orgsByAccount(sql, account) : [];
-    return orgs.some((o) => signedBy(env, cb, o)) ? "ok" : "forbidden";
-  }
+  if (message) return signedBy(env, cb, { id: message.org_id ?? 0, sms: message.sms }) ? { cb, message } : null;
+  const account = param(cb, "AccountSid");
+  const orgs = account ? await orgsByAccount(sql, account) : [];
+  return orgs.some((o) => signedBy(env, cb, o)) ? { cb, message: null } : null;
+}
+
+/** A verified status callback moves its message's status forward (ranks only grow). */
+export async function applyStatusCallback(sql: Sql, { cb, message }: VerifiedStatus, now: number): Promise<void> {
+  if (!message) return;
   const next = STATUS[(param(cb, "MessageStatus") || param(cb, "SmsStatus")).toLowerCase()];
-  if (!next) return "ok";
+  if (!next) return;
   const from = MOVABLE.filter(([, rank]) => rank < next.rank).map(([s]) => s);
-  if (from.length === 0) return "ok";
+  if (from.length === 0) return;
   const failing = next.rank === 4;
   const code = param(cb, "ErrorCode");
   const detail = param(cb, "ErrorMessage");
   const error = [code, detail].filter((s) => s !== "").join(": ") || next.status;
   await applyStatus(sql, message.id, next.status, from, failing ? { error } : null, new Date(now));
-  return "ok";
 }
 
 const STOP_WORDS = new Set(["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT"]);
@@ -111,24 +116,36 @@ export function keywordConsent(body: string): "out" | "in" | null {
   return STOP_WORDS.has(word) ? "out" : START_WORDS.has(word) ? "in" : null;
 }
 
+/** An inbound text signed by the organisation whose SMS number it was sent to. */
+export interface VerifiedInbound {
+  cb: TwilioCallback;
+  orgId: number;
+}
+
 /**
- * `POST /hooks/sms_inbound.php`: From, To, Body, MessageSid. The org is the one whose SMS number
- * is `To` (and whose token signed the request); the text goes on that org's newest lead with the
- * phone `From` (last 10 digits), as status `received`. STOP words opt every org lead on that phone
- * out, START words back in. A text from an unknown phone is acknowledged and not stored.
+ * `POST /hooks/sms_inbound.php`, verified: the org is the one whose SMS number is `To` and whose
+ * token signed the request. Null: no such org signed it.
  */
-export async function inboundSms(sql: Sql, env: CallbackEnv, cb: TwilioCallback, now: number): Promise<CallbackAnswer> {
+export async function verifyInbound(sql: Sql, env: CallbackEnv, cb: TwilioCallback): Promise<VerifiedInbound | null> {
   const to10 = last10(param(cb, "To"));
   const orgs = to10 ? await orgsByNumber(sql, to10) : [];
   const org = orgs.find((o) => signedBy(env, cb, o));
-  if (!org) return "forbidden";
+  return org ? { cb, orgId: org.id } : null;
+}
+
+/**
+ * A verified inbound text (From, To, Body, MessageSid) goes on the org's newest lead with the phone
+ * `From` (last 10 digits), as status `received`. STOP words opt every org lead on that phone out,
+ * START words back in. A text from an unknown phone is acknowledged and not stored.
+ */
+export async function recordInboundSms(sql: Sql, { cb, orgId }: VerifiedInbound, now: number): Promise<void> {
   const from10 = last10(param(cb, "From"));
   const sid = param(cb, "MessageSid") || param(cb, "SmsSid");
-  if (!from10 || !sid) return "ok";
+  if (!from10 || !sid) return;
   // Stored as sent, except NUL, which a text column cannot hold.
   const body = param(cb, "Body").replaceAll("\u0000", "").toWellFormed();
   await recordInbound(sql, {
-    orgId: org.id,
+    orgId,
     from10,
     from: param(cb, "From"),
     to: param(cb, "To"),
@@ -137,5 +154,4 @@ export async function inboundSms(sql: Sql, env: CallbackEnv, cb: TwilioCallback,
     consent: keywordConsent(body),
     now: new Date(now),
   });
-  return "ok";
 }

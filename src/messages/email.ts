@@ -12,6 +12,10 @@ export async function sendEmail(
   to: string,
   mail: RenderedEmail,
   timeoutMs = PROVIDER_TIMEOUT_MS,
+  /** An iCalendar event attached as `appointment.ics` (an appointment automation's email). */
+  ics: string | null = null,
+  /** The one-click unsubscribe link of a non-transactional email (unsubscribe.ts), or null. */
+  unsubscribeUrl: string | null = null,
 ): Promise<ProviderOutcome> {
   let transport: ReturnType<typeof createTransport>;
   try {
@@ -39,6 +43,19 @@ export async function sendEmail(
       subject: mail.subject,
       html: mail.html,
       text: mail.text,
+      ...(ics === null ? {} : { attachments: [{ filename: "appointment.ics", content: ics, contentType: "text/calendar; charset=utf-8; method=PUBLISH" }] }),
+      // RFC 8058 one-click: the link alone (an HTTPS URI a mail client may POST to without asking
+      // anything else), and the header that says a POST of `List-Unsubscribe=One-Click` does it.
+      // One-click is defined for HTTPS only: a plain-http BASE_URL (a local installation) gets the
+      // link without the one-click claim.
+      ...(unsubscribeUrl === null
+        ? {}
+        : {
+            headers: {
+              "List-Unsubscribe": `<${unsubscribeUrl}>`,
+              ...(unsubscribeUrl.startsWith("https://") ? { "List-Unsubscribe-Post": "List-Unsubscribe=One-Click" } : {}),
+            },
+          }),
       // nodemailer cancels the SMTP session when the signal fires.
       ...({ signal } as object),
     })

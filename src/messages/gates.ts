@@ -3,20 +3,27 @@
 // deferred-send worker all send; it calls contactGate before its billing transaction and
 // billingGate and quietGate inside it, in `gate`'s order. Notes are never gated.
 //
-// Order, first failure wins: channel → consent → provider → billing → quiet hours. Quiet hours
-// come last because a deferral is not a refusal: the message is recorded and sent later, so every
-// reason it could never go must be checked first.
+// Order, first failure wins: channel → do-not-contact → consent → provider → billing → automation
+// cap → quiet hours → send-before. The organization's do-not-contact list (src/leads/dnc.ts) comes
+// before consent: a listed address is never sent to, whatever consent it gave. Quiet hours come late because a deferral is not a refusal: the message is
+// recorded and sent later, so every reason it could never go must be checked first; the last gate
+// refuses a send that quiet hours would push to or past its deadline (a reminder past its start).
 import { emailField } from "../http/fields";
 import { isSealed } from "../secrets/seal";
 import { isSink } from "../sink";
+import { instantOf, isZone, wallOf } from "../zone";
 import { quietHoursEnd, recipientZone, type QuietHours } from "./quiet-hours";
 
 export type SendChannel = "sms" | "email";
 
-/** Every reason a gate refuses a send; each is listed in the README (billing ones are HTTP 402: errors.ts reasonStatus). */
+/**
+ * Every reason a gate refuses a send; each is listed in docs/messaging.md's Results (test/readme.test.ts
+ * checks it). Billing ones are HTTP 402: errors.ts reasonStatus.
+ */
 export const GATE_REASONS = [
   "no_phone", // sms: the lead has no usable phone number
   "no_email", // email: the lead has no valid email address
+  "do_not_contact", // the address is on the organization's do-not-contact list (src/leads/dnc.ts)
   "opted_out", // the lead's channel opted out (SMS STOP); wins over any opt-in
   "no_consent", // explicit-consent org, and the channel never opted in
   "provider_not_configured", // the org has no (complete) sms / email provider settings
@@ -25,6 +32,8 @@ export const GATE_REASONS = [
   "billing_frozen", // 402: billing status frozen
   "subscription_required", // 402: subscription none
   "insufficient_credits", // 402: credits below the channel's cost
+  "automation_cap", // an automation send past its organization's daily automation cap (operations.md §3)
+  "expired", // a send due before a time (a reminder, its appointment's start) that cannot go before it
 ] as const;
 export type GateReason = (typeof GATE_REASONS)[number];
 
@@ -52,7 +61,15 @@ export interface OrgSettings {
   consent: "implied" | "explicit";
   sms: unknown;
   email: unknown;
+  /** Automation sends a day (null: AUTOMATION_DAILY_CAP). */
+  automationCap: number | null;
 }
+
+/**
+ * The daily cap on an organization's automation sends when it sets none: far above what working
+ * its own leads takes, far below what a script booking with made-up numbers would cost it.
+ */
+export const AUTOMATION_DAILY_CAP = 1000;
 
 export interface LeadContact {
   phone: string;
@@ -78,6 +95,8 @@ export interface GateInput {
   org: OrgSettings | null;
   lead: LeadContact;
   consent: ConsentState;
+  /** Whether the channel's address is on the organization's do-not-contact list. */
+  listed: boolean;
   billing: BillingState;
   now: number;
 }
@@ -116,15 +135,17 @@ export function channelAddress(channel: SendChannel, lead: LeadContact): string 
   return email === "" ? null : email;
 }
 
-/** Channel, consent and provider: everything that needs neither the balance nor the clock. */
+/** Channel, do-not-contact, consent and provider: everything that needs neither the balance nor the clock. */
 export function contactGate(
   channel: SendChannel,
   org: OrgSettings | null,
   lead: LeadContact,
   consent: ConsentState,
+  listed: boolean,
 ): { ok: true; to: string } | { ok: false; reason: GateReason } {
   const to = channelAddress(channel, lead);
   if (to === null) return { ok: false, reason: channel === "sms" ? "no_phone" : "no_email" };
+  if (listed) return { ok: false, reason: "do_not_contact" };
   // An opt-out always wins, whatever the org's consent mode.
   if (consent === "out") return { ok: false, reason: "opted_out" };
   if (org?.consent === "explicit" && consent !== "in") return { ok: false, reason: "no_consent" };
@@ -148,6 +169,35 @@ export function billingGate(channel: SendChannel, billing: BillingState): { ok: 
   return { ok: true, cost };
 }
 
+/**
+ * An automation send against its organization's daily cap: `used` is the automation sends already
+ * recorded in the organization's day, read under its billing row lock (so exact across instances).
+ */
+export function capGate(org: Pick<OrgSettings, "automationCap">, used: number): { ok: true } | { ok: false; reason: GateReason } {
+  const cap = org.automationCap ?? AUTOMATION_DAILY_CAP;
+  return used < cap ? { ok: true } : { ok: false, reason: "automation_cap" };
+}
+
+/**
+ * The organization's day at `now` (its time zone; UTC for a zone the runtime does not know): the
+ * instant it began, epoch ms, and its date (YYYY-MM-DD), which the cap's count is kept by.
+ */
+export function orgDay(now: number, timezone: string): { start: number; day: string } {
+  const tz = isZone(timezone) ? timezone : "UTC";
+  const wall = wallOf(now, tz);
+  const midnight = wall - (((wall % 86_400_000) + 86_400_000) % 86_400_000);
+  return { start: instantOf(midnight, tz), day: new Date(midnight).toISOString().slice(0, 10) };
+}
+
+/**
+ * A send that must go before `sendBefore` (epoch ms; none: no deadline): refused when it is due
+ * (now, or when quiet hours end: `until`) at or after it.
+ */
+export function sendBeforeGate(now: number, until: number | null, sendBefore: number | null): { ok: true } | { ok: false; reason: GateReason } {
+  if (sendBefore === null) return { ok: true };
+  return (until ?? now) < sendBefore ? { ok: true } : { ok: false, reason: "expired" };
+}
+
 /** Null to send now, or the epoch ms when the recipient's quiet hours end. */
 export function quietGate(org: OrgSettings | null, lead: LeadContact, now: number): number | null {
   if (org === null || org.quiet === null) return null;
@@ -156,7 +206,7 @@ export function quietGate(org: OrgSettings | null, lead: LeadContact, now: numbe
 
 /** All gates in their order: the first refusal, or where to send, what it costs and when. */
 export function gate(input: GateInput): GateResult {
-  const contact = contactGate(input.channel, input.org, input.lead, input.consent);
+  const contact = contactGate(input.channel, input.org, input.lead, input.consent, input.listed);
   if (!contact.ok) return contact;
   const billing = billingGate(input.channel, input.billing);
   if (!billing.ok) return billing;

@@ -21,6 +21,18 @@ export interface SendInput {
   body: string;
   subject: string | null;
   operationId: string;
+  /** What only an automation's send carries (never the API's): not part of the send's identity. */
+  extras?: SendExtras;
+}
+
+/** An automation's additions to a send (src/automations/). */
+export interface SendExtras {
+  /** Merge values beyond the lead's and the org's: `{appointment_time}`, `{reschedule_url}`. */
+  values?: Record<string, string>;
+  /** An iCalendar text attached to an email as `appointment.ics` (text/calendar); ignored for SMS. */
+  ics?: string;
+  /** Epoch ms: the send is refused `expired` unless it goes before then (a reminder: the start). */
+  sendBefore?: number;
 }
 
 // The send input's fields, each compiled once: the checks below and the documented MessageInput

@@ -3,6 +3,7 @@
 import { inInputOrder } from "../db/batcher";
 import { outboxInsert } from "../events/envelope";
 import type { Sql, Tx } from "../db/client";
+import { leadAddress, listed } from "../leads/dnc";
 import { inRowTenant, inTenant, NO_ORG } from "../leads/scope";
 import { drawHit } from "../limits/fused";
 import type { BillingState, ConsentState, OrgSettings } from "./gates";
@@ -36,6 +37,8 @@ export interface SendContext {
   lead: LeadRow | null;
   org: OrgSettings | null;
   consent: ConsentState;
+  /** Whether the channel's address is on the lead's organization's do-not-contact list. */
+  listed: boolean;
   prior: PriorRow | null;
 }
 
@@ -50,7 +53,9 @@ type ContextRow = Partial<LeadRow> & {
   o_consent: string;
   o_sms: unknown;
   o_email: unknown;
+  o_automation_cap: number | null;
   consent: ConsentState | null;
+  listed: boolean | null;
   p_id: number | null;
   p_hash: string | null;
   p_result: string | null;
@@ -61,15 +66,18 @@ type ContextRow = Partial<LeadRow> & {
  * texted STOP is the same person on a newer lead), `out` if any opted out, else `in` if any opted
  * in, else `none`. Expects the alias `l` for the lead.
  */
-const consentOf = (sql: Db, channel: Channel) => sql`
+export const consentOf = (sql: Db, channel: Channel) => sql`
   (select case when bool_or(c.consent = 'out') then 'out' when bool_or(c.consent = 'in') then 'in' else 'none' end
    from lead_channels c join leads l2 on l2.id = c.lead_id
    where c.channel = ${channel}
      and (c.lead_id = l.id or (c.address <> '' and c.address = ${channel === "sms" ? sql`l.phone` : sql`l.email`}))
      and l2.org_id is not distinct from l.org_id)`;
 
+/** Whether the lead `l`'s address on the channel is on its organization's do-not-contact list (src/leads/dnc.ts). */
+const listedOf = (sql: Db, channel: "sms" | "email") => listed(sql, sql`l.org_id`, channel === "sms" ? "phone" : "email", leadAddress(sql, channel === "sms" ? "phone" : "email"));
+
 function toContext(r: ContextRow | undefined): SendContext {
-  if (!r || r.lead_id === null) return { lead: null, org: null, consent: "none", prior: null };
+  if (!r || r.lead_id === null) return { lead: null, org: null, consent: "none", listed: false, prior: null };
   const lead: LeadRow = {
     id: r.lead_id,
     org_id: r.org_id ?? null,
@@ -93,16 +101,17 @@ function toContext(r: ContextRow | undefined): SendContext {
           consent: r.o_consent === "explicit" ? "explicit" : "implied",
           sms: r.o_sms,
           email: r.o_email,
+          automationCap: r.o_automation_cap,
         };
   const prior = r.p_id === null ? null : { id: r.p_id, request_hash: r.p_hash, result: r.p_result };
-  return { lead, org, consent: r.consent ?? "none", prior };
+  return { lead, org, consent: r.consent ?? "none", listed: r.listed === true, prior };
 }
 
 const leadColumns = (sql: Db) => sql`
   l.id as lead_id, l.org_id, l.phone, l.email, l.state, l.first_name, l.last_name, l.city, l.postal_code,
   o.id as o_id, o.name as o_name, o.company as o_company, o.timezone as o_timezone,
   o.quiet_start as o_quiet_start, o.quiet_end as o_quiet_end, o.consent as o_consent,
-  o.sms as o_sms, o.email as o_email`;
+  o.sms as o_sms, o.email as o_email, o.automation_daily_cap as o_automation_cap`;
 
 /**
  * Everything a send decides on, in one round trip: the lead if it is in the actor's scope, its
@@ -118,6 +127,7 @@ export async function sendContext(
   const [row] = await sql<ContextRow[]>`
     select ${leadColumns(sql)},
            ${channel === "note" ? sql`null::text` : consentOf(sql, channel)} as consent,
+           ${channel === "note" ? sql`null::boolean` : listedOf(sql, channel)} as listed,
            p.id as p_id, p.request_hash as p_hash, p.result as p_result
     from (values (1)) as one (x)
     left join leads l on l.id = ${leadId ?? 0} and ${inTenant(sql, actor.orgId)}
@@ -253,7 +263,14 @@ export interface NewSend {
   hash: string;
   to: string;
   now: Date;
+  /** An email's attached calendar event (SendExtras.ics), kept in `meta` with the address. */
+  ics: string | null;
+  /** SendExtras.sendBefore: a queued send still refused at or after it. */
+  sendBefore: Date | null;
 }
+
+/** What a message's `meta` holds of its send: the address, and an email's calendar event. */
+const sendMeta = (s: { to: string; ics: string | null }) => (s.ics === null ? { to: s.to } : { to: s.to, ics: s.ics });
 
 /**
  * Records a send that passed every gate and charges for it: the message as `sending` with its
@@ -266,7 +283,7 @@ export async function insertCharged(tx: Tx, s: NewSend, cost: number, sendingUnt
       insert into messages (lead_id, org_id, channel, direction, actor_type, actor_id, subject, body, status, meta,
                             operation_id, op_scope, request_hash, cost, sending_until, created_at, updated_at)
       values (${s.lead.id}, ${s.orgId}, ${s.channel}, 'out', ${s.actor.type}, ${s.actor.id}, ${s.subject}, ${s.body},
-              'sending', ${tx.json({ to: s.to })}, ${s.operationId}, ${s.actor.orgId}::bigint, ${s.hash}, ${cost},
+              'sending', ${tx.json(sendMeta(s))}, ${s.operationId}, ${s.actor.orgId}::bigint, ${s.hash}, ${cost},
               ${sendingUntil}, ${s.now}, ${s.now})
       on conflict (coalesce(op_scope, -1), operation_id) where operation_id is not null do nothing
       returning id
@@ -292,9 +309,9 @@ export async function insertDeferred(tx: Tx, s: NewSend, deferUntil: Date): Prom
   const [row] = await tx<{ id: number; result: string }[]>`
     with nid as (select nextval('messages_id_seq') as id)
     insert into messages (id, lead_id, org_id, channel, direction, actor_type, actor_id, subject, body, status, meta,
-                          operation_id, op_scope, request_hash, defer_until, result, created_at, updated_at)
+                          operation_id, op_scope, request_hash, defer_until, send_before, result, created_at, updated_at)
     select nid.id, ${s.lead.id}, ${s.orgId}, ${s.channel}, 'out', ${s.actor.type}, ${s.actor.id}, ${s.subject}, ${s.body},
-           'queued', ${tx.json({ to: s.to })}, ${s.operationId}, ${s.actor.orgId}::bigint, ${s.hash}, ${new Date(epoch * 1000)},
+           'queued', ${tx.json(sendMeta(s))}, ${s.operationId}, ${s.actor.orgId}::bigint, ${s.hash}, ${new Date(epoch * 1000)}, ${s.sendBefore},
            '{"ok":true,"message_id":' || nid.id || ',"defer_until":' || ${epoch}::bigint || '}', ${s.now}, ${s.now}
     from nid
     on conflict (coalesce(op_scope, -1), operation_id) where operation_id is not null do nothing
@@ -311,6 +328,9 @@ export interface DeferredRow {
   /** False for a message queued before its text was stored merged (sql/0014): body and subject are the templates. */
   merged: boolean;
   defer_until: Date | null;
+  /** The calendar event an email carries (meta.ics), or null. */
+  ics: string | null;
+  send_before: Date | null;
   context: SendContext;
 }
 
@@ -324,10 +344,11 @@ export async function loadDeferred(sql: Sql, id: number): Promise<DeferredRow | 
   const [head] = await sql<{ channel: "sms" | "email" }[]>`
     select channel from messages where id = ${id} and status = 'queued' and channel in ('sms', 'email')`;
   if (!head) return null;
-  const [row] = await sql<(ContextRow & { m_body: string; m_subject: string; m_merged: boolean; m_defer_until: Date | null })[]>`
-    select ${leadColumns(sql)}, ${consentOf(sql, head.channel)} as consent,
+  const [row] = await sql<(ContextRow & { m_body: string; m_subject: string; m_merged: boolean; m_defer_until: Date | null; m_ics: string | null; m_send_before: Date | null })[]>`
+    select ${leadColumns(sql)}, ${consentOf(sql, head.channel)} as consent, ${listedOf(sql, head.channel)} as listed,
            null::bigint as p_id, null::text as p_hash, null::text as p_result,
-           m.body as m_body, m.subject as m_subject, m.merged as m_merged, m.defer_until as m_defer_until
+           m.body as m_body, m.subject as m_subject, m.merged as m_merged, m.defer_until as m_defer_until,
+           m.meta->>'ics' as m_ics, m.send_before as m_send_before
     from messages m
     join leads l on l.id = m.lead_id
     left join orgs o on o.id = l.org_id
@@ -340,6 +361,8 @@ export async function loadDeferred(sql: Sql, id: number): Promise<DeferredRow | 
     subject: row.m_subject,
     merged: row.m_merged,
     defer_until: row.m_defer_until,
+    ics: row.m_ics,
+    send_before: row.m_send_before,
     context: toContext(row),
   };
 }
@@ -462,6 +485,32 @@ export const refundFrom = (sql: Db, now: Date) => sql`
     select org_id, id, 'refund', cost, credits, ${now} from refunded
   )`;
 
+/**
+ * The organization's automation sends (SMS and email, whatever became of them) recorded in its day
+ * `day` (YYYY-MM-DD in its zone): the cap's count. Read in the send's transaction after the org's
+ * billing row is locked, which every send of the org takes first, so no concurrent send of the org
+ * can record one between this read and this send's own count (countAutomationSend).
+ */
+export async function automationSendsOn(tx: Tx, orgId: number, day: string): Promise<number> {
+  const [row] = await tx<{ sends: number }[]>`select sends from automation_daily_sends where org_id = ${orgId} and day = ${day}::date`;
+  return row?.sends ?? 0;
+}
+
+/** One more automation send on the org's day, in the transaction that records it (rolled back with it). */
+export async function countAutomationSend(tx: Tx, orgId: number, day: string): Promise<void> {
+  await tx`
+    insert into automation_daily_sends (org_id, day, sends) values (${orgId}, ${day}::date, 1)
+    on conflict (org_id, day) do update set sends = automation_daily_sends.sends + 1`;
+}
+
+/** True for the first caller of an (org, day), across instances: the one that logs the cap's warning. */
+export async function firstCapWarning(sql: Sql, orgId: number, day: string, now: Date): Promise<boolean> {
+  const rows = await sql`
+    insert into automation_cap_warnings (org_id, day, logged_at) values (${orgId}, ${day}::date, ${now})
+    on conflict (org_id, day) do nothing returning org_id`;
+  return rows.length > 0;
+}
+
 /** After Twilio's 21610 (the recipient replied STOP to this sender): the org's leads on that phone opt out. */
 export async function optOutPhone(sql: Db, orgId: number, phone: string, source: string, now: Date): Promise<void> {
   await sql`
@@ -485,4 +534,39 @@ export async function recoverInterrupted(sql: Sql, now: Date, limit = 100): Prom
       order by sending_until limit ${limit} for update skip locked)
     returning m.id`;
   return rows.map((r) => r.id);
+}
+
+/** The organization and address an outbound email went to (an unsubscribe link names the message); null for anything else. */
+export async function emailRecipient(sql: Db, messageId: number): Promise<{ org_id: number; to: string; company: string } | null> {
+  const [row] = await sql<{ org_id: number; to: string; company: string }[]>`
+    select m.org_id, lower(m.meta->>'to') as to, coalesce(nullif(o.company, ''), o.name) as company
+    from messages m join orgs o on o.id = m.org_id
+    where m.id = ${messageId} and m.channel = 'email' and m.direction = 'out' and coalesce(m.meta->>'to', '') <> ''`;
+  return row ?? null;
+}
+
+/**
+ * An email address opts out (an unsubscribe link): the email channel of every lead of the
+ * organization on that address, with the time and source, and a `consent.changed` entry on each
+ * lead's timeline. An address already opted out keeps its first opt-out (a repeated POST changes
+ * nothing). `held`: whether any lead of the organization has the address now.
+ */
+export async function optOutEmail(tx: Tx, orgId: number, email: string, source: string, now: Date): Promise<{ changed: number; held: boolean }> {
+  const [row] = await tx<{ changed: number; held: boolean }[]>`
+    with opted as (
+      insert into lead_channels (lead_id, channel, address, consent, consent_at, consent_source, updated_at)
+      select l.id, 'email', ${email}, 'out', ${now}, ${source}, ${now} from leads l
+      where l.org_id = ${orgId} and lower(l.email) = ${email}
+      on conflict (lead_id, channel) do update
+        set address = excluded.address, consent = 'out', consent_at = excluded.consent_at,
+            consent_source = excluded.consent_source, updated_at = excluded.updated_at
+        where lead_channels.consent <> 'out'
+      returning lead_id
+    ), evt as (
+      insert into lead_events (lead_id, event, label, actor, actor_role, note, created_at)
+      select lead_id, 'consent.changed', 'Email consent: out (unsubscribe link)', 'the recipient', 'recipient', '', ${now} from opted
+    )
+    select (select count(*) from opted)::int as changed,
+           exists (select 1 from leads l where l.org_id = ${orgId} and lower(l.email) = ${email}) as held`;
+  return row;
 }

@@ -90,11 +90,17 @@ const STATE_NAMES: Readonly<Record<string, string>> = {
   "PUERTO RICO": "PR", GUAM: "GU",
 };
 
-/** The zone of a lead's `state` (a code or a full name, any case, dots and spacing ignored), or null. */
-export function stateZone(state: string): string | null {
+/** The code of a lead's `state` (a code or a full name, any case, dots and spacing ignored) when it names one of STATE_ZONES, else null. */
+export function stateCode(state: string): string | null {
   const s = state.toUpperCase().replace(/\./g, "").replace(/\s+/g, " ").trim();
   const code = s.length === 2 ? s : STATE_NAMES[s];
-  return (code !== undefined && Object.hasOwn(STATE_ZONES, code) && STATE_ZONES[code]) || null;
+  return code !== undefined && Object.hasOwn(STATE_ZONES, code) ? code : null;
+}
+
+/** The zone of a lead's `state` (as stateCode reads it), or null. */
+export function stateZone(state: string): string | null {
+  const code = stateCode(state);
+  return code === null ? null : STATE_ZONES[code];
 }
 
 /** Used when neither the lead's state nor the org's timezone names a usable zone. */

@@ -1,21 +1,22 @@
 // Messaging over HTTP: POST r=messages on api_v1, and Twilio's callbacks (operations.md §4).
 import { Type as t } from "@sinclair/typebox";
-import { bodyFields, readBody } from "../http/body";
+import { signed } from "../http/access";
+import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
-import { API_V1_PATH, BODY_LIMIT, keyedRoute } from "../http/keyed";
-import { guarded } from "../http/native";
+import { API_V1_PATH, BODY_LIMIT, keyAccess } from "../http/keyed";
 import { objectFields, type Declaration, type Input, type PathRoute, type Route } from "../http/route";
-import { errorOf, rawJson } from "../http/respond";
-import { inboundSms, statusCallback, type CallbackAnswer, type CallbackEnv, type TwilioCallback } from "./callbacks";
+import { rawJson } from "../http/respond";
+import { keySurface, publicSurface } from "../http/surface";
+import { applyStatusCallback, recordInboundSms, verifyInbound, verifyStatus, type CallbackEnv, type TwilioCallback } from "./callbacks";
 import { answerOf, MessageResultSchema, sendInput } from "./model";
 import { messageProbes, sendDeadline, sendEnv, sendFromApi } from "./service";
 
 /** POST r=messages: the Message result, with HTTP 402 for billing reasons. */
 export function messageSendRoutes(deps: Deps): Route[] {
-  const env = sendEnv(deps.config);
+  const env = sendEnv(deps);
   const probes = messageProbes(deps.sql, deps.limits);
   return [
-    keyedRoute(
+    defineRoute(
       deps,
       {
         id: "sendMessage",
@@ -24,7 +25,7 @@ export function messageSendRoutes(deps: Deps): Route[] {
         description:
           "Through the same path as the console and automations: consent, quiet hours, idempotency and billing. A note " +
           "calls no provider and is never billed. Domain failures come back as HTTP 200 with `ok: false` and a `reason` " +
-          "(`empty_body`, `no_contact`, `no_consent`, `opted_out`, `provider_not_configured`, `provider_error`, …); " +
+          "(`empty_body`, `no_contact`, `do_not_contact`, `no_consent`, `opted_out`, `provider_not_configured`, `provider_error`, …); " +
           "billing reasons (`billing_not_configured`, `billing_unavailable`, `billing_frozen`, `subscription_required`, " +
           "`insufficient_credits`) as HTTP 402. A send inside the recipient's quiet hours is queued: `ok: true` with " +
           "`defer_until`. `operation_id` is the idempotency identity: a retry replays the first answer; reusing it for a " +
@@ -32,8 +33,8 @@ export function messageSendRoutes(deps: Deps): Route[] {
         method: "POST",
         path: API_V1_PATH,
         select: { param: "r", value: "messages" },
-        access: { kind: "key", scope: "messages:write", limit: "api_v1", scopeError: "wrong_scope" },
-        countInRead: true,
+        access: keyAccess(deps, { scope: "messages:write", limit: "api_v1", scopeError: "wrong_scope", countInRead: true }),
+        surface: keySurface,
         body: { input: sendInput, limit: BODY_LIMIT, form: true },
         // A send may wait on its provider (bounded); its database steps keep the usual deadline.
         deadlineMs: sendDeadline(env),
@@ -43,8 +44,8 @@ export function messageSendRoutes(deps: Deps): Route[] {
         },
         errors: ["bad_operation_id", "invalid_input", "not_found", "operation_id_conflict"],
       },
-      async (grant, input) => {
-        const answer = answerOf(await sendFromApi(deps.sql, probes, grant.hit!, grant.actor, input, deps.clock.now(), env));
+      async ({ body }, { grant }) => {
+        const answer = answerOf(await sendFromApi(deps.sql, probes, grant.hit!, grant.actor, body, deps.clock.now(), env));
         return rawJson(answer.text, answer.status);
       },
     ),
@@ -55,42 +56,44 @@ const CALLBACK_BODY_LIMIT = 64 * 1024;
 const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';
 const TWIML_HEADERS = { "content-type": "text/xml; charset=utf-8" };
 
-type Handler = (sql: Deps["sql"], env: CallbackEnv, cb: TwilioCallback, now: number) => Promise<CallbackAnswer>;
-
 /** The form fields Twilio posts; every one is signed, so every one is kept as sent. */
 const CallbackForm = t.Record(t.String(), t.String(), { description: "Twilio's form fields (MessageSid, MessageStatus, From, To, Body, …)" });
 
 /** Its string fields, the only ones a form has; anything unreadable has none (and then fails the signature). */
-const callbackInput: Input<[string, string][]> = {
-  schema: CallbackForm,
-  read: (value) => Object.entries(objectFields(value)).filter((e): e is [string, string] => typeof e[1] === "string"),
+const callbackParams = (value: unknown): [string, string][] =>
+  Object.entries(objectFields(value)).filter((e): e is [string, string] => typeof e[1] === "string");
+
+const callbackInput: Input<[string, string][]> = { schema: CallbackForm, read: callbackParams };
+
+/** The callback as Twilio signed it: the path and query received, the form's fields, the signature. */
+const callbackOf = (request: Request, fields: Record<string, unknown> | null): TwilioCallback => {
+  const url = new URL(request.url);
+  return { pathAndQuery: url.pathname + url.search, params: callbackParams(fields), signature: request.headers.get("x-twilio-signature") };
 };
 
-/** Reads a provider callback (form fields) and answers 403 to anything not signed by the org concerned. */
-function callbackRoute(deps: Deps, decl: Pick<Declaration, "id" | "summary" | "description" | "path" | "answers">, handle: Handler, ok: () => Response): Route {
-  const run = guarded<null>(
-    async (request) => {
-      const body = await readBody(request, CALLBACK_BODY_LIMIT, { deadlineMs: deps.config.bodyDeadlineMs });
-      if (body.kind === "timeout") return errorOf("body_timeout", "public");
-      if (body.kind === "too_large") return errorOf("body_too_large", "public");
-      const params = callbackInput.read(bodyFields(body), deps.clock.now());
-      const url = new URL(request.url);
-      const cb: TwilioCallback = { pathAndQuery: url.pathname + url.search, params, signature: request.headers.get("x-twilio-signature") };
-      const answer = await handle(deps.sql, { baseUrl: deps.config.baseUrl, secretKey: deps.config.secretKey }, cb, deps.clock.now());
-      return answer === "ok" ? ok() : errorOf("forbidden", "public");
+const TWILIO = { kind: "provider", signature: "X-Twilio-Signature", signedWith: "the org's Twilio auth token" } as const;
+
+/** A provider callback: its form read, then 403 to anything not signed by the org concerned. */
+function callbackRoute<V>(
+  deps: Deps,
+  decl: Pick<Declaration, "id" | "summary" | "description" | "path" | "answers">,
+  verify: (sql: Deps["sql"], env: CallbackEnv, cb: TwilioCallback) => Promise<V | null>,
+  act: (verified: V) => Promise<Response>,
+): Route {
+  const env: CallbackEnv = { baseUrl: deps.config.baseUrl, secretKey: deps.config.secretKey };
+  return defineRoute(
+    deps,
+    {
+      ...decl,
+      tag: "Provider callbacks",
+      method: "POST",
+      access: signed(TWILIO, (request, fields) => verify(deps.sql, env, callbackOf(request, fields))),
+      surface: publicSurface,
+      // Anything but a form has no fields, and so fails the signature: 403, as a forgery.
+      body: { input: callbackInput, limit: CALLBACK_BODY_LIMIT, form: true, malformed: "absent" },
     },
-    "public",
+    (_input, { grant }) => act(grant),
   );
-  return {
-    ...decl,
-    tag: "Provider callbacks",
-    method: "POST",
-    access: { kind: "provider", signature: "X-Twilio-Signature", signedWith: "the org's Twilio auth token" },
-    body: { schema: CallbackForm, form: true, limit: CALLBACK_BODY_LIMIT },
-    // forbidden: not signed by the organisation concerned (or no such organisation).
-    errors: ["forbidden", "body_too_large", "body_timeout", "unavailable"],
-    handle: (request) => run(request, null),
-  };
 }
 
 /** POST /hooks/sms_status.php and /hooks/sms_inbound.php. */
@@ -104,8 +107,11 @@ export const messageCallbackRoutes = (deps: Deps): Route[] => [
       path: "/hooks/sms_status.php",
       answers: { 200: { description: "Recorded (empty body)" } },
     },
-    statusCallback,
-    () => new Response(null, { status: 200 }),
+    verifyStatus,
+    async (verified) => {
+      await applyStatusCallback(deps.sql, verified, deps.clock.now());
+      return new Response(null, { status: 200 });
+    },
   ),
   callbackRoute(
     deps,
@@ -116,8 +122,11 @@ export const messageCallbackRoutes = (deps: Deps): Route[] => [
       path: "/hooks/sms_inbound.php",
       answers: { 200: { description: "Empty TwiML", contentType: "text/xml" } },
     },
-    inboundSms,
-    () => new Response(EMPTY_TWIML, { status: 200, headers: TWIML_HEADERS }),
+    verifyInbound,
+    async (verified) => {
+      await recordInboundSms(deps.sql, verified, deps.clock.now());
+      return new Response(EMPTY_TWIML, { status: 200, headers: TWIML_HEADERS });
+    },
   ),
 ];
 

@@ -18,15 +18,34 @@ import { countedReads, type CountedReads } from "../limits/fused";
 import type { KeyHit } from "../limits/key-counter";
 import type { Limits } from "../limits/limits";
 import { sendEmail } from "./email";
+import { unsubscribeUrl } from "./unsubscribe";
 import { openSecret, SecretError } from "../secrets/seal";
 import { isSink } from "../sink";
-import { billingGate, contactGate, emailConfig, quietGate, smsConfig, type ConsentState, type EmailConfig, type GateReason, type OrgSettings, type SmsConfig } from "./gates";
+import {
+  billingGate,
+  capGate,
+  contactGate,
+  emailConfig,
+  orgDay,
+  quietGate,
+  sendBeforeGate,
+  smsConfig,
+  type ConsentState,
+  type EmailConfig,
+  type GateReason,
+  type OrgSettings,
+  type SmsConfig,
+  AUTOMATION_DAILY_CAP,
+} from "./gates";
 import { emailOf, mergeValues, renderEmail, renderSms } from "./merge";
 import { parseResult, requestHash, resultText, type Actor, type MessageResult, type SendInput } from "./model";
 import {
+  automationSendsOn,
   chargeDeferred,
+  countAutomationSend,
   countedProbes,
   failDeferred,
+  firstCapWarning,
   insertCharged,
   insertDeferred,
   insertNote,
@@ -46,6 +65,7 @@ import {
 } from "./queries";
 import { PROVIDER_TIMEOUT_MS, sendSms, TWILIO_UNSUBSCRIBED, type ProviderOutcome } from "./twilio";
 import { messageSends } from "../metrics/counters";
+import { log } from "../log";
 
 export interface SendEnv {
   /** The public base address: Twilio's StatusCallback is `{baseUrl}/hooks/sms_status.php`. */
@@ -56,13 +76,19 @@ export interface SendEnv {
   billingLockMs?: number;
   /** LEADLINE_SECRET_KEY: opens the org's stored auth token / SMTP URL (src/secrets/). */
   secretKey?: Buffer | null;
+  /**
+   * Signs the unsubscribe link of a non-transactional email (unsubscribe.ts); absent, emails go
+   * without List-Unsubscribe (a test's env). `serve` always has one (src/app/settings.ts).
+   */
+  unsubscribeKey?: Buffer | null;
 }
 
-/** What the send path needs of the configuration. */
-export const sendEnv = (config: Config): SendEnv => ({
-  baseUrl: config.baseUrl,
-  secretKey: config.secretKey,
-  ...(config.providerTimeoutMs === null ? {} : { providerTimeoutMs: config.providerTimeoutMs }),
+/** What the send path needs of the configuration and of what `serve` loaded at start. */
+export const sendEnv = (deps: { config: Config; unsubscribeKey: Buffer }): SendEnv => ({
+  baseUrl: deps.config.baseUrl,
+  secretKey: deps.config.secretKey,
+  unsubscribeKey: deps.unsubscribeKey,
+  ...(deps.config.providerTimeoutMs === null ? {} : { providerTimeoutMs: deps.config.providerTimeoutMs }),
 });
 
 export const BILLING_LOCK_MS = 2_000;
@@ -186,6 +212,9 @@ async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
   if (!ctx.lead) throw new AppError("not_found");
   if (ctx.prior) return replay(sql, ctx.prior, hash, now, env);
   const lead = ctx.lead;
+  const extras = input.extras;
+  const ics = channel === "email" ? (extras?.ics ?? null) : null;
+  const sendBefore = extras?.sendBefore ?? null;
   const row = (org: OrgSettings, to: string, text: Text): NewSend => ({
     actor,
     lead,
@@ -197,6 +226,8 @@ async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
     hash,
     to,
     now: new Date(now),
+    ics,
+    sendBefore: sendBefore === null ? null : new Date(sendBefore),
   });
   const went = await sendNow(
     sql,
@@ -205,7 +236,12 @@ async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
       lead,
       org: ctx.org,
       consent: ctx.consent,
-      text: { body: input.body, subject: input.subject ?? "", merged: false },
+      listed: ctx.listed,
+      text: { body: input.body, subject: input.subject ?? "", merged: false, values: extras?.values },
+      // A new automation send counts against the org's daily cap; a queued one was counted when recorded.
+      capped: actor.type === "automation",
+      sendBefore,
+      ics,
       async defer(tx, org, until, to, text) {
         const d = await insertDeferred(tx, row(org, to, text), new Date(until));
         if (!d) return null;
@@ -254,8 +290,16 @@ interface Outgoing {
   lead: LeadRow;
   org: OrgSettings | null;
   consent: ConsentState;
+  /** Whether the address is on the organization's do-not-contact list (read with the consent). */
+  listed: boolean;
   /** The request's template (merged: false), or the text stored merged when it was queued (sql/0014). */
-  text: Text & { merged: boolean };
+  text: Text & { merged: boolean; values?: Record<string, string> };
+  /** Subject to the org's daily automation cap (capGate): a new automation send. */
+  capped: boolean;
+  /** Epoch ms it must go before (sendBeforeGate), or null. */
+  sendBefore: number | null;
+  /** An email's calendar event (appointment.ics), or null. */
+  ics: string | null;
   /** In the billing transaction: it waits until `until` (epoch ms); its answer, null when taken meanwhile. */
   defer(tx: Tx, org: OrgSettings, until: number, to: string, text: Text): Promise<MessageResult | null>;
   /** In the billing transaction: recorded `sending` and charged; its message id, null when taken meanwhile. */
@@ -276,7 +320,7 @@ type Went =
  * THE send: the gates in their order (gates.ts), the record, the provider, the outcome; the only
  * function that calls a gate or a provider. A send is recorded before the provider is called and
  * its outcome after, with no transaction or pooled connection held in between:
- *   1. contact gate (address, consent/opt-out, provider settings), on what the caller read;
+ *   1. contact gate (address, do-not-contact list, consent/opt-out, provider settings), on what the caller read;
  *   2. one short transaction: lock the org's billing row, apply the billing gate, then quiet
  *      hours: either `defer` it, or `charge` it (recorded `sending` with its lease, the cost
  *      deducted beside a ledger entry). Concurrent sends of one org serialize on that row lock, so
@@ -288,11 +332,11 @@ type Went =
  * meanwhile is not texted, and billing is charged then.
  */
 async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promise<Went> {
-  const contact = contactGate(m.channel, m.org, m.lead, m.consent);
+  const contact = contactGate(m.channel, m.org, m.lead, m.consent, m.listed);
   if (!contact.ok) return { kind: "refused", reason: contact.reason, busy: false, waited: false };
   const org = m.org!; // the provider gate passed, so there is an org
   const to = contact.to;
-  const text: Text = m.text.merged ? { body: m.text.body, subject: m.text.subject } : asSent(m.channel, m.text.body, m.text.subject, m.lead, org);
+  const text: Text = m.text.merged ? { body: m.text.body, subject: m.text.subject } : asSent(m.channel, m.text.body, m.text.subject, m.lead, org, m.text.values);
   const lockMs = env.billingLockMs ?? BILLING_LOCK_MS;
   let recorded: { kind: "queued"; until: number; result: MessageResult } | { kind: "charged"; id: number };
   try {
@@ -303,7 +347,19 @@ async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promis
       async (tx) => {
         const billing = billingGate(m.channel, await lockBilling(tx, org.id, lockMs));
         if (!billing.ok) throw new Refused(billing.reason);
+        if (m.capped) {
+          // Counted under the billing row's lock, which every send of the org holds while it
+          // records: exact across instances, however many automation sends race for the last one.
+          // The count moves in this transaction, so a send refused by a later gate, or taken
+          // meanwhile, rolls it back.
+          const { day } = orgDay(now, org.timezone);
+          const cap = capGate(org, await automationSendsOn(tx, org.id, day));
+          if (!cap.ok) throw new Refused(cap.reason);
+          await countAutomationSend(tx, org.id, day);
+        }
         const until = quietGate(org, m.lead, now);
+        const due = sendBeforeGate(now, until, m.sendBefore);
+        if (!due.ok) throw new Refused(due.reason);
         if (until !== null) {
           const result = await m.defer(tx, org, until, to, text);
           if (result === null) throw TAKEN;
@@ -315,7 +371,10 @@ async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promis
       },
     );
   } catch (err) {
-    if (err instanceof Refused) return { kind: "refused", reason: err.reason, busy: false, waited: true };
+    if (err instanceof Refused) {
+      if (err.reason === "automation_cap") await warnCapReached(sql, org, now);
+      return { kind: "refused", reason: err.reason, busy: false, waited: true };
+    }
     if (isLockTimeout(err)) return { kind: "refused", reason: "billing_unavailable", busy: true, waited: true };
     if (err === TAKEN) return { kind: "taken" };
     throw err;
@@ -328,9 +387,18 @@ async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promis
     env,
     recorded.id,
     (sms) => sendSms(sms, { to, body: text.body, statusCallback: statusCallbackUrl(env.baseUrl) }, providerTimeoutOf(env)),
-    (email) => sendEmail(email, to, emailOf(text.subject, text.body), providerTimeoutOf(env)),
+    (email) => sendEmail(email, to, emailOf(text.subject, text.body), providerTimeoutOf(env), m.ics, unsubscribeLink(env, recorded.id, m.ics)),
   );
   return { kind: "delivered", result: await settle(sql, recorded.id, m.channel, to, org, outcome, now) };
+}
+
+/**
+ * The List-Unsubscribe link of an email (unsubscribe.ts): every email but an appointment's own
+ * (one that carries its calendar event), which is transactional. Null without a key.
+ */
+function unsubscribeLink(env: SendEnv, messageId: number, ics: string | null): string | null {
+  if (ics !== null || !env.unsubscribeKey) return null;
+  return unsubscribeUrl(env.baseUrl, env.unsubscribeKey, messageId);
 }
 
 /**
@@ -341,11 +409,30 @@ async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promis
  * text stored now, so what the conversation showed all along is what the lead receives. The
  * request's own fields stay the idempotency identity (request_hash).
  */
-function asSent(channel: "sms" | "email", body: string, subject: string, lead: LeadRow, org: OrgSettings): Text {
-  const values = mergeValues(lead, org);
+function asSent(channel: "sms" | "email", body: string, subject: string, lead: LeadRow, org: OrgSettings, extra?: Record<string, string>): Text {
+  const values = extra ? { ...extra, ...mergeValues(lead, org) } : mergeValues(lead, org);
   if (channel === "sms") return { body: renderSms(body, values), subject };
   const mail = renderEmail(body, subject, values);
   return { body: mail.html, subject: mail.subject };
+}
+
+/**
+ * The one warning of an organization's day that its automation cap refused a send (issue 27 §9):
+ * logged by whichever instance records the (org, day) first; later refusals that day log nothing.
+ * Never fails the send's answer: the refusal stands whether or not the warning could be written.
+ */
+async function warnCapReached(sql: Sql, org: OrgSettings, now: number): Promise<void> {
+  const { day } = orgDay(now, org.timezone);
+  try {
+    if (!(await step(firstCapWarning(sql, org.id, day, new Date(now))))) return;
+  } catch {
+    return;
+  }
+  log.warn("automation daily cap reached: the organization's automation sends are refused (automation_cap) until its next day", {
+    org_id: org.id,
+    cap: org.automationCap ?? AUTOMATION_DAILY_CAP,
+    day,
+  });
 }
 
 /**
@@ -490,7 +577,11 @@ export async function sendDeferred(sql: Sql, messageId: number, now: number, env
       lead: row.context.lead,
       org: row.context.org,
       consent: row.context.consent,
+      listed: row.context.listed,
       text: { body: row.body, subject: row.subject, merged: row.merged },
+      capped: false,
+      sendBefore: row.send_before?.getTime() ?? null,
+      ics: row.channel === "email" ? row.ics : null,
       async defer(tx, _org, until) {
         if (!(await redefer(tx, messageId, new Date(until), at))) return null;
         return { ok: true, message_id: messageId, defer_until: Math.ceil(until / 1000) };

@@ -8,7 +8,7 @@ import { DEFERRED_SEND, providerTimeoutOf, sendDeferred, sendEnv } from "./servi
 
 /** Sends deferred by quiet hours, claimed when due; the same gates run again (service.ts). */
 export function messageJobs(deps: Deps): JobHandler[] {
-  const env = sendEnv(deps.config);
+  const env = sendEnv(deps);
   return [
     {
       kind: DEFERRED_SEND,

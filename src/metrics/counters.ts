@@ -7,7 +7,7 @@
 /** Route families: what a request is counted and logged under (never its raw path, which holds ids). */
 export const FAMILIES = [
   "intake", "api_v1", "kpi", "calls", "cti_queue", "dni", "dni_script", "booking", "booking_page",
-  "callbacks", "health", "docs", "metrics", "demo", "console", "unknown",
+  "callbacks", "unsubscribe", "health", "docs", "metrics", "demo", "console", "conversions", "unknown",
 ] as const;
 export type Family = (typeof FAMILIES)[number];
 

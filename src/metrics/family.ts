@@ -25,7 +25,9 @@ export function familyOf(path: string): Family {
   if (exact) return exact;
   if (path.startsWith("/docs")) return "docs";
   if (path.startsWith("/demo")) return "demo";
+  if (path.startsWith("/unsubscribe/")) return "unsubscribe";
   if (path === "/console" || path.startsWith("/console/")) return "console";
   if (path === "/book" || path.startsWith("/book/")) return "booking_page";
+  if (path.startsWith("/conversions/")) return "conversions";
   return "unknown";
 }

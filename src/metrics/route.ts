@@ -1,16 +1,24 @@
 // GET /metrics: the Prometheus scrape. Answered to a scraper on this host (a loopback TCP peer that
 // forwards no one: TRUST_PROXY does not apply, and a request carrying X-Forwarded-For, X-Real-IP or
 // Forwarded came through a proxy, such as nginx on this host, whose own peer is loopback for every
-// client), or to `Authorization: Bearer $METRICS_TOKEN` from anywhere. Anyone else gets 404
-// not_found, as for a route that does not exist. A request that presents a bearer token is judged
-// by it alone: a wrong one is refused even from loopback.
+// client) whose Host names this service (BASE_URL's host name or a loopback address: a page on a
+// domain re-pointed at 127.0.0.1, DNS rebinding, is a loopback peer too, but sends its own name;
+// src/http/host.ts), or to `Authorization: Bearer $METRICS_TOKEN` from anywhere, whatever its Host
+// (the token is not something a rebinding page has). Anyone else gets 404 not_found, as for a route
+// that does not exist. A request that presents a bearer token is judged by it alone: a wrong one
+// is refused even from loopback.
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { Clock } from "../clock";
+import { breakerOf } from "../db/breaker";
 import { poolState, type Sql } from "../db/client";
 import { isLoopback, parseIp } from "../http/address";
+import { Refused, type AccessCheck } from "../http/access";
 import type { PeerSource } from "../http/client";
-import { errorOf } from "../http/respond";
+import { defineRoute } from "../http/define";
+import type { Deps } from "../http/deps";
+import { ownHost } from "../http/host";
 import type { Route } from "../http/route";
+import { publicSurface } from "../http/surface";
 import { dniFallbacks, messageSends, refusalsByFamily, requestSeries, webhookDeliveries, type LabelledCounter } from "./counters";
 import { databaseGauges } from "./gauges";
 import { CONTENT_TYPE, Exposition } from "./text";
@@ -18,7 +26,7 @@ import { CONTENT_TYPE, Exposition } from "./text";
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
 /** Whether the request may read the metrics (see the top of this file). */
-export function mayScrape(request: Request, server: PeerSource | null, token: string | null): boolean {
+export function mayScrape(request: Request, server: PeerSource | null, token: string | null, hostOk: (request: Request) => boolean): boolean {
   const auth = request.headers.get("authorization");
   if (auth !== null) {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
@@ -28,7 +36,7 @@ export function mayScrape(request: Request, server: PeerSource | null, token: st
   const h = request.headers;
   if (h.has("x-forwarded-for") || h.has("x-real-ip") || h.has("forwarded")) return false;
   const ip = parseIp(server?.requestIP(request)?.address ?? "");
-  return ip !== null && isLoopback(ip);
+  return ip !== null && isLoopback(ip) && hostOk(request);
 }
 
 /** The event loop's lag now: how long a callback queued behind the work waiting takes to run. */
@@ -64,6 +72,13 @@ export async function scrape(sql: Sql, clock: Clock): Promise<string> {
       .metric("leadline_dni_numbers_held", "Active DNI numbers held by a visitor now, by pool.", "gauge", db.dni.map((d) => [{ pool: d.pool }, d.held] as const))
       .metric("leadline_dni_numbers_free", "Active DNI numbers free now, by pool.", "gauge", db.dni.map((d) => [{ pool: d.pool }, d.free] as const));
   }
+  const breaker = breakerOf(sql);
+  if (breaker) {
+    out
+      .metric("leadline_db_breaker_open", "1 while the database is known unreachable and requests that need it are answered 503 at once, else 0.", "gauge", [[{}, breaker.isOpen() ? 1 : 0]])
+      .metric("leadline_db_breaker_opened_total", "Times the database was seen refusing or dropping connections while reachable.", "counter", [[{}, breaker.opened]])
+      .metric("leadline_db_connection_attempts_total", "Connections dialled to the database by the pools and LISTEN (not the breaker's probe).", "counter", [[{}, breaker.dials]]);
+  }
   if (pool) {
     out
       .metric("leadline_db_pool_max", "Connections the database pool may open.", "gauge", [[{}, pool.max]])
@@ -78,22 +93,30 @@ export async function scrape(sql: Sql, clock: Clock): Promise<string> {
   return out.text();
 }
 
-export function metricsRoute(deps: { sql: Sql; clock: Clock; metricsToken: string | null }): Route {
-  return {
-    id: "metrics",
-    tag: "Operations",
-    summary: "Prometheus metrics",
-    description:
-      "The Prometheus text format. Answered to a loopback peer that forwards no one (no X-Forwarded-For, X-Real-IP or Forwarded) or to `Authorization: Bearer` with METRICS_TOKEN; 404 to anyone else.",
-    method: "GET",
-    path: "/metrics",
-    access: { kind: "public" },
-    surface: "public",
-    answers: { 200: { description: "The metrics", contentType: "text/plain" } },
-    errors: ["not_found"],
-    handle: async (request, server) => {
-      if (!mayScrape(request, server, deps.metricsToken)) return errorOf("not_found", "public");
-      return new Response(await scrape(deps.sql, deps.clock), { headers: { "content-type": CONTENT_TYPE, "cache-control": "no-store" } });
+export function metricsRoute(deps: Deps): Route {
+  return defineRoute(
+    deps,
+    {
+      id: "metrics",
+      tag: "Operations",
+      summary: "Prometheus metrics",
+      description:
+        "The Prometheus text format. Answered to a loopback peer that forwards no one (no X-Forwarded-For, X-Real-IP or Forwarded) and sends a Host of BASE_URL's host name or a loopback address, or to `Authorization: Bearer` with METRICS_TOKEN; 404 to anyone else.",
+      method: "GET",
+      path: "/metrics",
+      access: scraper(deps.config.metricsToken, ownHost(deps.config.baseUrl)),
+      surface: publicSurface,
+      answers: { 200: { description: "The metrics", contentType: "text/plain" } },
+      errors: ["not_found"],
+      // A scrape reads a handful of counts; it is bounded by the statement timeout, not the request deadline.
+      deadlineMs: null,
     },
-  };
+    async () => new Response(await scrape(deps.sql, deps.clock), { headers: { "content-type": CONTENT_TYPE, "cache-control": "no-store" } }),
+  );
+}
+
+/** Who may scrape: see the route's description; anyone else is told there is nothing here. */
+function scraper(token: string | null, hostOk: (request: Request) => boolean): AccessCheck<undefined> {
+  const notFound = Refused.of("not_found");
+  return { doc: { kind: "public" }, errors: ["not_found"], gate: (request, server) => (mayScrape(request, server, token, hostOk) ? undefined : notFound) };
 }

@@ -1,13 +1,22 @@
-// Applies a validated provisioning file in one transaction. Every object is upserted by its
-// identifier and fully described by the file: an optional field left out takes its default
-// (an absent `billing` removes the org's billing row). Updates are guarded by
-// `is distinct from`, so applying the same file again writes nothing, not even updated_at.
+// Applies a validated provisioning file in one transaction (operations.md §3): every object is
+// upserted by its identifier and merged with what is stored — a field left out keeps its value,
+// a field given replaces it, `null` clears it — so a later run of an older file never undoes a
+// change made since. The same functions serve `leadline provision`, its `--dry-run` (the plan,
+// printed, nothing written) and any other caller (the console's settings), with one validation
+// and one set of rules; every change is audited with its previous and new values.
+import { systemActor, type Actor } from "../auth/actor";
+import { insertKey, notifyKeysChanged, putKey } from "../auth/admin";
+import { auditMany, type AuditEntry } from "../auth/audit";
+import { CHOSEN_KEY_MIN_LENGTH } from "../auth/keys";
 import type { Sql, Tx } from "../db/client";
-import { canonicalScopes, insertKey, notifyKeysChanged, putKey } from "../auth/admin";
-import { CHOSEN_KEY_MIN_LENGTH, hashKey } from "../auth/keys";
-import { inFormOf, openSecret, seal } from "../secrets/seal";
+import { addToDnc, dncAddress, type DncAddition } from "../leads/dnc";
 import { checkStoredSecrets } from "../secrets/stored";
-import type { ApiKeySpec, ProvisioningFile } from "./model";
+import { DEFAULT_MIN_SECS, feedSecretHash, type FeedAction } from "../conversions/model";
+import type { Fields } from "./fields";
+import { columnsOf, type Row } from "./merge";
+import { TABLES, type ProvisioningFile, type TableName } from "./model";
+import { planKeys, planSettings, planTable, takenEmails, type PlanContext, type Planned, type PlannedKey } from "./plan";
+import { BATCH, upsertRows, type Written } from "./upsert";
 import { ProvisioningError, referenceProblems, referencedIds, type KnownRows } from "./validate";
 
 export interface Counts {
@@ -33,29 +42,34 @@ export interface ProvisionSummary {
   counts: Record<string, Counts>;
   generatedKeys: GeneratedKey[];
   shortKeys: ShortKey[];
+  /** Every object of the file, with what the run changed (a dry run: would change). */
+  plan: Planned[];
+  dryRun: boolean;
 }
+
+export interface ProvisionOptions {
+  now?: Date;
+  /** LEADLINE_SECRET_KEY: seals the credentials and webhook secrets written. */
+  secretKey?: Buffer | null;
+  /** Who the audit log names; default the operator's provisioning run. */
+  actor?: Actor;
+  /** Check the file and plan the run, write nothing. */
+  dryRun?: boolean;
+}
+
+/** The operator running `leadline provision`: the platform, acting for every organization. */
+export const PROVISIONING_OPERATOR: Actor = systemActor("operator", "provision", null);
 
 // Serializes concurrent provisioning runs; their upserts would otherwise race on the same ids.
 const PROVISION_LOCK = 727_002;
-// Rows per insert statement: far below the 65535 bind parameters of one statement.
-const BATCH = 1000;
 
-type Written = { inserted: boolean }[];
+// The order sections are planned, written and reported in: referenced rows first.
+const SECTION_ORDER = ["orgs", "users", "campaigns", "lists", "api_keys", "dni_pools", "calendars", "webhooks", "automations"] as const;
 
-export async function applyProvisioning(
-  sql: Sql,
-  file: ProvisioningFile,
-  opts: { now?: Date; secretKey?: Buffer | null } = {},
-): Promise<ProvisionSummary> {
+export async function applyProvisioning(sql: Sql, file: ProvisioningFile, opts: ProvisionOptions = {}): Promise<ProvisionSummary> {
   const now = opts.now ?? new Date();
-  const key = opts.secretKey ?? null;
-  const summary: ProvisionSummary = { counts: {}, generatedKeys: [], shortKeys: [] };
-  // `removed`: rows changed that the file does not list (billing dropped, numbers deactivated).
-  const count = (section: string, total: number, written: Written, removed = 0) => {
-    const created = written.filter((r) => r.inserted).length;
-    const updated = written.length - created;
-    summary.counts[section] = { created, updated: updated + removed, unchanged: total - created - updated };
-  };
+  const dryRun = opts.dryRun ?? false;
+  const summary: ProvisionSummary = { counts: {}, generatedKeys: [], shortKeys: [], plan: [], dryRun };
 
   await sql.begin(async (tx) => {
     await tx`set local statement_timeout = 0`;
@@ -63,53 +77,93 @@ export async function applyProvisioning(
     await tx`set local lock_timeout = 0`;
     await tx`select pg_advisory_xact_lock(${PROVISION_LOCK})`;
     const problems = referenceProblems(file, await loadKnown(tx, file));
-    if (problems.length > 0) throw new ProvisioningError(problems);
     // A run without the key (or with another) that seals nothing still must not write values in
     // another form beside sealed ones that serve could then not all open: refused, nothing written.
-    if (file.orgs || file.webhooks) await checkStoredSecrets(tx, key);
+    if (file.orgs || file.webhooks) await checkStoredSecrets(tx, opts.secretKey ?? null);
 
+    const ctx: PlanContext = { tx, actor: opts.actor ?? PROVISIONING_OPERATOR, secretKey: opts.secretKey ?? null, lock: !dryRun };
+    const planned: Planned[] = [];
+    const plannedKeys: PlannedKey[] = [];
     if (file.settings) {
-      const entries = Object.entries(file.settings).filter(([, v]) => v !== undefined);
-      count("settings", entries.length, await upsertSettings(tx, entries, now));
+      const plan = await planSettings(ctx, file.settings as Row);
+      planned.push(...plan.objects);
+      problems.push(...plan.problems);
     }
-    if (file.orgs) {
-      count("orgs", file.orgs.length, await upsertOrgs(tx, file.orgs, now, key));
-      const [written, removed] = await applyBilling(tx, file.orgs, now);
-      count("org_billing", file.orgs.filter((o) => o.billing).length, written, removed);
+    for (const name of SECTION_ORDER) {
+      const items = file[name] as Row[] | undefined;
+      if (!items) continue;
+      const plan = name === "api_keys" ? await planKeys(ctx, items) : await planTable(ctx, name, items);
+      if (name === "api_keys") plannedKeys.push(...(plan.objects as PlannedKey[]));
+      if (name === "users") problems.push(...(await takenEmails(ctx, plan.objects)));
+      planned.push(...plan.objects);
+      problems.push(...plan.problems);
     }
-    if (file.users) count("users", file.users.length, await upsertUsers(tx, file.users));
-    if (file.campaigns) count("campaigns", file.campaigns.length, await upsertCampaigns(tx, file.campaigns));
-    if (file.lists) count("lists", file.lists.length, await upsertLists(tx, file.lists));
-    if (file.api_keys) {
-      const written: Written = [];
-      for (const spec of file.api_keys) {
-        const result = await applyKey(tx, spec);
-        if (result.written) written.push(result.written);
-        if (result.generated) summary.generatedKeys.push(result.generated);
-        if (result.short) summary.shortKeys.push(result.short);
-      }
-      count("api_keys", file.api_keys.length, written);
-    }
+    if (problems.length > 0) throw new ProvisioningError(problems);
+    summary.plan = planned;
+    count(summary, planned);
+    if (dryRun) return;
+
+    const changed = (o: Planned) => o.created || o.changes.length > 0;
+    const of = (section: string) => planned.filter((o) => o.section === section && changed(o));
+    if (file.settings) await writeSettings(tx, planned.find((o) => o.section === "settings")!, now);
+    await writeTable(tx, "orgs", of("orgs"), now);
+    await writeBilling(tx, of("orgs").filter((o) => o.changes.some((c) => c.field.startsWith("billing."))), now);
+    await writeTable(tx, "users", of("users"), now);
+    await writeTable(tx, "campaigns", of("campaigns"), now);
+    await writeTable(tx, "lists", of("lists"), now);
+    for (const k of plannedKeys) await writeKey(tx, k, summary);
     if (file.users) {
       const crossed = await movedAgentProblems(tx, file.users);
       if (crossed.length > 0) throw new ProvisioningError(crossed);
     }
-    if (file.dni_pools) {
-      count("dni_pools", file.dni_pools.length, await upsertPools(tx, file.dni_pools, now));
-      const removed = await deactivateNumbers(tx, file.dni_pools);
-      const numbers = file.dni_pools.flatMap((p) => p.numbers.map((number) => ({ pool_key: p.key, number })));
-      count("dni_numbers", numbers.length, await upsertNumbers(tx, numbers), removed);
+    const pools = of("dni_pools");
+    await writeTable(tx, "dni_pools", pools, now);
+    await writeNumbers(tx, pools.filter((o) => o.changes.some((c) => c.field === "numbers")));
+    const calendars = of("calendars");
+    await writeTable(tx, "calendars", calendars, now);
+    await writeLinks(tx, calendars.filter((o) => o.changes.some((c) => c.field === "links")), now);
+    await writeTable(tx, "webhooks", of("webhooks"), now);
+    await writeTable(tx, "automations", of("automations"), now);
+    await auditMany(tx, ctx.actor, planned.filter(changed).map(auditEntry));
+    // Additions only (never a removal), each audited by the list's own service (src/leads/dnc.ts).
+    if (file.do_not_contact) {
+      const added = (await addDoNotContact(tx, file.do_not_contact, now)).length;
+      summary.counts.do_not_contact = { created: added, updated: 0, unchanged: file.do_not_contact.length - added };
     }
-    if (file.calendars) {
-      count("calendars", file.calendars.length, await upsertCalendars(tx, file.calendars, now));
-      const links = file.calendars.flatMap((c) => (c.links ?? []).map((l) => ({ slug: l.slug, calendar_id: c.id })));
-      count("calendar_links", links.length, await upsertLinks(tx, links, now));
+    // Written whole by their id; the secret is kept only as its hash, so the audit says "changed".
+    if (file.conversion_feeds) {
+      const written = await upsertFeeds(tx, file.conversion_feeds, now);
+      const created = written.filter((w) => w.inserted);
+      summary.counts.conversion_feeds = {
+        created: created.length,
+        updated: written.length - created.length,
+        unchanged: file.conversion_feeds.length - written.length,
+      };
+      await auditMany(
+        tx,
+        ctx.actor,
+        written.map((w) => ({ action: `conversion_feed.${w.inserted ? "create" : "update"}`, target: `conversion_feed:${w.id}`, orgId: w.org_id })),
+      );
     }
-    if (file.webhooks) count("webhooks", file.webhooks.length, await upsertWebhooks(tx, file.webhooks, now, key));
-    if (file.automations) count("automations", file.automations.length, await upsertAutomations(tx, file.automations, now));
   });
-  await notifyKeysChanged(sql);
+  if (!dryRun) await notifyKeysChanged(sql);
   return summary;
+}
+
+function count(summary: ProvisionSummary, planned: Planned[]): void {
+  for (const o of planned) {
+    const c = (summary.counts[o.section] ??= { created: 0, updated: 0, unchanged: 0 });
+    if (o.created) c.created++;
+    else if (o.changes.length > 0) c.updated++;
+    else c.unchanged++;
+  }
+}
+
+/** The audit row of one object's change: every field's previous and new value, a secret's as "changed". */
+function auditEntry(o: Planned): AuditEntry {
+  const changes: Record<string, unknown> = {};
+  for (const c of o.changes) changes[c.field] = c.secret ? "changed" : { from: c.from, to: c.to };
+  return { action: `${o.noun}.${o.created ? "create" : "update"}`, target: o.target, details: { changes }, orgId: o.orgId };
 }
 
 async function loadKnown(tx: Tx, file: ProvisioningFile): Promise<KnownRows> {
@@ -121,10 +175,12 @@ async function loadKnown(tx: Tx, file: ProvisioningFile): Promise<KnownRows> {
   const users = ids.users.length
     ? await tx<{ id: string; org_id: number | null }[]>`select id, org_id from users where id in ${tx(ids.users)}`
     : [];
+  // Active numbers held by pools whose numbers the file does not give (a pool it names without
+  // `numbers` keeps its own).
   const numbers = ids.numbers.length
     ? await tx<{ number: string; pool_key: string }[]>`
         select number, pool_key from dni_numbers
-        where active and number in ${tx(ids.numbers)} and pool_key not in ${tx(ids.pools)}`
+        where active and number in ${tx(ids.numbers)} ${ids.pools.length ? tx`and pool_key not in ${tx(ids.pools)}` : tx``}`
     : [];
   return {
     orgs: new Set(orgs.map((r) => r.id)),
@@ -134,89 +190,47 @@ async function loadKnown(tx: Tx, file: ProvisioningFile): Promise<KnownRows> {
   };
 }
 
-async function inBatches<T>(rows: T[], write: (batch: T[]) => Promise<Written>): Promise<Written> {
-  const out: Written = [];
-  for (let i = 0; i < rows.length; i += BATCH) out.push(...(await write(rows.slice(i, i + BATCH))));
-  return out;
+/** The objects of a table section that the plan creates or changes, written whole by the one upsert. */
+async function writeTable(tx: Tx, name: TableName, objects: Planned[], now: Date): Promise<Written> {
+  const spec = TABLES[name];
+  const fields = spec.fields as Fields;
+  const rows = objects.map((o) => ({ [spec.key]: o.key, ...columnsOf(fields, o.row, tx) }));
+  return upsertRows(tx, spec.table, [spec.key], rows, spec.stamped ? { column: "updated_at", at: now } : null);
 }
 
-function upsertSettings(tx: Tx, entries: [string, unknown][], now: Date): Promise<Written> {
-  const rows = entries.map(([key, value]) => ({ key, value: tx.json(value as string | number), updated_at: now }));
-  return inBatches(rows, (batch) => tx<Written>`
-    insert into settings ${tx(batch)}
-    on conflict (key) do update set value = excluded.value, updated_at = excluded.updated_at
-    where settings.value is distinct from excluded.value
-    returning (xmax = 0) as inserted`);
-}
-
-/**
- * The stored form of a secret the file gives: the stored value when it already holds exactly that
- * in the form the key gives (so that applying the same file again writes nothing, though sealing
- * draws a fresh IV each time), else the value sealed (or as given, without a key).
- */
-function storedForm(key: Buffer | null, existing: string | null | undefined, plaintext: string): string {
-  if (existing != null && inFormOf(key, existing) && openSecret(key, existing) === plaintext) return existing;
-  return seal(key, plaintext);
-}
-
-async function upsertOrgs(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, now: Date, key: Buffer | null): Promise<Written> {
-  const ids = orgs.map((o) => o.id);
-  const existing = new Map(
-    (await tx<{ id: number; token: string | null; smtp: string | null }[]>`
-      select id, sms->>'auth_token' as token, email->>'smtp_url' as smtp from orgs where id = any(${ids}::bigint[])`).map((r) => [r.id, r]),
-  );
-  const rows = orgs.map((o) => ({
-    id: o.id,
-    name: o.name,
-    company: o.company ?? "",
-    timezone: o.timezone ?? "America/New_York",
-    quiet_start: o.quiet_hours?.start ?? null,
-    quiet_end: o.quiet_hours?.end ?? null,
-    consent: o.consent ?? "implied",
-    sms: o.sms ? tx.json({ ...o.sms, auth_token: storedForm(key, existing.get(o.id)?.token, o.sms.auth_token) }) : null,
-    email: o.email ? tx.json({ ...o.email, smtp_url: storedForm(key, existing.get(o.id)?.smtp, o.email.smtp_url) }) : null,
-    updated_at: now,
-  }));
-  return inBatches(rows, (batch) => tx<Written>`
-    insert into orgs ${tx(batch)}
-    on conflict (id) do update set
-      name = excluded.name, company = excluded.company, timezone = excluded.timezone,
-      quiet_start = excluded.quiet_start, quiet_end = excluded.quiet_end, consent = excluded.consent,
-      sms = excluded.sms, email = excluded.email, updated_at = excluded.updated_at
-    where (orgs.name, orgs.company, orgs.timezone, orgs.quiet_start, orgs.quiet_end, orgs.consent, orgs.sms, orgs.email)
-      is distinct from
-      (excluded.name, excluded.company, excluded.timezone, excluded.quiet_start, excluded.quiet_end,
-       excluded.consent, excluded.sms, excluded.email)
-    returning (xmax = 0) as inserted`);
+/** Settings given are stored; a setting written `null` is removed (its default applies again). */
+async function writeSettings(tx: Tx, settings: Planned, now: Date): Promise<void> {
+  const set = settings.changes.filter((c) => c.to !== null).map((c) => ({ key: c.field, value: tx.json(c.to as never) }));
+  const removed = settings.changes.filter((c) => c.to === null).map((c) => c.field);
+  await upsertRows(tx, "settings", ["key"], set, { column: "updated_at", at: now });
+  if (removed.length) await tx`delete from settings where key in ${tx(removed)}`;
 }
 
 /**
- * Billing rows for orgs that have `billing`; orgs without it lose theirs (sends get blocked).
- * `credits` in the file is the total the operator grants, not the balance: a new row starts with
- * it; on an existing row only a changed grant moves the balance, by the difference (never below
- * zero), with a `grant` ledger entry. Re-applying the same file gives nothing back that sends spent.
+ * Billing rows of the orgs whose billing the run changes; `billing: null` removes an org's (sends
+ * are then refused `billing_not_configured`). `credits` in the file is the total the operator
+ * grants, not the balance: a new row starts with it; on an existing row only a changed grant
+ * moves the balance, by the difference (never below zero), with a `grant` ledger entry.
+ * Re-applying the same file gives nothing back that sends spent.
  */
-async function applyBilling(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>, now: Date): Promise<[Written, number]> {
-  const billed = orgs.filter((o) => o.billing);
-  const without = orgs.filter((o) => !o.billing).map((o) => o.id);
-  const removed = without.length
-    ? await tx`delete from org_billing where org_id in ${tx(without)} returning org_id`
-    : [];
-  const written: Written = [];
+async function writeBilling(tx: Tx, orgs: Planned[], now: Date): Promise<void> {
+  const removed = orgs.filter((o) => o.row.billing === null).map((o) => o.key as number);
+  if (removed.length) await tx`delete from org_billing where org_id in ${tx(removed)}`;
+  const billed = orgs.filter((o) => o.row.billing !== null);
   for (let i = 0; i < billed.length; i += BATCH) {
     const batch = billed.slice(i, i + BATCH);
-    const ids = batch.map((o) => o.id);
+    const ids = batch.map((o) => o.key as number);
+    const b = batch.map((o) => o.row.billing as { status: string; subscription: string; credits: number; sms_cost: number; email_cost: number });
     // Locked first, as a send does, so that the balance read here is the one the update moves.
     const before = new Map(
       (await tx<{ org_id: number; credits: string }[]>`
-        select org_id, credits::text from org_billing where org_id = any(${ids}::bigint[]) order by org_id for update`).map((r) => [r.org_id, r.credits]),
+        select org_id, credits::text from org_billing where org_id in ${tx(ids)} order by org_id for update`).map((r) => [r.org_id, r.credits]),
     );
-    const rows = await tx<{ org_id: number; credits: string; inserted: boolean }[]>`
+    const rows = await tx<{ org_id: number; credits: string }[]>`
       insert into org_billing as b (org_id, status, subscription, credits, granted, sms_cost, email_cost, updated_at)
       select org_id, status, subscription, granted, granted, sms_cost, email_cost, ${now}
-      from unnest(${ids}::bigint[], ${batch.map((o) => o.billing!.status)}::text[],
-                  ${batch.map((o) => o.billing!.subscription)}::text[], ${batch.map((o) => o.billing!.credits ?? 0)}::numeric[],
-                  ${batch.map((o) => o.billing!.sms_cost ?? 0)}::numeric[], ${batch.map((o) => o.billing!.email_cost ?? 0)}::numeric[])
+      from unnest(${ids}::bigint[], ${b.map((x) => x.status)}::text[], ${b.map((x) => x.subscription)}::text[],
+                  ${b.map((x) => x.credits)}::numeric[], ${b.map((x) => x.sms_cost)}::numeric[], ${b.map((x) => x.email_cost)}::numeric[])
            as f(org_id, status, subscription, granted, sms_cost, email_cost)
       on conflict (org_id) do update set
         status = excluded.status, subscription = excluded.subscription,
@@ -224,7 +238,7 @@ async function applyBilling(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>,
         sms_cost = excluded.sms_cost, email_cost = excluded.email_cost, updated_at = excluded.updated_at
       where (b.status, b.subscription, b.granted, b.sms_cost, b.email_cost)
         is distinct from (excluded.status, excluded.subscription, excluded.granted, excluded.sms_cost, excluded.email_cost)
-      returning b.org_id, b.credits::text, (xmax = 0) as inserted`;
+      returning b.org_id, b.credits::text`;
     const grants = rows
       .map((r) => ({ org_id: r.org_id, balance: r.credits, before: before.get(r.org_id) ?? "0" }))
       .filter((g) => g.balance !== g.before);
@@ -235,21 +249,36 @@ async function applyBilling(tx: Tx, orgs: NonNullable<ProvisioningFile["orgs"]>,
         from unnest(${grants.map((g) => g.org_id)}::bigint[], ${grants.map((g) => g.balance)}::numeric[],
                     ${grants.map((g) => g.before)}::numeric[]) as g(org_id, balance, before)`;
     }
-    written.push(...rows.map((r) => ({ inserted: r.inserted })));
   }
-  return [written, removed.length];
 }
 
-function upsertUsers(tx: Tx, users: NonNullable<ProvisioningFile["users"]>): Promise<Written> {
-  // A user without `email` keeps the console access it has (given by `leadline users create`).
-  const rows = users.map((u) => ({ id: u.id, org_id: u.org_id, name: u.name ?? "", email: u.email?.toLowerCase() ?? null, role: u.email ? (u.role ?? null) : null }));
-  return inBatches(rows, (batch) => tx<Written>`
-    insert into users ${tx(batch)}
-    on conflict (id) do update set org_id = excluded.org_id, name = excluded.name,
-      email = coalesce(excluded.email, users.email), role = case when excluded.email is null then users.role else excluded.role end
-    where (users.org_id, users.name) is distinct from (excluded.org_id, excluded.name)
-       or (excluded.email is not null and (users.email, users.role) is distinct from (excluded.email, excluded.role))
-    returning (xmax = 0) as inserted`);
+/**
+ * A key the file chose is written by its hash (its grants, or a new row); one found by name and
+ * org has its grants updated; a new one without `key` is generated and printed once. Short chosen
+ * keys keep working (refusing them would lock out running integrations), but every run names them
+ * until they are replaced.
+ */
+async function writeKey(tx: Tx, k: PlannedKey, summary: ProvisionSummary): Promise<void> {
+  const grant = {
+    name: k.row.name as string,
+    org_id: k.row.org_id as number | null,
+    scopes: k.row.scopes as string[] as Parameters<typeof insertKey>[1]["scopes"],
+    agent: k.row.agent as string | null,
+  };
+  const active = k.row.active as boolean;
+  if (k.chosen !== null) {
+    const row = await putKey(tx, { ...grant, active, provisioned: true }, k.chosen);
+    k.id ??= row?.id ?? null;
+    if (k.chosen.length < CHOSEN_KEY_MIN_LENGTH) summary.shortKeys.push({ id: k.id!, name: grant.name, length: k.chosen.length });
+  } else if (k.generate) {
+    const issued = await insertKey(tx, { ...grant, active, provisioned: true });
+    k.id = issued.id;
+    summary.generatedKeys.push({ id: issued.id, name: issued.name, key: issued.key });
+  } else if (k.changes.length > 0) {
+    await tx`update api_keys set scopes = ${tx.array(grant.scopes, 25)}, agent = ${grant.agent}, active = ${active} where id = ${k.id}`;
+  }
+  k.target = `key:${k.id}`;
+  k.key = k.id!;
 }
 
 /**
@@ -275,197 +304,74 @@ async function movedAgentProblems(tx: Tx, users: NonNullable<ProvisioningFile["u
     .map(({ i, r }) => `users[${i}].org_id: user ${JSON.stringify(r.agent)} is the agent of API key ${r.key_id} of org ${r.key_org}, not ${r.agent_org}`);
 }
 
-function upsertCampaigns(tx: Tx, campaigns: NonNullable<ProvisioningFile["campaigns"]>): Promise<Written> {
-  const rows = campaigns.map((c) => ({ id: c.id, org_id: c.org_id, name: c.name ?? "" }));
-  return inBatches(rows, (batch) => tx<Written>`
-    insert into campaigns ${tx(batch)}
-    on conflict (id) do update set org_id = excluded.org_id, name = excluded.name
-    where (campaigns.org_id, campaigns.name) is distinct from (excluded.org_id, excluded.name)
-    returning (xmax = 0) as inserted`);
-}
-
-function upsertLists(tx: Tx, lists: NonNullable<ProvisioningFile["lists"]>): Promise<Written> {
-  const rows = lists.map((l) => ({ id: l.id, campaign_id: l.campaign_id, name: l.name ?? "" }));
-  return inBatches(rows, (batch) => tx<Written>`
-    insert into lists ${tx(batch)}
-    on conflict (id) do update set campaign_id = excluded.campaign_id, name = excluded.name
-    where (lists.campaign_id, lists.name) is distinct from (excluded.campaign_id, excluded.name)
-    returning (xmax = 0) as inserted`);
-}
-
 /**
- * A key given in the file is identified by its hash. A key without one is identified by
- * (name, org_id) among the provisioned keys that are not revoked; only when there is none is a
- * key generated (and reported once). A revoked key is never reactivated: revocation is final.
+ * The active numbers of the pools whose `numbers` the run changes become exactly the given ones:
+ * numbers no longer listed stop being offered but are kept, since past calls and visits refer to
+ * them. Every pool's are deactivated before any is (re)activated, because a number may move
+ * between two pools of the same file and only one active row per number is allowed.
  */
-async function applyKey(
-  tx: Tx,
-  spec: ApiKeySpec,
-): Promise<{ written?: Written[number]; generated?: GeneratedKey; short?: ShortKey }> {
-  const grant = {
-    name: spec.name,
-    org_id: spec.org_id,
-    scopes: canonicalScopes(spec.scopes),
-    agent: spec.agent ?? null,
-  };
-  const active = spec.active ?? true;
-  if (spec.key !== undefined) {
-    const row = await putKey(tx, { ...grant, active, provisioned: true }, spec.key);
-    const written = row ? { inserted: row.inserted } : undefined;
-    // Short chosen keys keep working (refusing them would lock out running integrations), but every
-    // apply names them until they are replaced. Unchanged rows are not returned by putKey.
-    if (spec.key.length >= CHOSEN_KEY_MIN_LENGTH) return { written };
-    const id = row?.id ?? (await tx<{ id: number }[]>`select id from api_keys where key_hash = ${hashKey(spec.key)}`)[0].id;
-    return { written, short: { id, name: spec.name, length: spec.key.length } };
-  }
-  const [existing] = await tx<{ id: number }[]>`
-    select id from api_keys
-    where provisioned and revoked_at is null and name = ${grant.name} and org_id is not distinct from ${grant.org_id}
-    order by id desc limit 1
-    for update`;
-  if (existing) {
-    const [row] = await tx<Written>`
-      update api_keys set scopes = ${tx.array(grant.scopes, 25)}, agent = ${grant.agent}, active = ${active}
-      where id = ${existing.id}
-        and (scopes, agent, active) is distinct from (${tx.array(grant.scopes, 25)}::text[], ${grant.agent}::text, ${active})
-      returning false as inserted`;
-    return { written: row };
-  }
-  const issued = await insertKey(tx, { ...grant, active, provisioned: true });
-  return { written: { inserted: true }, generated: { id: issued.id, name: issued.name, key: issued.key } };
-}
-
-function upsertPools(tx: Tx, pools: NonNullable<ProvisioningFile["dni_pools"]>, now: Date): Promise<Written> {
-  const rows = pools.map((p) => ({
-    key: p.key,
-    org_id: p.org_id,
-    name: p.name ?? "",
-    fallback: p.fallback ?? "",
-    placeholder: p.placeholder ?? "",
-    ttl_seconds: p.ttl_seconds ?? 1800,
-    updated_at: now,
-  }));
-  return inBatches(rows, (batch) => tx<Written>`
-    insert into dni_pools ${tx(batch)}
-    on conflict (key) do update set
-      org_id = excluded.org_id, name = excluded.name, fallback = excluded.fallback,
-      placeholder = excluded.placeholder, ttl_seconds = excluded.ttl_seconds, updated_at = excluded.updated_at
-    where (dni_pools.org_id, dni_pools.name, dni_pools.fallback, dni_pools.placeholder, dni_pools.ttl_seconds)
-      is distinct from
-      (excluded.org_id, excluded.name, excluded.fallback, excluded.placeholder, excluded.ttl_seconds)
-    returning (xmax = 0) as inserted`);
-}
-
-/**
- * Numbers of a file pool that the file no longer lists stop being offered but are kept, since
- * past calls and visits refer to them. This runs for every pool before any number is
- * (re)activated, because a number may move between two pools of the same file and only one
- * active row per number is allowed.
- */
-async function deactivateNumbers(tx: Tx, pools: NonNullable<ProvisioningFile["dni_pools"]>): Promise<number> {
-  let removed = 0;
+async function writeNumbers(tx: Tx, pools: Planned[]): Promise<void> {
   for (const p of pools) {
-    const rows = p.numbers.length
-      ? await tx`update dni_numbers set active = false
-                 where pool_key = ${p.key} and active and number not in ${tx(p.numbers)} returning number`
-      : await tx`update dni_numbers set active = false where pool_key = ${p.key} and active returning number`;
-    removed += rows.length;
+    const numbers = p.row.numbers as string[];
+    await tx`update dni_numbers set active = false
+             where pool_key = ${p.key as string} and active ${numbers.length ? tx`and number not in ${tx(numbers)}` : tx``}`;
   }
-  return removed;
-}
-
-function upsertNumbers(tx: Tx, numbers: { pool_key: string; number: string }[]): Promise<Written> {
-  return inBatches(numbers, (batch) => tx<Written>`
-    insert into dni_numbers ${tx(batch)}
-    on conflict (pool_key, number) do update set active = true
-    where not dni_numbers.active
-    returning (xmax = 0) as inserted`);
-}
-
-function upsertCalendars(tx: Tx, calendars: NonNullable<ProvisioningFile["calendars"]>, now: Date): Promise<Written> {
-  const rows = calendars.map((c) => ({
-    id: c.id,
-    org_id: c.org_id,
-    name: c.name ?? "",
-    timezone: c.timezone,
-    slot_minutes: c.slot_minutes ?? 30,
-    capacity: c.capacity ?? 1,
-    min_notice_minutes: c.min_notice_minutes ?? 0,
-    horizon_days: c.horizon_days ?? 14,
-    hours: tx.json(c.hours ?? {}),
-    updated_at: now,
-  }));
-  return inBatches(rows, (batch) => tx<Written>`
-    insert into calendars ${tx(batch)}
-    on conflict (id) do update set
-      org_id = excluded.org_id, name = excluded.name, timezone = excluded.timezone,
-      slot_minutes = excluded.slot_minutes, capacity = excluded.capacity,
-      min_notice_minutes = excluded.min_notice_minutes, horizon_days = excluded.horizon_days,
-      hours = excluded.hours, updated_at = excluded.updated_at
-    where (calendars.org_id, calendars.name, calendars.timezone, calendars.slot_minutes, calendars.capacity,
-           calendars.min_notice_minutes, calendars.horizon_days, calendars.hours)
-      is distinct from
-      (excluded.org_id, excluded.name, excluded.timezone, excluded.slot_minutes, excluded.capacity,
-       excluded.min_notice_minutes, excluded.horizon_days, excluded.hours)
-    returning (xmax = 0) as inserted`);
+  const rows = pools.flatMap((p) => (p.row.numbers as string[]).map((number) => ({ pool_key: p.key as string, number, active: true })));
+  await upsertRows(tx, "dni_numbers", ["pool_key", "number"], rows);
 }
 
 /** A slug names one calendar; naming it under another calendar moves it. */
-function upsertLinks(tx: Tx, links: { slug: string; calendar_id: number }[], now: Date): Promise<Written> {
-  const rows = links.map((l) => ({ ...l, updated_at: now }));
-  return inBatches(rows, (batch) => tx<Written>`
-    insert into calendar_links ${tx(batch)}
-    on conflict (slug) do update set calendar_id = excluded.calendar_id, updated_at = excluded.updated_at
-    where calendar_links.calendar_id is distinct from excluded.calendar_id
-    returning (xmax = 0) as inserted`);
+async function writeLinks(tx: Tx, calendars: Planned[], now: Date): Promise<void> {
+  const rows = calendars.flatMap((c) => (c.row.links as { slug: string }[]).map((l) => ({ slug: l.slug, calendar_id: c.key as number })));
+  await upsertRows(tx, "calendar_links", ["slug"], rows, { column: "updated_at", at: now });
 }
 
-async function upsertWebhooks(tx: Tx, hooks: NonNullable<ProvisioningFile["webhooks"]>, now: Date, key: Buffer | null): Promise<Written> {
-  const ids = hooks.map((h) => h.id);
-  const existing = new Map(
-    (await tx<{ id: number; secret: string }[]>`select id, secret from webhooks where id = any(${ids}::bigint[])`).map((r) => [r.id, r.secret]),
-  );
-  const rows = hooks.map((h) => ({
-    id: h.id,
-    org_id: h.org_id,
-    url: h.url,
-    secret: storedForm(key, existing.get(h.id), h.secret),
-    events: tx.array(h.events, 25),
-    active: h.active ?? true,
-    updated_at: now,
-  }));
-  return inBatches(rows, (batch) => tx<Written>`
-    insert into webhooks ${tx(batch)}
-    on conflict (id) do update set
-      org_id = excluded.org_id, url = excluded.url, secret = excluded.secret, events = excluded.events,
-      active = excluded.active, updated_at = excluded.updated_at
-    where (webhooks.org_id, webhooks.url, webhooks.secret, webhooks.events, webhooks.active)
-      is distinct from (excluded.org_id, excluded.url, excluded.secret, excluded.events, excluded.active)
-    returning (xmax = 0) as inserted`);
+/**
+ * `do_not_contact[]`: each entry added to its organization's list with source `provision` and
+ * audited as the operator (`operator`/`provision`), like the CLI's additions; one already listed is
+ * unchanged, whatever its note (the first record stands). Validated: one address each, in a form
+ * the list keeps.
+ */
+async function addDoNotContact(tx: Tx, entries: NonNullable<ProvisioningFile["do_not_contact"]>, now: Date): Promise<Written> {
+  const written: Written = [];
+  const byOrg = new Map<number, DncAddition[]>();
+  for (const e of entries) {
+    const kind = e.phone !== undefined ? "phone" : "email";
+    const additions = byOrg.get(e.org_id) ?? [];
+    additions.push({ kind, address: dncAddress(kind, e.phone ?? e.email)!, note: e.note ?? "" });
+    byOrg.set(e.org_id, additions);
+  }
+  for (const [orgId, additions] of byOrg) {
+    const added = await addToDnc(tx, systemActor("operator", "provision", orgId), orgId, additions, "provision", now);
+    written.push(...added.map(() => ({ inserted: true })));
+  }
+  return written;
 }
 
-function upsertAutomations(tx: Tx, autos: NonNullable<ProvisioningFile["automations"]>, now: Date): Promise<Written> {
-  const rows = autos.map((a) => ({
-    id: a.id,
-    org_id: a.org_id,
-    trigger: a.trigger,
-    channel: a.channel,
-    subject: a.subject ?? null,
-    body: a.body,
-    delay_seconds: a.delay_seconds ?? 0,
-    active: a.active ?? true,
-    updated_at: now,
+/**
+ * Conversion feeds (src/conversions/): the secret kept only as its hash (feedSecretHash), the
+ * actions with their defaults written out, so the feed reads them as stored.
+ */
+async function upsertFeeds(
+  tx: Tx,
+  feeds: NonNullable<ProvisioningFile["conversion_feeds"]>,
+  now: Date,
+): Promise<{ inserted: boolean; id: string; org_id: number }[]> {
+  const rows = feeds.map((f) => ({
+    id: f.id,
+    org_id: f.org_id,
+    secret_hash: feedSecretHash(f.secret),
+    actions: tx.json(
+      f.actions.map((a): FeedAction => ({
+        name: a.name,
+        on: a.on,
+        min_secs: a.on === "call" ? (a.min_secs ?? DEFAULT_MIN_SECS) : 0,
+        value: a.value ?? 0,
+        currency: a.currency ?? "USD",
+      })) as never,
+    ),
   }));
-  return inBatches(rows, (batch) => tx<Written>`
-    insert into automations ${tx(batch)}
-    on conflict (id) do update set
-      org_id = excluded.org_id, trigger = excluded.trigger, channel = excluded.channel,
-      subject = excluded.subject, body = excluded.body, delay_seconds = excluded.delay_seconds,
-      active = excluded.active, updated_at = excluded.updated_at
-    where (automations.org_id, automations.trigger, automations.channel, automations.subject, automations.body,
-           automations.delay_seconds, automations.active)
-      is distinct from
-      (excluded.org_id, excluded.trigger, excluded.channel, excluded.subject, excluded.body, excluded.delay_seconds,
-       excluded.active)
-    returning (xmax = 0) as inserted`);
+  const orgOf = new Map(rows.map((r) => [r.id, r.org_id]));
+  const written = await upsertRows(tx, "conversion_feeds", ["id"], rows, { column: "updated_at", at: now });
+  return written.map((w) => ({ inserted: w.inserted, id: w.id as string, org_id: orgOf.get(w.id as string)! }));
 }

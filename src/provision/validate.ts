@@ -1,12 +1,14 @@
 // Validation of a provisioning file. Every problem is collected, each named by its path
 // (`orgs[0].billing.credit: unknown field`), so an operator fixes a file in one round.
 // The schema pass is TypeBox; formats, duplicates and references are checked here by hand.
+import type { TSchema } from "@sinclair/typebox";
 import { Value, ValueErrorType, type ValueError } from "@sinclair/typebox/value";
 import { agentProblem } from "../auth/admin";
 import { isSealed } from "../secrets/seal";
 import { isZone } from "../zone";
 import { isSink } from "../sink";
 import { EVENT_TYPES, isSubscription } from "../events/types";
+import { dncAddress } from "../leads/dnc";
 import { ProvisioningFile, DAYS } from "./model";
 
 // A badly broken file of thousands of rows must not turn into a megabyte-long error line.
@@ -42,21 +44,34 @@ export function fileProblems(value: unknown): string[] {
 function schemaProblems(root: Record<string, unknown>): string[] {
   const seen = new Set<string>();
   const out: string[] = [];
-  for (const err of Value.Errors(ProvisioningFile, root)) {
-    // A missing field also fails its type check at the same path; report each path once.
-    if (seen.has(err.path)) continue;
-    seen.add(err.path);
-    out.push(`${displayPath(root, err.path)}: ${describe(err)}`);
-  }
+  const report = (errors: Iterable<ValueError>, prefix: string) => {
+    for (const err of errors) {
+      const path = prefix + err.path;
+      // A missing field also fails its type check at the same path; report each path once.
+      if (seen.has(path)) continue;
+      const s = err.schema as { nullable?: boolean; anyOf?: TSchema[] };
+      // A field that may be empty (`S` or null) given a value that is not null: the value is
+      // reported by S's own rules, at its own depth (`orgs[0].sms.base_url`).
+      if (err.type === ValueErrorType.Union && s.nullable && err.value !== null) {
+        report(Value.Errors(s.anyOf![0]!, err.value), path);
+        continue;
+      }
+      seen.add(path);
+      out.push(`${displayPath(root, path)}: ${describe(err, path)}`);
+    }
+  };
+  report(Value.Errors(ProvisioningFile, root), "");
   return out;
 }
 
-function describe(err: ValueError): string {
+function describe(err: ValueError, path: string): string {
   const s = err.schema as Record<string, unknown>;
+  // `null` clears a field that may be empty; the others have no empty value to clear to.
+  if (err.value === null && !s.nullable) return "cannot be null (it may not be empty)";
   const expected = typeof s.expected === "string" ? `expected ${s.expected}` : null;
   switch (err.type) {
     case ValueErrorType.ObjectAdditionalProperties:
-      return err.path.split("/").length === 2 ? "unknown section" : "unknown field";
+      return path.split("/").length === 2 ? "unknown section" : "unknown field";
     case ValueErrorType.ObjectRequiredProperty:
       return "required";
     case ValueErrorType.Integer:
@@ -135,6 +150,8 @@ function formatProblems(root: Record<string, unknown>): string[] {
     const hours = isRecord(cal.hours) ? cal.hours : {};
     for (const day of DAYS) checkWindows(out, `calendars[${i}].hours.${day}`, hours[day]);
   }
+  for (const [i, auto] of items(root.automations)) automationProblems(out, `automations[${i}]`, auto);
+  for (const [i, entry] of items(root.do_not_contact)) dncProblems(out, `do_not_contact[${i}]`, entry);
   for (const [i, hook] of items(root.webhooks)) {
     checkUrl(out, `webhooks[${i}].url`, hook.url, ["http:", "https:"], true);
     checkSecret(out, `webhooks[${i}].secret`, hook.secret);
@@ -146,8 +163,46 @@ function formatProblems(root: Record<string, unknown>): string[] {
       });
     }
   }
+  for (const [i, feed] of items(root.conversion_feeds)) {
+    for (const [j, action] of items(feed.actions)) {
+      const path = `conversion_feeds[${i}].actions[${j}]`;
+      if (typeof action.name === "string" && /^[=+\-@]/.test(action.name)) {
+        out.push(`${path}.name: must not start with =, +, - or @ (the feed writes names as they are, and no cell may start as a formula)`);
+      }
+      if (typeof action.name === "string" && /[\u0000-\u001f\u007f]/.test(action.name)) out.push(`${path}.name: must not hold control characters or line breaks`);
+      if (action.min_secs !== undefined && action.on !== "call") out.push(`${path}.min_secs: only a call action takes min_secs`);
+      if (typeof action.currency === "string" && /^[A-Z]{3}$/.test(action.currency) && !CURRENCIES.has(action.currency)) {
+        out.push(`${path}.currency: unknown currency ${JSON.stringify(action.currency)}`);
+      }
+    }
+  }
   return out;
 }
+
+/** The fields that belong to one trigger: offset_minutes to (and required by) a reminder, sources to new_lead. */
+function automationProblems(out: string[], path: string, auto: Record<string, unknown>) {
+  const trigger = auto.trigger;
+  if (typeof trigger !== "string") return;
+  if (trigger === "appointment_reminder" && auto.offset_minutes === undefined) out.push(`${path}.offset_minutes: required for appointment_reminder`);
+  if (trigger !== "appointment_reminder" && auto.offset_minutes !== undefined) out.push(`${path}.offset_minutes: only for appointment_reminder`);
+  if (trigger !== "new_lead" && auto.sources !== undefined && auto.sources !== null) out.push(`${path}.sources: only for new_lead`);
+}
+
+/** One address per entry, in a form the list keeps (src/leads/dnc.ts). */
+function dncProblems(out: string[], path: string, entry: Record<string, unknown>) {
+  const given = (["phone", "email"] as const).filter((k) => entry[k] !== undefined);
+  if (given.length !== 1) {
+    out.push(`${path}: give one of phone and email`);
+    return;
+  }
+  const kind = given[0];
+  if (typeof entry[kind] === "string" && entry[kind] !== "" && dncAddress(kind, entry[kind]) === null) {
+    out.push(`${path}.${kind}: ${kind === "phone" ? "expected a phone number of at least 10 digits" : "expected an email address"}`);
+  }
+}
+
+// ISO 4217 as the runtime's ICU knows it.
+const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf("currency"));
 
 function checkTimezone(out: string[], path: string, v: unknown) {
   if (typeof v === "string" && v !== "" && !isZone(v)) out.push(`${path}: unknown time zone ${JSON.stringify(v)}`);
@@ -203,6 +258,7 @@ const ID_FIELDS = {
   calendars: "id",
   webhooks: "id",
   automations: "id",
+  conversion_feeds: "id",
 } as const;
 
 function duplicateProblems(root: Record<string, unknown>): string[] {
@@ -272,7 +328,8 @@ export interface KnownRows {
 /** The identifiers a valid file refers to, so that only those are looked up. */
 export function referencedIds(file: ProvisioningFile) {
   const orgs = new Set<number>();
-  for (const s of [file.campaigns, file.users, file.api_keys, file.dni_pools, file.calendars, file.webhooks, file.automations]) {
+  const sections = [file.campaigns, file.users, file.api_keys, file.dni_pools, file.calendars, file.webhooks, file.automations];
+  for (const s of [...sections, file.do_not_contact, file.conversion_feeds]) {
     for (const item of s ?? []) if (item.org_id !== null) orgs.add(item.org_id);
   }
   const users = new Set<string>();
@@ -281,8 +338,9 @@ export function referencedIds(file: ProvisioningFile) {
     orgs: [...orgs],
     campaigns: [...new Set((file.lists ?? []).map((l) => l.campaign_id))],
     users: [...users],
-    numbers: (file.dni_pools ?? []).flatMap((p) => p.numbers),
-    pools: (file.dni_pools ?? []).map((p) => p.key),
+    numbers: (file.dni_pools ?? []).flatMap((p) => p.numbers ?? []),
+    /** The pools whose active numbers the file gives (the others keep theirs). */
+    pools: (file.dni_pools ?? []).filter((p) => p.numbers).map((p) => p.key),
   };
 }
 
@@ -306,11 +364,6 @@ export function referenceProblems(file: ProvisioningFile, known: KnownRows): str
     }
   });
   orgRef("users", file.users);
-  (file.users ?? []).forEach((u, i) => {
-    if (u.role !== undefined && u.email === undefined) out.push(`users[${i}].role: a console role needs an email`);
-    if (u.role === "admin" && u.org_id !== null) out.push(`users[${i}].role: an admin acts for every organization (org_id null)`);
-    if ((u.role === "manager" || u.role === "agent") && u.org_id === null) out.push(`users[${i}].role: a ${u.role} belongs to one organization (org_id)`);
-  });
   const emails = new Map<string, number>();
   (file.users ?? []).forEach((u, i) => {
     if (u.email === undefined) return;
@@ -326,7 +379,7 @@ export function referenceProblems(file: ProvisioningFile, known: KnownRows): str
   });
   orgRef("dni_pools", file.dni_pools);
   (file.dni_pools ?? []).forEach((p, i) =>
-    p.numbers.forEach((n, j) => {
+    (p.numbers ?? []).forEach((n, j) => {
       const holder = known.foreignNumbers.get(n);
       if (holder !== undefined) out.push(`dni_pools[${i}].numbers[${j}]: ${n} is active in pool ${JSON.stringify(holder)}`);
     }),
@@ -334,6 +387,8 @@ export function referenceProblems(file: ProvisioningFile, known: KnownRows): str
   orgRef("calendars", file.calendars);
   orgRef("webhooks", file.webhooks);
   orgRef("automations", file.automations);
+  orgRef("do_not_contact", file.do_not_contact);
+  orgRef("conversion_feeds", file.conversion_feeds);
   return out;
 }
 

@@ -2,7 +2,6 @@
 import { loadConfig } from "../../src/config";
 import { servePools } from "../../src/db/open";
 import { start, type Running, type StartOptions } from "../../src/app/server";
-import type { PasswordCost } from "../../src/console/users";
 import { setLogLevel } from "../../src/log";
 
 export interface TestApp {
@@ -13,22 +12,16 @@ export interface TestApp {
 
 setLogLevel("error");
 
-/**
- * Argon2id's cost for the passwords tests make and the instances they start (src/console/users.ts):
- * the real one (64 MiB, two passes) took seconds per sign-in on a busy machine, and a throttle test
- * signs in a hundred times. test/console-passwords.test.ts holds serve's own cost.
- */
-export const TEST_PASSWORD_COST: PasswordCost = { memoryCost: 256, timeCost: 1 };
-
 /** Starts an instance on `url` with its own pool and caches, like a separate process would have. */
 export async function startApp(url: string, env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestApp> {
   const config = loadConfig({ DATABASE_URL: url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", ...env });
   // The pools `serve` opens (src/db/open.ts).
-  const { sql, background } = servePools(url, 4, "leadline-test-app");
+  const { sql, background, breaker } = servePools(url, 4, "leadline-test-app");
   const close = async () => {
+    breaker.stop();
     await Promise.all([sql.end({ timeout: 5 }), background.end({ timeout: 5 })]);
   };
-  const running = await start(config, { sql, direct: sql, background, embedded: false, close }, { passwordCost: TEST_PASSWORD_COST, ...options });
+  const running = await start(config, { sql, direct: sql, background, embedded: false, close }, options);
   return { base: `http://127.0.0.1:${running.port}`, running, stop: () => running.stop() };
 }
 

@@ -57,7 +57,8 @@ function list(name: string, path: string, managers: boolean, callCursor = false)
 
 export const C2_ROUTES: Record<string, ConsoleRoute> = {
   consoleCalls: list("GET /console/calls", "/console/calls", false, true),
-  consoleCallsCsv: list("GET /console/calls.csv", "/console/calls.csv", false, true),
+  // Exporting is a manager's right unless the organization grants it to agents (not organization 1 here).
+  consoleCallsCsv: list("GET /console/calls.csv", "/console/calls.csv", true, true),
   consoleDni: list("GET /console/dni", "/console/dni", true),
   consoleKpi: list("GET /console/kpi", "/console/kpi", true),
   consoleBilling: list("GET /console/billing", "/console/billing", true),

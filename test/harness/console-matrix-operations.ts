@@ -101,7 +101,15 @@ export const OPERATIONS_ROUTES: Record<string, ConsoleRoute> = {
     cases: () => one("another organization's delivery", post(`/console/webhooks/${ids.endpoint}/replay`, { delivery: String(ids.delivery) }), post(`/console/webhooks/${MISSING}/replay`, { delivery: String(MISSING) })),
   }),
   consoleKeys: managers("GET /console/keys", get("/console/keys"), { none: "lists the viewer's organization's keys; takes no id" }),
-  consoleKeyCreate: managers("POST /console/keys", post("/console/keys", { name: "matrix" }), { none: "a manager's key is always its own organization's (a posted org is ignored); no scope here, so nothing is made" }),
+  // A manager's key is always its own organization's (a posted org is ignored); its bound agent is
+  // one of the organization's own users: another organization's user, or a house user, is refused
+  // in the very words of a missing one, and nothing is made.
+  consoleKeyCreate: managers("POST /console/keys", post("/console/keys", { name: "matrix" }), {
+    cases: () => [
+      ...one("another organization's user as the bound agent", post("/console/keys", { name: "matrix", "scope.cti": "1", agent: ids.user }), post("/console/keys", { name: "matrix", "scope.cti": "1", agent: `nobody-${MISSING}` })),
+      ...one("a house user as the bound agent", post("/console/keys", { name: "matrix", "scope.cti": "1", agent: "house1" }), post("/console/keys", { name: "matrix", "scope.cti": "1", agent: `nobody-${MISSING}` })),
+    ],
+  }),
   consoleKeyRotate: managers("POST /console/keys/{id}/rotate", post(`/console/keys/${MISSING}/rotate`), {
     cases: () => one("another organization's key", post(`/console/keys/${ids.key}/rotate`), post(`/console/keys/${MISSING}/rotate`)),
   }),

@@ -82,9 +82,11 @@ const leadPages: Record<string, ConsoleRoute> = {
   },
   consoleLeadsCsv: {
     name: "GET /console/leads.csv",
-    session: asAgent,
+    // Exporting is a manager's right unless the organization grants it to agents (not organization 1 here).
+    session: asManager,
+    withoutPermission: asAgent,
     request: { method: "GET", path: "/console/leads.csv" },
-    refusals: { noSession: { status: 303 } },
+    refusals: { noSession: { status: 303 }, noPermission: { status: 404 } },
     crossOrg: {
       cases: (w) => [
         { name: "list", other: { method: "GET", path: `/console/leads.csv?list=${w.otherList}` }, missing: { method: "GET", path: `/console/leads.csv?list=${w.missingList}` } },
@@ -97,6 +99,7 @@ const leadPages: Record<string, ConsoleRoute> = {
   consoleLeadSend: ofLead("POST /console/leads/{id}/send", "/send", "POST"),
   consoleLeadConsent: ofLead("POST /console/leads/{id}/consent", "/consent", "POST"),
   consoleLeadDial: ofLead("POST /console/leads/{id}/dial", "/dial", "POST"),
+  consoleLeadDnc: ofLead("POST /console/leads/{id}/dnc", "/dnc", "POST"),
   consoleLeadTimeline: {
     name: "GET /console/api/leads/{id}/timeline",
     session: asAgent,
@@ -115,8 +118,12 @@ export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {
   consoleSignInPage: open("GET /console/login", "GET", "/console/login", 200, "the sign-in page"),
   consoleSignIn: open("POST /console/login", "POST", "/console/login", 401, "signs in by email and password; no id of an organization's", FORM),
   consoleSignOut: open("POST /console/logout", "POST", "/console/logout", 303, "ends the presented session only"),
-  consoleInvitePage: open("GET /console/invite/{token}", "GET", "/console/invite/" + "x".repeat(43), 404, "a one-time link's token, not an organization's id"),
-  consoleInvite: open("POST /console/invite/{token}", "POST", "/console/invite/" + "x".repeat(43), 404, "a one-time link's token, not an organization's id", FORM),
+  consoleInviteLink: open("GET /console/invite/{token}", "GET", "/console/invite/" + "x".repeat(43), 404, "a one-time link's token, not an organization's id"),
+  consoleInvitePage: open("GET /console/invite", "GET", "/console/invite", 404, "an opened link's cookie, not an organization's id"),
+  consoleInvite: open("POST /console/invite", "POST", "/console/invite", 404, "an opened link's cookie, not an organization's id", FORM),
+  consoleInstallerLink: open("GET /console/install/{token}", "GET", "/console/install/" + "x".repeat(43), 404, "the installer's one-time token, not an organization's id"),
+  consoleInstallerPage: open("GET /console/install", "GET", "/console/install", 404, "the installer's form: only with a live installer cookie"),
+  consoleInstaller: open("POST /console/install", "POST", "/console/install", 404, "creates the first admin with the installer cookie; no id of an organization's", FORM),
   consoleAsset: open("GET /console/assets/{name}", "GET", "/console/assets/console.css", 200, "the console's own files, the same for everyone"),
   consoleAccount: page("GET /console/account", "/console/account"),
   consoleSignOutEverywhere: page("POST /console/account/sign-out-everywhere", "/console/account/sign-out-everywhere", "POST"),

@@ -4,11 +4,18 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import type { Sql } from "../../src/db/client";
+import type { Argon2Cost } from "../../src/auth/passwords";
 import { createUser, hashPassword, type Role } from "../../src/console/users";
-import { TEST_PASSWORD_COST, type Reply } from "./app";
+import type { Reply } from "./app";
 import { SHOTS_DIR } from "./browser";
 
 let made = 0;
+
+/**
+ * Argon2id's cost for the users tests make (src/auth/passwords.ts): the real one (64 MiB, two
+ * passes) took seconds per user on a busy machine, and the console tests make hundreds of users.
+ */
+export const TEST_ARGON2_COST: Argon2Cost = { memoryCost: 256, timeCost: 1 };
 
 export interface MadeUser {
   id: string;
@@ -16,13 +23,20 @@ export interface MadeUser {
   password: string;
 }
 
-/** A console user with a password; `id` may name an existing CTI user (agent7), who gets the role. */
-export async function makeUser(sql: Sql, o: { role: Role; orgId: number | null; email?: string; password?: string; id?: string; name?: string }): Promise<MadeUser> {
+/**
+ * A console user with a password; `id` may name an existing CTI user (agent7), who gets the role.
+ * `cost`: Argon2id's, default TEST_ARGON2_COST (the stored hash says what a check costs, so signing
+ * in as this user is cheap on any instance; a test about the real cost passes ARGON2_COST).
+ */
+export async function makeUser(
+  sql: Sql,
+  o: { role: Role; orgId: number | null; email?: string; password?: string; id?: string; name?: string; cost?: Argon2Cost },
+): Promise<MadeUser> {
   const n = ++made;
   const email = (o.email ?? `${o.role}${n}-${process.pid}@example.test`).toLowerCase();
   const password = o.password ?? `correct horse battery ${n}`;
   const user = await createUser(sql, { email, role: o.role, orgId: o.orgId, id: o.id, name: o.name });
-  await sql`update users set password_hash = ${await hashPassword(password, TEST_PASSWORD_COST)} where id = ${user.id}`;
+  await sql`update users set password_hash = ${await hashPassword(password, o.cost ?? TEST_ARGON2_COST)} where id = ${user.id}`;
   return { id: user.id, email, password };
 }
 
@@ -90,11 +104,11 @@ export async function browserSignIn(page: Page, base: string, email: string, pas
   await Promise.all([page.waitForURL((url) => !url.pathname.startsWith("/console/login")), page.getByRole("button", { name: "Sign in" }).click()]);
 }
 
-/** Screenshots of the page as it is, full length, at 1280 and 375 px: SHOTS_DIR/console-NAME-WIDTH.png. */
-export async function shoot(page: Page, name: string): Promise<void> {
+/** Screenshots of the page as it is, full length, at 1280 and 375 px (or `widths`): SHOTS_DIR/console-NAME-WIDTH.png. */
+export async function shoot(page: Page, name: string, widths: readonly number[] = [1280, 375]): Promise<void> {
   mkdirSync(SHOTS_DIR, { recursive: true });
   const size = page.viewportSize() ?? { width: 1280, height: 800 };
-  for (const width of [1280, 375]) {
+  for (const width of widths) {
     await page.setViewportSize({ width, height: 800 });
     await page.screenshot({ path: join(SHOTS_DIR, `console-${name}-${width}.png`), fullPage: true });
   }

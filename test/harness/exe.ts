@@ -22,7 +22,10 @@ export interface Run {
 export interface Serving {
   pid: number;
   base: string;
+  /** Standard output's lines (JSON log lines). */
   lines: string[];
+  /** Standard error's lines as they come (text for a person: the installer link). */
+  errLines: string[];
   stop(): Promise<number | null>;
 }
 
@@ -66,7 +69,16 @@ export class Exe {
   async serve(env: Record<string, string>): Promise<Serving> {
     const proc = Bun.spawn([this.bin, "serve"], { cwd: this.dir, env: this.env({ PORT: "0", HOST: "127.0.0.1", ...env }), stdout: "pipe", stderr: "pipe" });
     this.children.add(proc);
-    const stderr = new Response(proc.stderr).text();
+    const errLines: string[] = [];
+    const stderr = (async () => {
+      let text = "";
+      const decoder = new TextDecoder();
+      for await (const chunk of proc.stderr) {
+        text += decoder.decode(chunk, { stream: true });
+        errLines.splice(0, errLines.length, ...text.split("\n"));
+      }
+      return text;
+    })();
     const lines: string[] = [];
     let onListening: (port: number) => void = () => {};
     const listening = new Promise<number>((ok) => (onListening = ok));
@@ -102,11 +114,13 @@ export class Exe {
       pid: proc.pid,
       base: `http://127.0.0.1:${port}`,
       lines,
+      errLines,
       async stop() {
         proc.kill("SIGTERM");
         const code = await Promise.race([proc.exited, Bun.sleep(STOP_MS).then(() => null)]);
         if (code === null) proc.kill("SIGKILL");
         await reading;
+        await stderr;
         children.delete(proc);
         return code;
       },

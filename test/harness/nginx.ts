@@ -109,7 +109,7 @@ export function siteFor(shipped: string, dir: string, upstreamPorts: number[], t
 
 /**
  * `nginx -t` on a copy of this machine's Debian /etc/nginx (its nginx.conf, mime types, default
- * site …) with the shipped files placed as the README says: the log format in conf.d, the site in
+ * site …) with the shipped files placed as docs/deploy.md says: the log format in conf.d, the site in
  * sites-available linked from sites-enabled (or, with `firstCert`, only the first-certificate
  * server in sites-enabled, and no certificate anywhere; with `installed`, the files of that
  * directory instead). Only paths the machine lacks are
@@ -123,7 +123,7 @@ export function checkAsDebian(nginx: string, options: { firstCert?: boolean; ins
     mkdirSync(join(dir, "log"));
     cpSync("/etc/nginx", etc, { recursive: true, dereference: true });
     if (options.installed) {
-      // An /etc/nginx a test installed into, as the README's walkthrough does: its files over the
+      // An /etc/nginx a test installed into, as docs/deploy.md's walkthrough does: its files over the
       // machine's; certbot's certificate, which a test cannot have, replaced by a throwaway one.
       cpSync(options.installed, etc, { recursive: true, dereference: true });
       const cert = throwawayCertificate(dir);

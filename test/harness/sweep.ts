@@ -18,7 +18,7 @@ export const SWEEP_DIR_VAR = "LEADLINE_TEST_SWEEP_DIR";
 export const LOG_FILE = "log.jsonl";
 const SECRETS_FILE = "secrets.jsonl";
 
-export type SecretKind = "api key" | "booking token" | "provider credential" | "webhook secret" | "metrics token" | "client address";
+export type SecretKind = "api key" | "booking token" | "provider credential" | "webhook secret" | "feed secret" | "metrics token" | "client address";
 
 /** Shorter recorded values are not scanned for: a test's "secret" or "tok" is a word of log text. */
 export const MIN_SECRET_LENGTH = 10;

@@ -2,12 +2,13 @@
 // status actions (a form post → 303 back to the list with a notice).
 import { Type as t } from "@sinclair/typebox";
 import { APPOINTMENT_STATUSES, isStatusAction, type AppointmentStatus } from "../../booking/states";
+import { defineRoute } from "../../http/define";
 import type { Deps } from "../../http/deps";
-import type { Route } from "../../http/route";
+import { idParam, type Route } from "../../http/route";
 import { instantOf, isZone } from "../../zone";
 import { today } from "../period";
 import { consoleHtml, csrfField, notFoundPage, seeOther } from "../html";
-import { consolePage, formOf } from "../route";
+import { formBody, pageQuery, pageSpec } from "../route";
 import { appointmentsBody, DONE_TEXT, ERROR_TEXT, type FilterForm } from "./page";
 import { viewerZone } from "../viewer-zone";
 import { calendarsOf, listAppointments } from "./queries";
@@ -17,6 +18,11 @@ export const PAGE_SIZE = 50;
 const PATH = "/console/appointments";
 const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const ID = /^[0-9]{1,15}$/;
+
+const StatusForm = t.Object({
+  action: t.Optional(t.String({ description: "confirm, cancel, complete or no_show" })),
+  back: t.Optional(t.String({ description: "the list's address to come back to" })),
+});
 
 const ListQuery = t.Object(
   {
@@ -56,17 +62,16 @@ export function backTo(back: string | undefined, notice: Record<string, string>)
 }
 
 export function appointmentRoutes(deps: Deps): Route[] {
-  const list = consolePage(
+  const list = defineRoute(
     deps,
-    {
+    pageSpec(deps, {
       id: "consoleAppointments",
       summary: "Appointments: by calendar, start dates and status, with the actions open to each",
       method: "GET",
       path: PATH,
-      query: ListQuery,
-    },
-    async (viewer, _request, selected) => {
-      const q = selected.query;
+      query: pageQuery(ListQuery),
+    }),
+    async ({ query: q }, { grant: viewer }) => {
       const orgId = viewer.actor.orgId;
       const zone = await viewerZone(deps.sql, orgId);
       const now = deps.clock.now();
@@ -112,9 +117,9 @@ export function appointmentRoutes(deps: Deps): Route[] {
     },
   );
 
-  const status = consolePage(
+  const status = defineRoute(
     deps,
-    {
+    pageSpec(deps, {
       id: "consoleAppointmentStatus",
       summary: "Confirm, cancel, or mark an appointment completed or no-show (form: action, back)",
       description:
@@ -122,12 +127,12 @@ export function appointmentRoutes(deps: Deps): Route[] {
         "appointment.cancelled, appointment.completed, appointment.no_show) and an audit row in one transaction; a cancellation frees the seat.",
       method: "POST",
       path: `${PATH}/{id}/status`,
-    },
-    async (viewer, request, selected) => {
-      const raw = selected.params.id ?? "";
-      const form = await formOf(request);
-      if (!ID.test(raw) || !isStatusAction(form.action ?? "")) return notFoundPage(deps, viewer);
-      const r = await changeStatus(deps.sql, deps.clock, viewer.actor, Number(raw), form.action as Parameters<typeof changeStatus>[4]);
+      params: idParam,
+      body: formBody(StatusForm),
+    }),
+    async ({ params: id, body: form }, { grant: viewer }) => {
+      if (!isStatusAction(form.action ?? "")) return notFoundPage(deps, viewer);
+      const r = await changeStatus(deps.sql, deps.clock, viewer.actor, id, form.action as Parameters<typeof changeStatus>[4]);
       if (!r.ok && r.reason === "not_found") return notFoundPage(deps, viewer);
       return seeOther(backTo(form.back, r.ok ? { done: form.action! } : { error: r.reason }));
     },

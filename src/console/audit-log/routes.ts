@@ -1,10 +1,11 @@
 // /console/audit: managers read their organization's audit log, admins every organization's;
 // agents get the 404 page.
 import { Type as t } from "@sinclair/typebox";
+import { defineRoute } from "../../http/define";
 import type { Deps } from "../../http/deps";
 import type { Route } from "../../http/route";
 import { consoleHtml } from "../html";
-import { consolePage } from "../route";
+import { pageQuery, pageSpec } from "../route";
 import { viewerZone } from "../viewer-zone";
 import { auditBody } from "./page";
 import { auditUsers, listAudit } from "./queries";
@@ -16,22 +17,23 @@ const STYLES = ["operations.css"];
 
 export function auditRoutes(deps: Deps): Route[] {
   return [
-    consolePage(
+    defineRoute(
       deps,
-      {
+      pageSpec(deps, {
         id: "consoleAudit",
         summary: "The audit log, newest first: who changed what, when, from which hashed address",
         method: "GET",
         path: "/console/audit",
         roles: ["manager", "admin"],
-        query: t.Object({
-          user: t.Optional(t.String({ description: "a user's id; empty: everyone" })),
-          action: t.Optional(t.String({ description: "an action (key.create), or a family ending in a dot (key.)" })),
-          before: t.Optional(t.String({ description: "the keyset cursor: entries older than this id" })),
-        }),
-      },
-      async (viewer, _request, selected) => {
-        const q = selected.query;
+        query: pageQuery(
+          t.Object({
+            user: t.Optional(t.String({ description: "a user's id; empty: everyone" })),
+            action: t.Optional(t.String({ description: "an action (key.create), or a family ending in a dot (key.)" })),
+            before: t.Optional(t.String({ description: "the keyset cursor: entries older than this id" })),
+          }),
+        ),
+      }),
+      async ({ query: q }, { grant: viewer }) => {
         const orgId = viewer.actor.orgId;
         const form = { user: (q.user ?? "").slice(0, 200), action: (q.action ?? "").trim().toLowerCase() };
         const before = /^[0-9]{1,15}$/.test(q.before ?? "") ? Number(q.before) : null;

@@ -53,9 +53,9 @@ ${v.orgs === null
     : html`<div class="field"><label for="k-org">Organization</label><select id="k-org" name="org"><option value="">Platform (every organization)</option>${v.orgs.map(
         (o) => html`<option value="${o.id}"${String(o.id) === f.org ? html` selected` : ""}>${o.id} · ${o.name}</option>`,
       )}</select></div>`}
-<div class="field"><label for="k-agent">Bound agent (CTI dials)</label><select id="k-agent" name="agent"><option value="">None</option>${v.agents.map(
+<div class="field"><label for="k-agent">Bound agent (CTI dials)</label><select id="k-agent" name="agent"${v.orgs === null ? html` aria-describedby="k-agent-hint"` : ""}><option value="">None</option>${v.agents.map(
     (a) => html`<option value="${a.id}"${a.id === f.agent ? html` selected` : ""}>${a.name || a.id} (${a.id}${a.org_id === null ? ", house" : v.orgs ? `, org ${a.org_id}` : ""})</option>`,
-  )}</select></div>
+  )}</select>${v.orgs === null ? html`<p class="muted" id="k-agent-hint">Your organization's agents. A key bound to a house agent is made by the platform's operator.</p>` : ""}</div>
 <button class="btn btn-primary" type="submit">Create key</button>
 </form>
 </section>`;

@@ -1,11 +1,12 @@
 // API keys for a console viewer: src/auth/admin.ts's services (the CLI's rules: scopes, agent
 // binding, final revocation), confined to the viewer's organization in SQL, each change audited
-// in its transaction. A plaintext leaves here only in the answer of the call that made it.
+// in its transaction. A tenant viewer's binding rule is stricter than the CLI's (ownAgentOnly). A
+// plaintext leaves here only in the answer of the call that made it.
 import type { Actor } from "../../auth/actor";
 import { createKeyIn, KeyRefused, notifyKeysChanged, revokeKeyIn, rotateKeyIn, type IssuedKey } from "../../auth/admin";
 import { isScope, type Scope } from "../../auth/keys";
 import type { Clock } from "../../clock";
-import type { Sql } from "../../db/client";
+import type { Sql, Tx } from "../../db/client";
 import { audit } from "../audit";
 
 export const NAME_MAX = 100;
@@ -18,6 +19,13 @@ export interface KeyRequest {
   /** Admins only: "" for a platform key, else an organization's id. A manager's key is always its organization's. */
   org: string;
 }
+
+/**
+ * The refusal of a tenant viewer's binding to anyone but a user of their own organization. It names
+ * nobody: the id posted may be another organization's user, whose existence is not the viewer's to
+ * learn (a missing user gets the same words).
+ */
+export const OWN_AGENT_ONLY = "Choose the bound agent from the list: a key of your organization may be bound only to one of its own users.";
 
 export type KeyAnswer = { ok: true; issued: IssuedKey } | { ok: false; reason: "not_found" | "refused"; message: string };
 
@@ -43,11 +51,26 @@ export function grantOf(actor: Actor, r: KeyRequest): { name: string; org_id: nu
   return { name, org_id, scopes: scopes as Scope[], agent: agent === "" ? null : agent };
 }
 
+/**
+ * The console's rule for a tenant viewer (a manager; admins, whose viewer has no organization, keep
+ * the CLI's rule): the key may be bound only to a user of the viewer's own organization. The CLI's
+ * rule (agentProblem) also admits house users, and a tenant key bound to a house user claims the
+ * dials a platform key queued for that user, which are other organizations' leads (src/cti/reach.ts):
+ * so binding to the house stays an operator's decision (CLI, provisioning file, an admin here).
+ * `for share`: a provisioning run that moves the user to another organization waits for this key,
+ * then finds it (movedAgentProblems) and is refused.
+ */
+async function ownAgentOnly(tx: Tx, orgId: number, agent: string): Promise<void> {
+  const [own] = await tx`select 1 from users where id = ${agent} and org_id = ${orgId} for share`;
+  if (!own) throw new KeyRefused("invalid_grant", OWN_AGENT_ONLY);
+}
+
 export async function createKeyFor(sql: Sql, actor: Actor, r: KeyRequest): Promise<KeyAnswer> {
   const grant = grantOf(actor, r);
   if (typeof grant === "string") return { ok: false, reason: "refused", message: grant };
   try {
     const issued = await sql.begin(async (tx) => {
+      if (actor.orgId !== null && grant.agent !== null) await ownAgentOnly(tx, actor.orgId, grant.agent);
       const made = await createKeyIn(tx, grant);
       // In the key's organization's log, also when an admin acts.
       await audit(tx, actor, "key.create", `key:${made.id}`, { name: made.name, org_id: made.org_id, scopes: made.scopes, agent: made.agent }, made.org_id);
@@ -91,14 +114,14 @@ export async function revokeKeyFor(sql: Sql, clock: Clock, actor: Actor, id: num
 
 /**
  * Who a key may be bound to, for the form: the agents (CTI users, and console users of the agent
- * role) of the organization and of the house (admins: every one); managers and admins are not
- * agents. The rule itself is checkGrant's, whatever is posted.
+ * role) of the viewer's organization (admins: every one, the house's included); managers and
+ * admins are not agents. The rules themselves are ownAgentOnly's and checkGrant's, whatever is posted.
  */
 export function agentChoices(sql: Sql, orgId: number | null): Promise<{ id: string; name: string; org_id: number | null }[]> {
   return sql<{ id: string; name: string; org_id: number | null }[]>`
     select id, name, org_id from users
     where (role is null or role = 'agent')
-      and ${orgId === null ? sql`true` : sql`(org_id = ${orgId} or org_id is null)`}
+      and ${orgId === null ? sql`true` : sql`org_id = ${orgId}`}
     order by org_id nulls first, name, id`;
 }
 

@@ -18,8 +18,6 @@
 // connection is left busy-but-open-to-more and BEGIN is only ever sent on an idle connection, where
 // nothing is flushed with it. Directly on PostgreSQL, prepared statements keep their pipelining
 // (test/pooler-restart.test.ts).
-import type { Sql } from "./client";
-
 interface QueryOptions {
   onexecute?: (connection: unknown) => unknown;
 }
@@ -27,7 +25,7 @@ interface QueryOptions {
 const nothingMore = () => false;
 
 /** `sql` whose statements are never pipelined behind one another (BEGIN's own hook left alone). */
-export function unpipelined<S extends Sql>(sql: S): S {
+export function unpipelined<S extends object>(sql: S): S {
   const target = sql as unknown as { unsafe: (...args: unknown[]) => unknown };
   const unsafe = target.unsafe;
   target.unsafe = (...args: unknown[]) => alone(unsafe(...args));

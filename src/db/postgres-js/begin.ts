@@ -11,7 +11,6 @@
 // statement of the transaction still waiting is rejected, a new one is rejected before it is sent,
 // and the callback's end is never passed on, so no commit or rollback is sent: the transaction
 // died with its connection on the server (test/pooler-restart.test.ts).
-import { lostConnection } from "./sqlstate";
 
 /** What a query of postgres.js carries that is used here (src/query.js). */
 interface QueryInternals {
@@ -25,8 +24,12 @@ type Begin = (options: string | Fn, fn?: Fn) => Promise<unknown>;
 
 const never = () => new Promise<never>(() => {});
 
-/** Replaces `sql.begin` (postgres.js's) with the guarded one. */
-export function guardTransactions(sql: { begin: unknown }): void {
+/**
+ * Replaces `sql.begin` (postgres.js's) with the guarded one. `lostConnection` tells an error that
+ * means the connection is gone (src/db/sqlstate.ts): passed in, so this layer depends on nothing of
+ * the service.
+ */
+export function guardTransactions(sql: { begin: unknown }, lostConnection: (err: unknown) => boolean): void {
   const begin = sql.begin as Begin;
   const guarded: Begin = (options, fn) => {
     if (typeof options === "function") return guarded("", options);

@@ -1,4 +1,4 @@
-// Run by `make build` on the compiled executable: fails the build when a fix of patches/*.patch
+// Run by `make build` on the compiled executable: fails the build when a fix of src/db/postgres-js/*.patch
 // is missing from what was compiled (a version bump, a patch that no longer applies, a stale
 // node_modules). The executable embeds the bundled source, reformatted by Bun's printer, so each
 // fix is looked for as its code with white space collapsed, near a landmark of its function.
@@ -14,6 +14,12 @@ const FIXES = [
   { name: "pool queue: remove searches from the head", near: "remove: (x) =>", code: "xs.indexOf(x, index)" },
   { name: "the pool's state for /metrics (sql.pool)", near: "const sql = Sql(handler)", code: "Object.defineProperty(sql, \"pool\"" },
   { name: "pool queue: compaction", near: "index === xs.length", code: "} else if (index >= 1024 && index * 2 >= xs.length) {" },
+  {
+    name: "no server error kept past its connection's close",
+    near: "CONNECTION_CLOSED\", options, socket));",
+    code: "CONNECTION_CLOSED\", options, socket)); errorResponse = null;",
+  },
+  { name: "postgres#1192: the array types' fetch handled", near: "initial.reserve && (initial = null)", code: "return fetchArrayTypes().catch(" },
 ];
 
 const path = process.argv[2] ?? "dist/leadline";
@@ -26,6 +32,6 @@ const missing = FIXES.filter(({ near, code }) => {
   return true;
 });
 if (missing.length) {
-  console.error(`patches/check.ts: ${path} lacks: ${missing.map((m) => m.name).join("; ")} (see patches/README.md)`);
+  console.error(`src/db/postgres-js/check.ts: ${path} lacks: ${missing.map((m) => m.name).join("; ")} (see src/db/postgres-js/README.md)`);
   process.exit(1);
 }
