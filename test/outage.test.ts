@@ -2,7 +2,7 @@
 // service resumes within about a second of the database's return.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { testDatabase, type TestDatabase } from "./harness/db";
-import { call, startApp, type TestApp } from "./harness/app";
+import { call, startApp, TEST_DEADLINE_MS, type TestApp } from "./harness/app";
 import { ALL_SCOPES, makeKey, makeLead, seedWorld } from "./harness/factory";
 import { poolNumbers, provisionPools } from "./harness/dni";
 import { startProxy, type Proxy } from "./harness/proxy";
@@ -25,7 +25,8 @@ beforeAll(async () => {
   leadId = await makeLead(db.sql, { phone: "5125550900" });
   await provisionPools(db.sql, [{ key: "outage-site", numbers: poolNumbers(2) }]);
   proxy = await startProxy(db.url);
-  app = await startApp(proxy.url);
+  // The contract's deadline, not the tests' longer one: these tests are about it.
+  app = await startApp(proxy.url, {}, { deadlineMs: DEADLINE_MS });
   key = (await makeKey(db.sql, { scopes: ALL_SCOPES })).key;
   keys = await Promise.all(Array.from({ length: 40 }, () => makeKey(db.sql, { scopes: ALL_SCOPES }).then((k) => k.key)));
 });
@@ -131,5 +132,22 @@ describe("database outage", () => {
     expect(rows.length).toBe(acknowledged.length);
     expect(acknowledged.length).toBeGreaterThan(10);
     expect((await getLead()).status).toBe(200);
+  }, 30_000);
+
+  test("the request deadline is the instance's (StartOptions.deadlineMs): a database slower than a second is a 503 at the contract's, a 200 at the tests' longer one", async () => {
+    const patient = await startApp(proxy.url, {}, { deadlineMs: TEST_DEADLINE_MS });
+    try {
+      expect((await getLead()).status).toBe(200);
+      expect((await call(patient.base, `/hooks/api_v1.php?r=leads/${leadId}`, { key: nextKey() })).status).toBe(200);
+      // Every round trip past the contract's deadline on its own, far inside the tests' one.
+      proxy.delay(1200);
+      const [strict, lenient] = await Promise.all([getLead(nextKey()), call(patient.base, `/hooks/api_v1.php?r=leads/${leadId}`, { key: nextKey() })]);
+      expect([strict.status, strict.body.error]).toEqual([503, "unavailable"]);
+      expect([lenient.status, lenient.body.lead?.id ?? lenient.body.id ?? leadId]).toEqual([200, leadId]);
+    } finally {
+      proxy.delay(0);
+      await patient.stop();
+    }
+    expect(await waitFor(async () => (await getLead()).status === 200, 8000)).toBe(true);
   }, 30_000);
 });

@@ -60,6 +60,8 @@ export interface StartOptions {
   passwords?: PasswordOptions;
   /** How long a send waits for its provider (default 10 s; tests whose provider hangs set it: Config.providerTimeoutMs). */
   providerTimeoutMs?: number;
+  /** Every route's request deadline (default the contract's 1 s; the tests' instances lengthen it: Config.deadlineMs). */
+  deadlineMs?: number;
   /** Run with the service's deps before it listens or any background work starts (the demo's workspace). */
   prepare?: (deps: Deps) => Promise<void>;
 }
@@ -77,7 +79,11 @@ export async function start(given: Config, db: Database, options: StartOptions =
   // LEADLINE_SECRET_KEY, rather than failing every send and delivery that needs it later.
   await checkStoredSecrets(db.sql, given.secretKey);
   const provisioned = await withProvisionedSettings(db.sql, given);
-  const config = options.providerTimeoutMs === undefined ? provisioned : { ...provisioned, providerTimeoutMs: options.providerTimeoutMs };
+  const config = {
+    ...provisioned,
+    ...(options.providerTimeoutMs === undefined ? {} : { providerTimeoutMs: options.providerTimeoutMs }),
+    ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
+  };
   const clock = options.clock ?? systemClock;
   const keys = new KeyStore(db.sql, clock);
   const limits = new Limits(db.sql, clock);

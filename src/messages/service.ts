@@ -131,7 +131,8 @@ const isLockTimeout = (err: unknown) => classify(err) === "lock_timeout";
 export type Probes = CountedReads<ProbeRead, Probe>;
 
 /** The API's first reads, batched across concurrent requests, each drawing its request's hit. */
-export const messageProbes = (sql: Sql, limits: Limits): Probes => countedReads(limits.keys, (reads, seqs) => countedProbes(sql, reads, seqs));
+export const messageProbes = (sql: Sql, limits: Limits, deadlineMs: number | null = null): Probes =>
+  countedReads(limits.keys, (reads, seqs) => countedProbes(sql, reads, seqs), deadlineMs);
 
 /**
  * The API's send: the first read (lead in scope, a prior send under the operation_id) is batched
