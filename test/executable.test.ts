@@ -238,7 +238,15 @@ describe.skipIf(missing)("the executable", () => {
 
       const second = await serve(env);
       expect((await get(`${second.base}/readyz`)).status).toBe(200);
-      expect((await get(`${second.base}/hooks/api_v1.php?r=leads/999999`, key)).status).toBe(404);
+      // The first start's key is known (404 not_found, not 401). Asked again on a 503: right after
+      // a start beside other work (load average 13 on 2 cores) the first read passed the
+      // contract's 1 s deadline, an answer the contract allows; it is not what is tested here.
+      let known = await get(`${second.base}/hooks/api_v1.php?r=leads/999999`, key);
+      for (const t = performance.now(); known.status === 503 && performance.now() - t < 20_000; ) {
+        await Bun.sleep(200);
+        known = await get(`${second.base}/hooks/api_v1.php?r=leads/999999`, key);
+      }
+      expect(known.status).toBe(404);
       expect(await second.stop()).toBe(0);
 
       // The first server recorded the key's use when it stopped; that write survived too.
