@@ -13,8 +13,15 @@ node_modules/.installed: package.json package-lock.json $(wildcard src/db/postgr
 
 build: dist/leadline
 
+# The migrated embedded database (src/db/image.ts): initdb and every migration inside PGlite, once
+# here instead of at every new DATA_DIR's first start. Made again when a migration or the database
+# code changes.
+IMAGE := dist/embedded-image.tar.gz
+$(IMAGE): node_modules/.installed $(wildcard sql/*.sql) $(wildcard src/db/*.ts)
+	$(BUN) src/db/build-image.ts $@
+
 # src/db/postgres-js/check.ts fails the build when a dependency fix is missing from the executable.
-dist/leadline: node_modules/.installed $(SRC)
+dist/leadline: node_modules/.installed $(SRC) $(IMAGE)
 	$(BUN) build --compile src/main.ts --outfile dist/leadline
 	@$(BUN) src/db/postgres-js/check.ts dist/leadline || { rm -f dist/leadline; exit 1; }
 
@@ -23,9 +30,12 @@ dist/leadline: node_modules/.installed $(SRC)
 run: build
 	HOST=$${HOST:-127.0.0.1} ./dist/leadline serve --demo
 
-# Provides a throwaway PostgreSQL when TEST_DATABASE_URL is unset (see test/run.ts).
-test: node_modules/.installed dist/leadline
+# Provides a throwaway PostgreSQL when TEST_DATABASE_URL is unset (see test/run.ts). A broken
+# build fails first and fast: the typecheck, the build, then the in-process tests, and only when
+# they pass the tests that start processes (docs/testing.md).
+test: node_modules/.installed
 	$(BUN) run typecheck
+	$(MAKE) --no-print-directory dist/leadline
 	$(BUN) test/run.ts
 
 typecheck: node_modules/.installed

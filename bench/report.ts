@@ -188,7 +188,7 @@ if (st) {
     "",
     "| database | cold start ms | idle RSS MiB |",
     "|---|---:|---:|",
-    `| embedded, fresh data directory (creates and migrates the database) | ${f0(st.embedded_fresh.ready_ms)} | ${f0(st.embedded_fresh.idle_rss_kib / 1024)} |`,
+    `| embedded, fresh data directory (from the image built into the executable) | ${f0(st.embedded_fresh.ready_ms)} | ${f0(st.embedded_fresh.idle_rss_kib / 1024)} |`,
     `| embedded, existing data directory | ${f0(st.embedded_again.ready_ms)} | ${f0(st.embedded_again.idle_rss_kib / 1024)} |`,
     `| real PostgreSQL (migrated) | ${f0(st.postgres.ready_ms)} | ${f0(st.postgres.idle_rss_kib / 1024)} |`,
     "",

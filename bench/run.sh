@@ -9,7 +9,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-ALL="core messages booking events dni pooled startup text console conversions"
+ALL="core messages booking events dni pooled startup first-start text console conversions"
 IFS=', ' read -r -a suites <<<"${BENCH_SUITES:-$ALL}"
 for s in "${suites[@]}"; do
   [[ " $ALL soak outage sign-in " == *" $s "* ]] || { echo "bench: unknown suite '$s' in BENCH_SUITES (one of: $ALL soak outage sign-in)" >&2; exit 2; }

@@ -1,6 +1,6 @@
 // The startup suite (bench/README.md): the executable's size, its cold start (spawn → /readyz
 // answering 200) and its idle resident memory, on the embedded database (a fresh data directory,
-// which creates and migrates the database, then the same directory again) and on a real
+// which starts from the migrated image built into the executable, then the same directory again) and on a real
 // PostgreSQL (migrated beforehand). Each start is measured BENCH_STARTS times (default 3) and the
 // median reported; idle RSS is read from /proc 3 s after ready, with no request but the probes.
 //
@@ -70,7 +70,7 @@ await suite.run(async () => {
     "",
     "| database | cold start ms (median) | idle RSS MiB | each start ms |",
     "|---|---:|---:|---|",
-    row("embedded, fresh data directory (creates and migrates)", figures.embedded_fresh),
+    row("embedded, fresh data directory (from the image)", figures.embedded_fresh),
     row("embedded, existing data directory", figures.embedded_again),
     row("PostgreSQL (migrated)", figures.postgres),
   );

@@ -310,7 +310,7 @@ function noArguments(cmd: string, rest: string[]): void {
 }
 
 async function withDb<T>(config: Config, fn: (db: Database) => Promise<T>, migrating = true): Promise<T> {
-  const db = await openDatabase(config, "cli");
+  const db = await openDatabase(config, "cli", { empty: !migrating });
   try {
     if (migrating) await migrate(db.sql);
     return await fn(db);
@@ -348,6 +348,7 @@ export async function runCli(argv: string[]): Promise<number> {
         const db = await openDatabase(config, "cli");
         try {
           const applied = await migrate(db.sql);
+          if (db.createdFromImage) process.stdout.write(`created the database from this executable's image, at migration ${db.createdFromImage}\n`);
           process.stdout.write(applied.length === 0 ? "no migrations to apply: the database is up to date\n" : `applied ${applied.length} migration${applied.length === 1 ? "" : "s"}: ${applied.join(", ")}\n`);
           return 0;
         } finally {

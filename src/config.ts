@@ -33,6 +33,19 @@ export interface Config {
   dniCacheSize: number;
   /** How long a request body may take to arrive (src/http/body.ts). */
   bodyDeadlineMs: number;
+  /**
+   * How long a send waits for Twilio or the SMTP server; null: the default, 10 s
+   * (src/messages/twilio.ts). Not read from the environment: StartOptions.providerTimeoutMs sets it
+   * (tests whose providers hang, so that they wait a second or for ever instead).
+   */
+  providerTimeoutMs: number | null;
+  /**
+   * The request deadline of every route (src/http/define.ts); null: the contract's, DEADLINE_MS
+   * (1 s, src/db/deadline.ts). Not read from the environment: StartOptions.deadlineMs sets it (the
+   * tests' in-process instances, whose answers a busy machine can delay past a second without
+   * anything being wrong; the tests about the deadline keep the contract's).
+   */
+  deadlineMs: number | null;
   /** Days a DNI visitor, and the history of its holds, is kept after its last visit. */
   dniVisitorRetentionDays: number;
   /** Days a DNI browser event is kept. */
@@ -170,6 +183,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     poolMax: intIn("DB_POOL_MAX", env.DB_POOL_MAX, 1, 200),
     dniCacheSize: intIn("DNI_CACHE_SIZE", env.DNI_CACHE_SIZE, 1, 10_000_000) ?? 100_000,
     bodyDeadlineMs: intIn("BODY_DEADLINE_MS", env.BODY_DEADLINE_MS, 100, 600_000) ?? 10_000,
+    providerTimeoutMs: null,
+    deadlineMs: null,
     dniVisitorRetentionDays: intIn("DNI_VISITOR_RETENTION_DAYS", env.DNI_VISITOR_RETENTION_DAYS, 1, 36_500) ?? 400,
     dniEventRetentionDays: intIn("DNI_EVENT_RETENTION_DAYS", env.DNI_EVENT_RETENTION_DAYS, 1, 36_500) ?? 90,
     dniMaxHoldsPerAddress: intIn("DNI_MAX_HOLDS_PER_ADDRESS", env.DNI_MAX_HOLDS_PER_ADDRESS, 1, 1_000_000) ?? 100,

@@ -22,7 +22,7 @@ const TOUR = resolve(import.meta.dir, "../docs/tour.md");
 const missing = !existsSync(BUILT);
 if (missing) console.warn("test/demo.test.ts: SKIPPED: dist/leadline is missing; run `make build` (or `make test`)");
 
-// A first start also runs initdb on the embedded database (4-10 s measured).
+// A give-up, not a bound (as test/harness/exe.ts's START_MS).
 const START_MS = 45_000;
 const TOUR_BASE = "http://localhost:8080";
 const LEADS_KEY = "lk_demo_leads_5tWq8ZpR2mVx7KcN4bYh";

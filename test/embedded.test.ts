@@ -14,7 +14,7 @@ let server: EmbeddedServer;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "leadline-embedded-"));
-  server = await startEmbedded(dir);
+  server = await startEmbedded(dir, { fromImage: true });
 }, 60_000);
 afterAll(async () => {
   await server?.close();

@@ -139,16 +139,17 @@ describe.skipIf(missing)("the executable", () => {
     expect(existsSync(join(dir, "help-data"))).toBe(false);
   }, 60_000);
 
-  test("extra arguments are refused with one line; migrate says how many migrations it applied", async () => {
+  test("extra arguments are refused with one line; migrate says what it did", async () => {
     for (const args of [["serve", "now"], ["migrate", "twice"], ["version", "x"]]) {
       const r = await run(args, { DATA_DIR: "./refused-data" });
       expect(r.code).toBe(2);
       expect(r.out).toBe("");
       expect(r.err).toBe(`leadline: ${args[0]}: unexpected argument "${args[1]}"; see leadline ${args[0]} --help\n`);
     }
+    // A new DATA_DIR starts from the migrated image built into the executable (src/db/image.ts).
     const first = await run(["migrate"], { DATA_DIR: "./migrate-data" });
     expect(first.code).toBe(0);
-    expect(first.out).toMatch(/^applied \d+ migrations: 0001_init, /);
+    expect(first.out).toBe(`created the database from this executable's image, at migration ${migrations.length}\nno migrations to apply: the database is up to date\n`);
     const again = await run(["migrate"], { DATA_DIR: "./migrate-data" });
     expect(again.out).toBe("no migrations to apply: the database is up to date\n");
   }, 60_000);
@@ -223,9 +224,8 @@ describe.skipIf(missing)("the executable", () => {
       expect(relayed.code).toBe(0);
       expect(first.lines.some((l) => l.includes('"msg":"control command","command":"keys"'))).toBe(true);
 
-      const started = Date.now();
+      // Exit status 0 on SIGTERM (stop() answers null and kills it if it has not exited after STOP_MS).
       expect(await first.stop()).toBe(0);
-      expect(Date.now() - started).toBeLessThan(STOP_MS);
       expect(first.lines.length).toBeGreaterThan(0);
       // Every line is JSON: a log line (`msg`) or an access-log line (its six fields, docs/metrics.md).
       const ACCESS = ["client", "duration_ms", "family", "method", "status", "time"];
@@ -238,7 +238,15 @@ describe.skipIf(missing)("the executable", () => {
 
       const second = await serve(env);
       expect((await get(`${second.base}/readyz`)).status).toBe(200);
-      expect((await get(`${second.base}/hooks/api_v1.php?r=leads/999999`, key)).status).toBe(404);
+      // The first start's key is known (404 not_found, not 401). Asked again on a 503: right after
+      // a start beside other work (load average 13 on 2 cores) the first read passed the
+      // contract's 1 s deadline, an answer the contract allows; it is not what is tested here.
+      let known = await get(`${second.base}/hooks/api_v1.php?r=leads/999999`, key);
+      for (const t = performance.now(); known.status === 503 && performance.now() - t < 20_000; ) {
+        await Bun.sleep(200);
+        known = await get(`${second.base}/hooks/api_v1.php?r=leads/999999`, key);
+      }
+      expect(known.status).toBe(404);
       expect(await second.stop()).toBe(0);
 
       // The first server recorded the key's use when it stopped; that write survived too.
@@ -261,9 +269,11 @@ describe.skipIf(missing)("the embedded database's directory and session", () => 
       chmodSync(data, 0o755);
       writeFileSync(join(data, "old", "secrets.txt"), "from an earlier version", { mode: 0o666 });
       chmodSync(join(data, "old", "secrets.txt"), 0o666);
-      // The first start creates the database (initdb) and migrates it while serving.
+      // The first start creates the database from the image built into the executable (src/db/image.ts).
       const s = await serve({ DATA_DIR: data });
       try {
+        const created = s.lines.filter((l) => l.includes('"msg":"created the embedded database from the image"'));
+        expect(created.map((l) => JSON.parse(l).migration)).toEqual([migrations.length]);
         expect(statSync(data).mode & 0o777).toBe(0o700);
         const loose = walk(data).filter((e) => e.mode & 0o077);
         expect(loose).toEqual([]);
@@ -361,14 +371,11 @@ describe.skipIf(missing)("start-up refusals", () => {
     const port = (impostor.address() as { port: number }).port;
     try {
       const env = { DATABASE_URL: `postgres://leadline:secret@127.0.0.1:${port}/leadline` };
-      const results = await Promise.all([["serve"], ["migrate"], ["keys", "list"]].map(async (args) => {
-        const started = Date.now();
-        const r = await run(args, env);
-        return { args, ...r, ms: Date.now() - started };
-      }));
+      const results = await Promise.all([["serve"], ["migrate"], ["keys", "list"]].map(async (args) => ({ args, ...(await run(args, env)) })));
+      // Each ended by itself with its one line: the start-up probe's bound (src/db/open.ts). Without
+      // it postgres.js reconnects for ever, and the harness kills the command after START_MS, silent.
       for (const r of results) {
         expect({ args: r.args, code: r.code === 0 ? 0 : "non-zero" }).toEqual({ args: r.args, code: "non-zero" });
-        expect(r.ms).toBeLessThan(15_000);
         expect(r.err).toMatch(new RegExp(`^leadline: [^\\n]*127\\.0\\.0\\.1:${port}[^\\n]*\\n$`));
         expect(r.err).not.toContain("secret");
       }
@@ -392,6 +399,14 @@ async function withEmptyDatabase(fn: (url: string) => Promise<void>): Promise<vo
 }
 
 describe.skipIf(missing || !adminUrl)("the executable on a real PostgreSQL", () => {
+  test("migrate on an empty database applies every migration and says which; then nothing is left", () =>
+    withEmptyDatabase(async (url) => {
+      const first = await run(["migrate"], { DATABASE_URL: url });
+      expect([first.code, first.err]).toEqual([0, ""]);
+      expect(first.out).toBe(`applied ${migrations.length} migrations: ${migrations.map((m) => m.name).join(", ")}\n`);
+      expect((await run(["migrate"], { DATABASE_URL: url })).out).toBe("no migrations to apply: the database is up to date\n");
+    }));
+
   test(
     "listening is exclusive: a second serve on an address already served fails at once, naming it",
     () =>

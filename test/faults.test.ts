@@ -9,7 +9,9 @@ import {
   CREDITS, Load, quantile, queueDeferredSends, ready, SMS_COST, startRig, tally, TTL_SECONDS, waitFor, type Rig, type Sample,
 } from "./harness/faults";
 import { overlappingHolds } from "./harness/dni";
+import { waitBound } from "./harness/timing";
 import { WebhookReceiver } from "./harness/webhook-receiver";
+import { DEADLINE_MS } from "../src/db/deadline";
 
 const HOOK = "/faults";
 let rig: Rig;
@@ -87,8 +89,33 @@ async function noOverlaps(): Promise<void> {
 /** A request's 1 s deadline, and then some for a 2-core machine shared with other work. */
 const DEADLINE_SLACK_MS = 3000;
 
+/**
+ * How long `instance` took, at most, to answer what it answers from memory (DNI heartbeats) while
+ * [from, to] went on: its own stall then, a baseline taken in the same test. The machine is shared
+ * (three instances, PostgreSQL, this load and other test files on two cores): an instance kept
+ * from running answers everything late, and a request that needed the database meanwhile meets
+ * its deadline whatever the fault is.
+ */
+function stallOf(load: Load, instance: number, from: number, to: number): number {
+  let worst = 0;
+  for (const s of load.samples) {
+    if (s.op === "heartbeat" && s.instance === instance && s.status === 200 && s.at <= to && s.at + s.ms >= from) worst = Math.max(worst, s.ms);
+  }
+  return worst;
+}
+
+/** A stall that alone can make a request that needs the database miss its deadline: a quarter of it. */
+const STALL_MS = DEADLINE_MS / 4;
+
+/** Within about a second: the deadline, or more by as much as the instance was stalled meanwhile. */
+const inTime = (load: Load, s: Sample) => s.ms < Math.max(DEADLINE_SLACK_MS, waitBound(DEADLINE_MS, stallOf(load, s.instance, s.at, s.at + s.ms)));
+
 /** The share of answers other than 200. */
 const failing = (s: readonly Sample[]) => s.filter((x) => x.status !== 200).length / Math.max(1, s.length);
+
+/** The share of answers other than 200 that no stall of their instance explains (stallOf). */
+const failingUnstalled = (load: Load, s: readonly Sample[]) =>
+  s.filter((x) => x.status !== 200 && stallOf(load, x.instance, x.at, x.at + x.ms) < STALL_MS).length / Math.max(1, s.length);
 
 /**
  * `after` is like `before`, loosely: no more 503s than before (or 2 %), p99 within 4 times
@@ -134,8 +161,8 @@ describe("PostgreSQL stopped hard mid-load", () => {
     // Never a 4xx, a 500 or a hang: 200 (answered from memory) or 503 unavailable.
     expect(bad(load.samples)).toEqual([]);
     expect(during.filter((s) => s.status === 503).length).toBeGreaterThan(0);
-    // Within about a second: the 1 s deadline, and then some for a loaded 2-core machine.
-    for (const s of during) expect([s.op, s.status, s.ms < DEADLINE_SLACK_MS]).toEqual([s.op, s.status, true]);
+    // Within about a second: the 1 s deadline, and then some for a loaded 2-core machine (inTime).
+    for (const s of during) expect([s.op, s.status, inTime(load, s)]).toEqual([s.op, s.status, true]);
     // From 2 s after its return, normal again: answers and p99 as before, loosely (this machine is shared).
     expect(normal(after, before)).toBe(true);
     // A claim that committed as the server died, its answer lost, is held for its lease (a minute
@@ -268,14 +295,18 @@ describe("the database slow: a hot table locked", () => {
     }));
     expect(bad(load.samples)).toEqual([]);
     expect(during.filter((s) => s.op === "intake" && s.status === 503).length).toBeGreaterThan(0);
-    for (const s of during) expect([s.op, s.status, s.ms < DEADLINE_SLACK_MS]).toEqual([s.op, s.status, true]);
+    for (const s of during) expect([s.op, s.status, inTime(load, s)]).toEqual([s.op, s.status, true]);
     // The pool was not all taken by statements waiting on the lock: routes that do not need the table kept answering.
     // Before the lock wait, half the KPI requests answered 503; before background work had a pool
     // of its own, up to half again in a full run (sixteen automation runs at once, each waiting on
     // the table, took all four connections). Since, 0 of 44 in a full run (and test/background-pool.test.ts).
+    // A 503 while its instance was stalled (its heartbeats, answered from memory, late by a quarter
+    // second or more: stallOf) is the shared machine's, not the pool's: in a fresh clone's CI run
+    // an in-memory heartbeat took 916 ms and 4 of 48 answered 503 with the pool fine, and this
+    // bound moved between 10 % and 25 % in four commits in a row.
     const others = during.filter((s) => s.op === "kpi" || s.op === "lease" || s.op === "heartbeat");
     expect(others.length).toBeGreaterThan(0);
-    expect(failing(others)).toBeLessThanOrEqual(Math.max(0.1, 2 * failing(load.between(0, locked))));
+    expect(failingUnstalled(load, others)).toBeLessThanOrEqual(Math.max(0.1, 2 * failing(load.between(0, locked))));
     expect(normal(after, load.between(0, locked))).toBe(true);
     await nothingLost(load.acknowledged);
   }, 60_000);

@@ -5,6 +5,7 @@ import { FLUSH_CHUNK } from "../src/limits/address-counter";
 import { Limits } from "../src/limits/limits";
 import { call, startApp, type TestApp } from "./harness/app";
 import { ManualClock } from "./harness/clock";
+import { expectLimited } from "./harness/limited";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { ALL_SCOPES, makeKey, seedWorld } from "./harness/factory";
 
@@ -24,6 +25,19 @@ afterAll(async () => {
 const counted = async (scope: string, bucket: string) =>
   (await db.sql<{ n: number }[]>`select coalesce(sum(n), 0)::int as n from rate_counters where scope = ${scope} and bucket = ${bucket}`)[0].n;
 
+/** `n` calls of `fn`, at most `inFlight` at once; the answers in the order of the calls. */
+async function atMost<T>(inFlight: number, n: number, fn: () => Promise<T>): Promise<T[]> {
+  const out: T[] = new Array(n);
+  let next = 0;
+  await Promise.all(Array.from({ length: inFlight }, async () => {
+    while (next < n) {
+      const i = next++;
+      out[i] = await fn();
+    }
+  }));
+  return out;
+}
+
 describe("key limits through HTTP, with the hour set by the clock", () => {
   let app: TestApp;
   const clock = new ManualClock(start);
@@ -35,9 +49,9 @@ describe("key limits through HTTP, with the hour set by the clock", () => {
   test("300 api_v1 requests an hour; the next hour opens a fresh window without waiting", async () => {
     const { key } = await makeKey(db.sql, { scopes: ALL_SCOPES, org: 1 });
     const get = () => call(app.base, "/hooks/api_v1.php?r=leads/1", { key });
-    const first = await Promise.all(Array.from({ length: 305 }, get));
-    expect(first.filter((r) => r.status === 404).length).toBe(300);
-    expect(first.filter((r) => r.status === 429).length).toBe(5);
+    // 16 at a time: enough to race on the counter; 305 at once queued the last of them past their
+    // 1 s deadline (a 503) when other work shared the machine, in a full run.
+    expectLimited(await atMost(16, 305, get), 300, 404);
     // Still this hour: refused (from memory).
     expect((await get()).status).toBe(429);
     clock.advance(HOUR);

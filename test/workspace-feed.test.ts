@@ -147,8 +147,12 @@ describe("no loss, no repeat", () => {
       await held;
     });
     await inside;
-    await db.sql`update conversations set assignee = 'bob', updated_at = now() where id = ${c2}`;
-    const pendingT2 = Number((await db.sql`select max(id) as id from workspace_pending`)[0]!.id);
+    // Its pending id read in its own transaction: once committed, an instance's sequencer may number
+    // (and delete) it before a read after the commit (seen beside other work: NaN).
+    const pendingT2 = await db.sql.begin(async (tx) => {
+      await tx`update conversations set assignee = 'bob', updated_at = now() where id = ${c2}`;
+      return Number((await tx`select max(id) as id from workspace_pending`)[0]!.id);
+    });
     await settle();
     const first = await changesSince(db.sql, 1, start, 100);
     expect(first.changes.map((x) => x.conversation_id)).toEqual([c2]);
@@ -167,19 +171,35 @@ describe("no loss, no repeat", () => {
     const cy = await textIn(await lead());
     await settle();
     const start = await head();
-    await db.sql`update conversations set assignee = 'ann', updated_at = now() where id = ${cx}`;
     let release!: () => void;
     const held = new Promise<void>((ok) => (release = ok));
     let numbered!: () => void;
     const inside = new Promise<void>((ok) => (numbered = ok));
-    // A sequencer numbers X and has not committed yet (a slow commit, a paused process).
-    const slow = db.sql.begin(async (tx) => {
-      const r = await sequenceChanges(tx as never, new Date(clock.now()), 1000);
-      expect(r.moved).toBeGreaterThan(0);
-      numbered();
-      await held;
-    });
-    await inside;
+    // A sequencer numbers X and has not committed yet (a slow commit, a paused process). X is
+    // written in that transaction: written before it, the instances' own sequencers numbered X
+    // first beside other work, nothing was left to number and the test waited for ever. When an
+    // instance holds the sequencer's turn at that moment, nothing is numbered: roll back, again.
+    class NotMyTurn extends Error {}
+    const slow = (async () => {
+      for (let tries = 1; ; tries++) {
+        const mine = await db.sql
+          .begin(async (tx) => {
+            await tx`update conversations set assignee = 'ann', updated_at = now() where id = ${cx}`;
+            const r = await sequenceChanges(tx as never, new Date(clock.now()), 1000);
+            if (r.moved === 0) throw new NotMyTurn();
+            numbered();
+            await held;
+            return true;
+          })
+          .catch((err: unknown) => {
+            if (err instanceof NotMyTurn && tries < 500) return false;
+            throw err;
+          });
+        if (mine) return;
+        await Bun.sleep(10);
+      }
+    })();
+    await Promise.race([inside, slow]);
     // Y is written and every other sequencer (here and in both instances) runs meanwhile.
     await db.sql`update conversations set assignee = 'bob', updated_at = now() where id = ${cy}`;
     await sequenceAll(db.sql, clock, null);

@@ -58,6 +58,10 @@ export interface StartOptions {
   clock?: Clock;
   /** The console's password checks: how many at once, how many wait, Argon2id's cost (tests lower it). */
   passwords?: PasswordOptions;
+  /** How long a send waits for its provider (default 10 s; tests whose provider hangs set it: Config.providerTimeoutMs). */
+  providerTimeoutMs?: number;
+  /** Every route's request deadline (default the contract's 1 s; the tests' instances lengthen it: Config.deadlineMs). */
+  deadlineMs?: number;
   /** Run with the service's deps before it listens or any background work starts (the demo's workspace). */
   prepare?: (deps: Deps) => Promise<void>;
 }
@@ -74,7 +78,12 @@ export async function start(given: Config, db: Database, options: StartOptions =
   // Refuses to start (one line naming the key ids) when a stored secret does not open with
   // LEADLINE_SECRET_KEY, rather than failing every send and delivery that needs it later.
   await checkStoredSecrets(db.sql, given.secretKey);
-  const config = await withProvisionedSettings(db.sql, given);
+  const provisioned = await withProvisionedSettings(db.sql, given);
+  const config = {
+    ...provisioned,
+    ...(options.providerTimeoutMs === undefined ? {} : { providerTimeoutMs: options.providerTimeoutMs }),
+    ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
+  };
   const clock = options.clock ?? systemClock;
   const keys = new KeyStore(db.sql, clock);
   const limits = new Limits(db.sql, clock);
@@ -176,6 +185,7 @@ export async function serve(config: Config, options: { demo?: boolean } = {}): P
     log.warn("LEADLINE_SECRET_KEY is not set; provider credentials and webhook secrets are stored in clear (docs/operations.md: Secrets at rest)");
   }
   const db = await openDatabase(config, "serve");
+  if (db.createdFromImage) log.info("created the embedded database from the image", { migration: db.createdFromImage });
   let running: Running;
   let demo: DemoOutcome | null = null;
   try {

@@ -134,7 +134,7 @@ const AssetQuery = t.Object({ v: t.Optional(t.String({ description: "the page's 
 const assetQuery = fieldsInput(AssetQuery, (f) => f.v ?? null);
 
 export function bookingRoutes(deps: Deps): Route[] {
-  const svc: BookingService = bookingService(deps.sql, deps.clock, { baseUrl: deps.config.baseUrl, inboundListId: deps.config.inboundListId });
+  const svc: BookingService = bookingService(deps.sql, deps.clock, { baseUrl: deps.config.baseUrl, inboundListId: deps.config.inboundListId, deadlineMs: deps.config.deadlineMs });
   const slotsAnswer: Answer = {
     description:
       "The open slots (with `appointment` when a token came), or `{ok: false, error}`: `unknown_link` (with `slots: []`) and body failures",
@@ -219,7 +219,7 @@ export function bookingRoutes(deps: Deps): Route[] {
         if (url.pathname.endsWith("/")) {
           return new Response(null, { status: 308, headers: { location: `../${encodeURIComponent(slug)}${url.search}` } });
         }
-        return pageResponse(await withDeadline(svc.linkPage(slug)));
+        return pageResponse(await withDeadline(svc.linkPage(slug), deps.config.deadlineMs ?? undefined));
       },
     ),
     defineRoute(

@@ -64,6 +64,8 @@ export interface BookingOptions {
   baseUrl: string;
   /** COMMS_INBOUND_LIST_ID from the environment; the provisioned setting is read when null. */
   inboundListId: number | null;
+  /** The request deadline of the batched seat reads; default DEADLINE_MS (Config.deadlineMs). */
+  deadlineMs?: number | null;
 }
 
 /** Who acts in booking's conversation events (the Actor of a public link: type booking, id slug). */
@@ -79,7 +81,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
   const answerCache = new LRUCache<number, Answer>({ max: 1000 });
   // Slots reads arriving together share one statement; each read's statement is sent after the
   // read arrived, so it sees every booking committed before the request came.
-  const seatReads = hotReads((reads: SeatsRead[]) => calendarsWithSeats(sql, reads));
+  const seatReads = hotReads((reads: SeatsRead[]) => calendarsWithSeats(sql, reads), opts.deadlineMs ?? null);
   // Every read by slug (slots, book, the page) answers a slug just found unknown from memory.
   const unknown = new UnknownLinks(clock);
 

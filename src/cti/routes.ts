@@ -14,7 +14,7 @@ const LookupQuery = t.Object({ phone: t.String({ description: "at least 10 digit
 const lookupQuery = fieldsInput(LookupQuery, (f) => f.phone);
 
 export function ctiRoutes(deps: Deps): Route[] {
-  const reads = lookupReads(deps.sql, deps.limits);
+  const reads = lookupReads(deps.sql, deps.limits, deps.config.deadlineMs);
   return [
     defineRoute(
       deps,

@@ -45,8 +45,8 @@ export async function queueDialFor(
 export type LookupReads = CountedReads<LookupRead, LookupMatch>;
 
 /** Concurrent CTI lookups, merged into one statement per round trip, each drawing its hit. */
-export const lookupReads = (sql: Sql, limits: Limits): LookupReads =>
-  countedReads(limits.keys, (reads, seqs) => countedLookups(sql, reads, seqs));
+export const lookupReads = (sql: Sql, limits: Limits, deadlineMs: number | null = null): LookupReads =>
+  countedReads(limits.keys, (reads, seqs) => countedLookups(sql, reads, seqs), deadlineMs);
 
 /** CTI lookup: discloses only `found`, `lead_id` and `name`; its read draws the request's hit. */
 export async function lookup(

@@ -3,9 +3,10 @@
 // nothing outside this process can.
 import { PGlite } from "@electric-sql/pglite";
 import { dlopen, FFIType } from "bun:ffi";
-import { closeSync, constants, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, constants, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { checkOwner, restrictTree } from "./data-dir";
+import { imagePath, imageVersion, isEmptyDir, unpackImage } from "./image";
 import { PgliteSession, type PgliteWire } from "./pglite-wire";
 // Imported as files so that `bun build --compile` embeds them: PGlite otherwise loads them from
 // beside its own module, which does not exist inside the executable. The package's exports map
@@ -19,8 +20,22 @@ export interface EmbeddedServer {
   url: string;
   /** A new connection to the database, for postgres.js's `socket` option. */
   connect(): PgliteWire;
+  /**
+   * The migration the database was at when this start created it from the image (src/db/image.ts);
+   * null when the directory held a database already, or initdb made an empty one.
+   */
+  fromImage: number | null;
   /** Ends the connection, shuts PGlite down cleanly (so the data persists) and releases the lock. */
   close(): Promise<void>;
+}
+
+export interface EmbeddedOptions {
+  /**
+   * A new data directory starts from the migrated image built into the executable, when there is
+   * one: for callers that migrate next (serve, migrate, the CLI's commands). Otherwise initdb makes
+   * an empty database: `restore` needs one without tables, and the image build starts from one.
+   */
+  fromImage?: boolean;
 }
 
 /**
@@ -31,7 +46,7 @@ export interface EmbeddedServer {
  * One process owns the directory: a second one (`leadline keys list` beside `leadline serve`) is
  * refused by the lock in `lockDataDir`.
  */
-export async function startEmbedded(dataDir: string): Promise<EmbeddedServer> {
+export async function startEmbedded(dataDir: string, options: EmbeddedOptions = {}): Promise<EmbeddedServer> {
   const dir = resolve(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   checkOwner(dir, dataDir);
@@ -39,14 +54,27 @@ export async function startEmbedded(dataDir: string): Promise<EmbeddedServer> {
   let db: PGlite | undefined;
   try {
     restrictTree(dir);
-    const [pgliteWasmModule, initdbWasmModule] = await Promise.all([compile(pgliteWasmPath), compile(initdbWasmPath)]);
-    db = await PGlite.create(join(dir, "pgdata"), { fsBundle: Bun.file(fsBundlePath), pgliteWasmModule, initdbWasmModule });
+    const pgdata = join(dir, "pgdata");
+    const image = options.fromImage && isEmptyDir(pgdata) ? await imagePath() : null;
+    if (image) rmSync(pgdata, { recursive: true, force: true });
+    // Both off the main thread: the image unpacks while PGlite's module compiles.
+    const [pgliteWasmModule] = await Promise.all([compile(pgliteWasmPath), image ? unpackImage(image, pgdata) : null]);
+    db = await open(pgdata, pgliteWasmModule);
+    let fromImage = image ? await imageVersion(db) : null;
+    if (image && fromImage === null) {
+      // An image of other migrations (from source: another checkout's dist/): initdb instead.
+      await db.close();
+      db = undefined;
+      rmSync(pgdata, { recursive: true, force: true });
+      db = await open(pgdata, pgliteWasmModule);
+    }
     restrictTree(dir);
     const pglite = db;
     const session = new PgliteSession(pglite);
     let closing: Promise<void> | undefined;
     return {
       url: "postgres://postgres@localhost/postgres",
+      fromImage,
       connect: () => session.connect(),
       close: () =>
         (closing ??= (async () => {
@@ -63,6 +91,17 @@ export async function startEmbedded(dataDir: string): Promise<EmbeddedServer> {
     lock.release();
     throw err;
   }
+}
+
+/**
+ * PGlite on `pgdata`: an existing database is opened; a missing one is made by initdb, whose own
+ * WebAssembly module is compiled only then (its instance beside PGlite's is most of a new
+ * database's 1 GB peak).
+ */
+async function open(pgdata: string, pgliteWasmModule: WebAssembly.Module): Promise<PGlite> {
+  const fsBundle = Bun.file(fsBundlePath);
+  if (existsSync(join(pgdata, "PG_VERSION"))) return PGlite.create(pgdata, { fsBundle, pgliteWasmModule });
+  return PGlite.create(pgdata, { fsBundle, pgliteWasmModule, initdbWasmModule: await compile(initdbWasmPath) });
 }
 
 async function compile(path: string): Promise<WebAssembly.Module> {

@@ -23,12 +23,22 @@ export interface Database {
    */
   background: Sql;
   embedded: boolean;
+  /** The embedded database was created by this start from the image, at this migration (src/db/image.ts). */
+  createdFromImage?: number;
   close(): Promise<void>;
 }
 
 export type Purpose = "serve" | "cli";
 
-export async function openDatabase(config: Config, purpose: Purpose): Promise<Database> {
+export interface OpenOptions {
+  /**
+   * A new DATA_DIR gets an empty database (initdb) instead of the migrated image: `restore` needs
+   * one without tables, and a command that does not migrate (`dump`) finds one as it was.
+   */
+  empty?: boolean;
+}
+
+export async function openDatabase(config: Config, purpose: Purpose, options: OpenOptions = {}): Promise<Database> {
   // Statements of the API are bounded server-side too; migrations and provisioning are not.
   const statementTimeoutMs = purpose === "serve" ? SERVE_BOUNDS.statementTimeoutMs : 0;
   if (config.databaseUrl) {
@@ -71,7 +81,7 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
     return { sql, direct, background, embedded: false, close: () => closeAll(breaker, sql, direct, background) };
   }
   const { startEmbedded } = await import("./embedded");
-  const server = await startEmbedded(config.dataDir);
+  const server = await startEmbedded(config.dataDir, { fromImage: !options.empty });
   // PGlite is a single connection: one client connection, so advisory locks never wait. It ignores
   // startup parameters and cannot cancel a running statement, so statement_timeout does not apply.
   const sql = connect(server.url, { max: 1, socket: server.connect, statementTimeoutMs, applicationName: `leadline-${purpose}` });
@@ -80,6 +90,7 @@ export async function openDatabase(config: Config, purpose: Purpose): Promise<Da
     direct: sql,
     background: sql,
     embedded: true,
+    ...(server.fromImage === null ? {} : { createdFromImage: server.fromImage }),
     close: async () => {
       await endAll(sql);
       await server.close();

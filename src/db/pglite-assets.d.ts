@@ -8,3 +8,8 @@ declare module "*.wasm" {
   const path: string;
   export default path;
 }
+// The migrated database image (src/db/image.ts), imported the same way.
+declare module "*.tar.gz" {
+  const path: string;
+  export default path;
+}

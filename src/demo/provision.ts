@@ -21,6 +21,14 @@ export type DemoOutcome =
  */
 export const DEMO_PASSWORD = "leadline-demo-pass";
 
+/**
+ * DEMO_PASSWORD's Argon2id hash at ARGON2_COST (src/auth/passwords.ts), made once (test/demo-password.test.ts checks it
+ * against both): hashing a published password at every first start protects nothing, and took a
+ * quarter of a second and 64 MiB of the demo's first start (bench/first-start.ts). A sign-in still
+ * verifies it at the full cost.
+ */
+export const DEMO_PASSWORD_HASH = "$argon2id$v=19$m=65536,t=2,p=1$lDCvWIIACerDtzEx+ytYX9j8Fg8tXz5QcnlgtEzrgmo$gjIYYNVFAt5FWeHmxGM69q+WZeGKJr8+WmxWDtbzG94";
+
 /** Provisions the demo when no organization exists; the same validation as `leadline provision`. */
 export async function provisionDemo(sql: Sql, now: Date, secretKey: Buffer | null): Promise<DemoOutcome> {
   const file = parseProvisioning(JSON.stringify(demoFile));
@@ -30,8 +38,7 @@ export async function provisionDemo(sql: Sql, now: Date, secretKey: Buffer | nul
   if (!empty) return { applied: false };
   await applyProvisioning(sql, file, { now, secretKey });
   const users = (file.users ?? []).filter((u) => u.email && u.role).map((u) => ({ email: u.email!, role: u.role!, password: DEMO_PASSWORD }));
-  const hash = await Bun.password.hash(DEMO_PASSWORD, { algorithm: "argon2id" });
-  await sql`update users set password_hash = ${hash}, password_changed_at = ${now} where email in ${sql(users.map((u) => u.email))} and password_hash is null`;
+  await sql`update users set password_hash = ${DEMO_PASSWORD_HASH}, password_changed_at = ${now} where email in ${sql(users.map((u) => u.email))} and password_hash is null`;
   return {
     applied: true,
     users,

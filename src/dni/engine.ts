@@ -89,6 +89,8 @@ export interface EngineOptions {
   maxHoldsPerAddress?: number;
   /** Events are sent at once when this many wait (else with the periodic flush). */
   batchSize?: number;
+  /** The request deadline of the batched reads and allocations; default DEADLINE_MS (Config.deadlineMs). */
+  deadlineMs?: number | null;
   /**
    * Renewals and events waiting at most: beyond it, renewals take the database path and events
    * wait for the flush, so a stalled database cannot grow memory without bound.
@@ -189,7 +191,8 @@ export class DniEngine {
    * Leases that miss the cache while their pool is known to be exhausted (returning visitors still
    * keep their holds), batched like the other hot reads (src/db/batcher.ts).
    */
-  private readonly visits = hotReads((requests: VisitRequest[]) => this.visitBatch(requests));
+  private readonly visits;
+  private readonly deadlineMs: number | null;
   private readonly batchSize: number;
   private readonly maxPending: number;
   private readonly maxHoldsPerAddress: number | null;
@@ -201,10 +204,12 @@ export class DniEngine {
   ) {
     const cacheSize = opts.cacheSize ?? DEFAULT_CACHE_SIZE;
     this.cache = new LRUCache({ max: cacheSize });
-    this.pools = new PoolCache(sql);
     this.batchSize = opts.batchSize ?? 1000;
     this.maxPending = opts.maxPending ?? cacheSize + 10_000;
     this.maxHoldsPerAddress = opts.maxHoldsPerAddress ?? null;
+    this.deadlineMs = opts.deadlineMs ?? null;
+    this.pools = new PoolCache(sql, undefined, this.deadlineMs);
+    this.visits = hotReads((requests: VisitRequest[]) => this.visitBatch(requests), this.deadlineMs);
   }
 
   /**
@@ -371,7 +376,7 @@ export class DniEngine {
   private allocatorOf(pool: string): Batcher<VisitRequest, Allocated> {
     let batcher = this.allocators.get(pool);
     if (!batcher) {
-      batcher = new Batcher((requests) => this.allocateBatch(pool, requests), { slots: 1, max: 500 });
+      batcher = new Batcher((requests) => this.allocateBatch(pool, requests), { slots: 1, max: 500, ...(this.deadlineMs === null ? {} : { timeoutMs: this.deadlineMs }) });
       this.allocators.set(pool, batcher);
     }
     return batcher;

@@ -14,6 +14,7 @@ export function dniEngine(deps: Deps): DniEngine {
     engine = new DniEngine(deps.sql, deps.clock, {
       cacheSize: deps.config.dniCacheSize,
       maxHoldsPerAddress: deps.config.dniMaxHoldsPerAddress,
+      deadlineMs: deps.config.deadlineMs,
     });
     engines.set(deps, engine);
   }

@@ -62,6 +62,8 @@ export class PoolCache {
   constructor(
     private readonly sql: Sql,
     private readonly refreshMs = POOL_REFRESH_MS,
+    /** The request deadline (Config.deadlineMs); null: DEADLINE_MS. */
+    private readonly deadlineMs: number | null = null,
   ) {}
 
   /**
@@ -78,7 +80,7 @@ export class PoolCache {
     if (!loading) {
       // Bounded like every request's statements: a lookup the database does not answer is a 503,
       // and the next request for the pool looks it up afresh rather than wait on this one.
-      loading = withDeadline(this.load(key)).finally(() => this.loading.delete(key));
+      loading = withDeadline(this.load(key), this.deadlineMs ?? undefined).finally(() => this.loading.delete(key));
       this.loading.set(key, loading);
     }
     const known = hit?.pool;

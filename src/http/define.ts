@@ -141,6 +141,8 @@ export function defineRoute<G, P = undefined, Q = undefined, B = undefined>(
 ): Route {
   const { access, surface, params, query, body, deadlineMs, errors: _errors, native, ...declared } = spec;
   const now = () => deps.clock.now();
+  // The request deadline: the contract's, unless the instance was started with another (a test's).
+  const requestMs = deps.config.deadlineMs ?? DEADLINE_MS;
   const readOptions = body && { jsonOnly: !body.form && !body.readsForm, deadlineMs: deps.config.bodyDeadlineMs };
   const inBody = access.inBody === true;
 
@@ -184,7 +186,7 @@ export function defineRoute<G, P = undefined, Q = undefined, B = undefined>(
    */
   const bounded = (request: Request, server: PeerSource | null, selected: Selected, gate: unknown, read: Body): unknown => {
     if (deadlineMs === null) return admitted(request, server, selected, gate, read);
-    if (deadlineMs === undefined) return within(() => admitted(request, server, selected, gate, read), DEADLINE_MS);
+    if (deadlineMs === undefined) return within(() => admitted(request, server, selected, gate, read), requestMs);
     return ownDeadline(request, server, selected, gate, read, deadlineMs);
   };
 
@@ -193,7 +195,7 @@ export function defineRoute<G, P = undefined, Q = undefined, B = undefined>(
     if (read.kind === "timeout") return reject(timedOut());
     const refusal = body ? bodyRefusal(body, read) : null;
     if (refusal && !inBody) throw refusal;
-    const g = await withDeadline(Promise.resolve(admit(gate, request, body ? bodyFields(read) : null, server)));
+    const g = await withDeadline(Promise.resolve(admit(gate, request, body ? bodyFields(read) : null, server)), requestMs);
     if (g instanceof Refused) return g;
     if (refusal) throw refusal;
     return withDeadline(Promise.resolve(run(request, server, selected, g, read)), ms);
@@ -222,7 +224,7 @@ export function defineRoute<G, P = undefined, Q = undefined, B = undefined>(
     try {
       let gate = access.gate ? access.gate(request, server, selected) : undefined;
       // A gate that waits (an exact limit counted in PostgreSQL) is bounded like the rest.
-      if (gate instanceof Promise && deadlineMs !== null) gate = withDeadline(gate);
+      if (gate instanceof Promise && deadlineMs !== null) gate = withDeadline(gate, requestMs);
       const out = next(gate, (g) => afterGate(request, server, selected, g));
       if (!(out instanceof Promise)) return render(out, request, server);
       return out.then(

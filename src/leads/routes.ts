@@ -8,7 +8,7 @@ import { GetLeadResult, leadIntake, LeadIntakeResult } from "./model";
 import { getLead, intakeLead, leadReads } from "./service";
 
 export function leadRoutes(deps: Deps): Route[] {
-  const reads = leadReads(deps.sql, deps.limits);
+  const reads = leadReads(deps.sql, deps.limits, deps.config.deadlineMs);
   return [
     defineRoute(
       deps,

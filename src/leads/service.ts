@@ -42,8 +42,8 @@ export async function intakeLead(
 export type LeadReads = CountedReads<LeadRead, Lead | null>;
 
 /** Concurrent get-lead reads, merged into one statement per round trip, each drawing its hit. */
-export const leadReads = (sql: Sql, limits: Limits): LeadReads =>
-  countedReads(limits.keys, (reads, seqs) => countedLeads(sql, reads, seqs));
+export const leadReads = (sql: Sql, limits: Limits, deadlineMs: number | null = null): LeadReads =>
+  countedReads(limits.keys, (reads, seqs) => countedLeads(sql, reads, seqs), deadlineMs);
 
 /** Get lead: its read draws the request's hit, found or not. */
 export async function getLead(reads: LeadReads, actor: Actor, hit: KeyHit, leadId: number): Promise<{ ok: true; lead: Lead }> {

@@ -17,12 +17,15 @@ export const drawHit = (sql: Sql) => sql`nextval(u.seq::oid::regclass) as hit_`;
 export function countedReads<In, Out>(
   keys: KeyCounter,
   run: (inputs: In[], seqs: number[]) => Promise<{ hit_: number; out: Out }[]>,
+  /** The request deadline, when the instance has its own (Config.deadlineMs). */
+  deadlineMs: number | null = null,
 ) {
   const batcher = hotReads<{ input: In; hit: KeyHit }, { hit_: number; out: Out }>((reads) =>
     run(
       reads.map((r) => r.input),
       reads.map((r) => r.hit.seq),
     ),
+    deadlineMs,
   );
   return {
     async load(hit: KeyHit, input: In): Promise<Out> {

@@ -14,7 +14,7 @@ import { messageProbes, sendDeadline, sendEnv, sendFromApi } from "./service";
 /** POST r=messages: the Message result, with HTTP 402 for billing reasons. */
 export function messageSendRoutes(deps: Deps): Route[] {
   const env = sendEnv(deps);
-  const probes = messageProbes(deps.sql, deps.limits);
+  const probes = messageProbes(deps.sql, deps.limits, deps.config.deadlineMs);
   return [
     defineRoute(
       deps,

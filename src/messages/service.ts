@@ -88,6 +88,7 @@ export const sendEnv = (deps: { config: Config; unsubscribeKey: Buffer }): SendE
   baseUrl: deps.config.baseUrl,
   secretKey: deps.config.secretKey,
   unsubscribeKey: deps.unsubscribeKey,
+  ...(deps.config.providerTimeoutMs === null ? {} : { providerTimeoutMs: deps.config.providerTimeoutMs }),
 });
 
 export const BILLING_LOCK_MS = 2_000;
@@ -95,11 +96,12 @@ export const BILLING_LOCK_MS = 2_000;
 /** The job kind of a send deferred by quiet hours (ref: the message id; due at defer_until). */
 export const DEFERRED_SEND = "message.deferred";
 
-const timeoutOf = (env: SendEnv) => env.providerTimeoutMs ?? PROVIDER_TIMEOUT_MS;
+/** How long a send waits for its provider (default PROVIDER_TIMEOUT_MS, 10 s). */
+export const providerTimeoutOf = (env: SendEnv) => env.providerTimeoutMs ?? PROVIDER_TIMEOUT_MS;
 /** A `sending` row older than this lost its sender (far beyond any provider wait). */
-const leaseOf = (env: SendEnv) => timeoutOf(env) + 60_000;
+const leaseOf = (env: SendEnv) => providerTimeoutOf(env) + 60_000;
 /** How long a retry waits for the first attempt's answer while that one is with its provider. */
-const replayWaitOf = (env: SendEnv) => 2 * timeoutOf(env);
+const replayWaitOf = (env: SendEnv) => 2 * providerTimeoutOf(env);
 
 /**
  * The longest a send can take: the billing lock, a provider wait or a retry's wait for the first
@@ -129,7 +131,8 @@ const isLockTimeout = (err: unknown) => classify(err) === "lock_timeout";
 export type Probes = CountedReads<ProbeRead, Probe>;
 
 /** The API's first reads, batched across concurrent requests, each drawing its request's hit. */
-export const messageProbes = (sql: Sql, limits: Limits): Probes => countedReads(limits.keys, (reads, seqs) => countedProbes(sql, reads, seqs));
+export const messageProbes = (sql: Sql, limits: Limits, deadlineMs: number | null = null): Probes =>
+  countedReads(limits.keys, (reads, seqs) => countedProbes(sql, reads, seqs), deadlineMs);
 
 /**
  * The API's send: the first read (lead in scope, a prior send under the operation_id) is batched
@@ -384,8 +387,8 @@ async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promis
     org,
     env,
     recorded.id,
-    (sms) => sendSms(sms, { to, body: text.body, statusCallback: statusCallbackUrl(env.baseUrl) }, timeoutOf(env)),
-    (email) => sendEmail(email, to, emailOf(text.subject, text.body), timeoutOf(env), m.ics, unsubscribeLink(env, recorded.id, m.ics)),
+    (sms) => sendSms(sms, { to, body: text.body, statusCallback: statusCallbackUrl(env.baseUrl) }, providerTimeoutOf(env)),
+    (email) => sendEmail(email, to, emailOf(text.subject, text.body), providerTimeoutOf(env), m.ics, unsubscribeLink(env, recorded.id, m.ics)),
   );
   return { kind: "delivered", result: await settle(sql, recorded.id, m.channel, to, org, outcome, now) };
 }

@@ -4,8 +4,7 @@ import type { Deps } from "../http/deps";
 import type { JobHandler } from "../jobs/queue";
 import { every, type Worker } from "../jobs/worker";
 import { recoverInterrupted } from "./queries";
-import { DEFERRED_SEND, sendDeferred, sendEnv } from "./service";
-import { PROVIDER_TIMEOUT_MS } from "./twilio";
+import { DEFERRED_SEND, providerTimeoutOf, sendDeferred, sendEnv } from "./service";
 
 /** Sends deferred by quiet hours, claimed when due; the same gates run again (service.ts). */
 export function messageJobs(deps: Deps): JobHandler[] {
@@ -15,7 +14,7 @@ export function messageJobs(deps: Deps): JobHandler[] {
       kind: DEFERRED_SEND,
       concurrency: 8,
       // Longer than a run can take (the billing lock, a provider wait, the database steps).
-      leaseMs: 2 * PROVIDER_TIMEOUT_MS + 60_000,
+      leaseMs: 2 * providerTimeoutOf(env) + 60_000,
       run: (job) => sendDeferred(deps.sql, job.ref!, deps.clock.now(), env),
     },
   ];

@@ -11,6 +11,12 @@ import { SHOTS_DIR } from "./browser";
 
 let made = 0;
 
+/**
+ * Argon2id's cost for the users tests make (src/auth/passwords.ts): the real one (64 MiB, two
+ * passes) took seconds per user on a busy machine, and the console tests make hundreds of users.
+ */
+export const TEST_ARGON2_COST: Argon2Cost = { memoryCost: 256, timeCost: 1 };
+
 export interface MadeUser {
   id: string;
   email: string;
@@ -19,7 +25,8 @@ export interface MadeUser {
 
 /**
  * A console user with a password; `id` may name an existing CTI user (agent7), who gets the role.
- * `cost`: Argon2id's, default the real one (a test that checks passwords by the dozen lowers it).
+ * `cost`: Argon2id's, default TEST_ARGON2_COST (the stored hash says what a check costs, so signing
+ * in as this user is cheap on any instance; a test about the real cost passes ARGON2_COST).
  */
 export async function makeUser(
   sql: Sql,
@@ -29,7 +36,7 @@ export async function makeUser(
   const email = (o.email ?? `${o.role}${n}-${process.pid}@example.test`).toLowerCase();
   const password = o.password ?? `correct horse battery ${n}`;
   const user = await createUser(sql, { email, role: o.role, orgId: o.orgId, id: o.id, name: o.name });
-  await sql`update users set password_hash = ${await hashPassword(password, o.cost)} where id = ${user.id}`;
+  await sql`update users set password_hash = ${await hashPassword(password, o.cost ?? TEST_ARGON2_COST)} where id = ${user.id}`;
   return { id: user.id, email, password };
 }
 

@@ -8,7 +8,8 @@ import { join, resolve } from "node:path";
 export const BUILT = resolve(import.meta.dir, "../../dist/leadline");
 export const built = existsSync(BUILT);
 
-// Generous for a shared 2-core machine; a first start also runs initdb (4-10 s measured).
+// Give-ups, not bounds: a start opens PGlite (a new DATA_DIR from the image built into the
+// executable, src/db/image.ts), about a second on a quiet machine and many times that on a busy one.
 export const START_MS = 45_000;
 export const STOP_MS = 10_000;
 
