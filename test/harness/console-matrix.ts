@@ -6,6 +6,7 @@ import type { ConsoleRoute } from "./auth-matrix";
 import { makeUser, signIn, type ConsoleClient } from "./console";
 import { C2_ROUTES } from "./console-matrix-c2";
 import { OPERATIONS_ROUTES } from "./console-matrix-operations";
+import { SETTINGS_ROUTES } from "./console-matrix-settings";
 
 const sessions = new Map<string, Promise<ConsoleClient>>();
 
@@ -161,7 +162,7 @@ const leadPages: Record<string, ConsoleRoute> = {
 };
 
 export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {
-  consoleHome: open("GET /console", "GET", "/console", 303, "a redirect to the inbox"),
+  consoleHome: open("GET /console", "GET", "/console", 303, "a redirect to the role's home (Today or the inbox)"),
   consoleSignInPage: open("GET /console/login", "GET", "/console/login", 200, "the sign-in page"),
   consoleSignIn: open("POST /console/login", "POST", "/console/login", 401, "signs in by email and password; no id of an organization's", FORM),
   consoleSignOut: open("POST /console/logout", "POST", "/console/logout", 303, "ends the presented session only"),
@@ -179,6 +180,7 @@ export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {
   consoleTwoStepConfirm: page("POST /console/account/two-step/confirm", "/console/account/two-step/confirm", "POST"),
   consoleTwoStepOff: page("POST /console/account/two-step/off", "/console/account/two-step/off", "POST"),
   ...OPERATIONS_ROUTES,
+  ...SETTINGS_ROUTES,
   ...C2_ROUTES,
   ...leadPages,
 };
