@@ -2,8 +2,8 @@
 // third-party or CDN assets) and served at /console/assets/{name} with a version in the URL, so
 // they are cached for a year and a new executable is fetched at once.
 import { createHash } from "node:crypto";
-import c2Css from "./assets/c2.css" with { type: "text" };
-import c2Js from "./assets/c2.js" with { type: "text" };
+import reportsCss from "./assets/reports.css" with { type: "text" };
+import copyTagJs from "./assets/copy-tag.js" with { type: "text" };
 import consoleCss from "./assets/console.css" with { type: "text" };
 // htmx and its SSE extension (npm, pinned in package.json), embedded like the console's own files.
 import htmxJs from "htmx.org/dist/htmx.min.js" with { type: "text" };
@@ -15,7 +15,7 @@ import operationsCss from "./assets/operations.css" with { type: "text" };
 import composerJs from "./assets/composer.js" with { type: "text" };
 import inboxCss from "./assets/inbox.css" with { type: "text" };
 import leadCss from "./assets/lead.css" with { type: "text" };
-import leadJs from "./assets/lead.js" with { type: "text" };
+import timelineJs from "./assets/timeline.js" with { type: "text" };
 
 export interface Asset {
   body: string;
@@ -28,10 +28,10 @@ export const ASSETS: Readonly<Record<string, Asset>> = {
   "console.js": { body: consoleJs, type: "text/javascript; charset=utf-8" },
   "icon.svg": { body: icon, type: "image/svg+xml" },
   "operations.css": { body: operationsCss, type: "text/css; charset=utf-8" },
-  "c2.css": { body: c2Css, type: "text/css; charset=utf-8" },
-  "c2.js": { body: c2Js, type: "text/javascript; charset=utf-8" },
+  "reports.css": { body: reportsCss, type: "text/css; charset=utf-8" },
+  "copy-tag.js": { body: copyTagJs, type: "text/javascript; charset=utf-8" },
   "lead.css": { body: leadCss, type: "text/css; charset=utf-8" },
-  "lead.js": { body: leadJs, type: "text/javascript; charset=utf-8" },
+  "timeline.js": { body: timelineJs, type: "text/javascript; charset=utf-8" },
   "inbox.css": { body: inboxCss, type: "text/css; charset=utf-8" },
   "composer.js": { body: composerJs, type: "text/javascript; charset=utf-8" },
   "inbox.js": { body: inboxJs, type: "text/javascript; charset=utf-8" },

@@ -94,7 +94,7 @@ export function attributionRoutes(deps: Deps): Route[] {
       }),
       async ({ query }, { grant: viewer }) => {
         const [{ p, rows }, orgs] = await Promise.all([run(viewer, query), orgChoices(deps.sql, viewer)]);
-        return consoleHtml(deps, viewer, { title: "Attribution", nav: "kpi", body: attributionBody(p, rows, orgs), styles: ["c2.css"] });
+        return consoleHtml(deps, viewer, { title: "Attribution", nav: "kpi", body: attributionBody(p, rows, orgs), styles: ["reports.css"] });
       },
     ),
     defineRoute(

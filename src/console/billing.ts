@@ -89,7 +89,7 @@ export function billingRoutes(deps: Deps): Route[] {
         const zones = new Map<number, string>();
         for (const id of new Set(ledger.map((e) => e.org_id))) zones.set(id, await zoneOf(sql, id));
         const body = billingBody({ billing, ledger, next, paged: before !== null, org, orgs, zones });
-        return consoleHtml(deps, viewer, { title: "Billing", nav: "billing", body, styles: ["c2.css"] });
+        return consoleHtml(deps, viewer, { title: "Billing", nav: "billing", body, styles: ["reports.css"] });
       },
     ),
   ];

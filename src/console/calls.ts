@@ -235,7 +235,7 @@ export function callRoutes(deps: Deps): Route[] {
         const page = rows.slice(0, CALLS_PAGE);
         const next = rows.length > CALLS_PAGE ? page[page.length - 1].cursor : null;
         const body = callsBody({ params, rows: page, next, paged: after !== null, agents, pools, orgs, canExport, totals });
-        return consoleHtml(deps, viewer, { title: "Calls", nav: "calls", body, styles: ["c2.css"] });
+        return consoleHtml(deps, viewer, { title: "Calls", nav: "calls", body, styles: ["reports.css"] });
       },
     ),
     defineRoute(

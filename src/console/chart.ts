@@ -2,7 +2,7 @@
 // and <desc> for screen readers, and the same numbers as a text table beside the picture (a chart
 // alone says nothing to someone who cannot see it, and nothing exact to anyone).
 // The console's CSP forbids style attributes: geometry is in SVG attributes, colours in CSS
-// classes (`chart-s0`, `chart-s1`, … in assets/c2.css).
+// classes (`chart-s0`, `chart-s1`, … in assets/reports.css).
 import { html, type Html } from "./html";
 
 export interface Series {

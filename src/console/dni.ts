@@ -150,7 +150,7 @@ export function dniRoutes(deps: Deps): Route[] {
           tag: dniScriptTag(deps.config.baseUrl, pool.key),
         }));
         const body = dniBody({ pools: views, report, from, to, reportPool, org, orgs });
-        return consoleHtml(deps, viewer, { title: "Number insertion", nav: "dni", body, styles: ["c2.css"], scripts: ["c2.js"] });
+        return consoleHtml(deps, viewer, { title: "Number insertion", nav: "dni", body, styles: ["reports.css"], scripts: ["copy-tag.js"] });
       },
     ),
   ];

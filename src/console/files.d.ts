@@ -16,11 +16,11 @@ declare module "*/assets/operations.css" {
   const text: string;
   export default text;
 }
-declare module "*/assets/c2.css" {
+declare module "*/assets/reports.css" {
   const text: string;
   export default text;
 }
-declare module "*/assets/c2.js" {
+declare module "*/assets/copy-tag.js" {
   const text: string;
   export default text;
 }
@@ -28,7 +28,7 @@ declare module "*/assets/lead.css" {
   const text: string;
   export default text;
 }
-declare module "*/assets/lead.js" {
+declare module "*/assets/timeline.js" {
   const text: string;
   export default text;
 }

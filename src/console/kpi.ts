@@ -162,7 +162,7 @@ export function kpiRoutes(deps: Deps): Route[] {
         }
         const previous = { from: prevDays[0], to: prevTo, values: prevValues };
         const body = kpiBody({ metrics, metric, dims, dim, from, to, days, values, previous, preset: preset?.id ?? null, csrf: viewer.csrf, org, orgs });
-        return consoleHtml(deps, viewer, { title: "KPIs", nav: "kpi", body, styles: ["c2.css"] });
+        return consoleHtml(deps, viewer, { title: "KPIs", nav: "kpi", body, styles: ["reports.css"] });
       },
     ),
     defineRoute(

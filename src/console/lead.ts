@@ -185,7 +185,7 @@ async function leadResponse(deps: Deps, viewer: Viewer, id: number, q: LeadQuery
   return consoleHtml(deps, viewer, {
     title: leadDisplayName(lead),
     nav: "leads",
-    scripts: ["lead.js", "composer.js"],
+    scripts: ["timeline.js", "composer.js"],
     styles: ["lead.css", "inbox.css"],
     body: leadBody(
       {

@@ -135,7 +135,7 @@ export function todayRoutes(deps: Deps): Route[] {
         const org = orgOf(viewer, q);
         const link = queryOf({ day: r?.day ?? null, org: viewer.actor.orgId === null ? org : null });
         const body = todayBody(r, orgs, org, dayParam(q.day), link);
-        return consoleHtml(deps, viewer, { title: "Today", nav: "today", body, styles: ["c2.css"] });
+        return consoleHtml(deps, viewer, { title: "Today", nav: "today", body, styles: ["reports.css"] });
       },
     ),
     defineRoute(

@@ -4,7 +4,7 @@
 import type { Sql } from "../../src/db/client";
 import type { ConsoleRoute } from "./auth-matrix";
 import { makeUser, signIn, type ConsoleClient } from "./console";
-import { C2_ROUTES } from "./console-matrix-c2";
+import { REPORT_ROUTES } from "./console-matrix-reports";
 import { OPERATIONS_ROUTES } from "./console-matrix-operations";
 import { SETTINGS_ROUTES } from "./console-matrix-settings";
 
@@ -181,6 +181,6 @@ export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {
   consoleTwoStepOff: page("POST /console/account/two-step/off", "/console/account/two-step/off", "POST"),
   ...OPERATIONS_ROUTES,
   ...SETTINGS_ROUTES,
-  ...C2_ROUTES,
+  ...REPORT_ROUTES,
   ...leadPages,
 };

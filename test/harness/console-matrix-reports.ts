@@ -55,7 +55,7 @@ function list(name: string, path: string, managers: boolean, callCursor = false)
   };
 }
 
-export const C2_ROUTES: Record<string, ConsoleRoute> = {
+export const REPORT_ROUTES: Record<string, ConsoleRoute> = {
   consoleCalls: list("GET /console/calls", "/console/calls", false, true),
   // Exporting is a manager's right unless the organization grants it to agents (not organization 1 here).
   consoleCallsCsv: list("GET /console/calls.csv", "/console/calls.csv", true, true),
