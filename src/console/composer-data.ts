@@ -7,7 +7,7 @@ import { dncStatus } from "../leads/dnc";
 import type { LeadProfile } from "../leads/profile";
 import { billingOf } from "../messages/ledger";
 import { quietHoursEnd, recipientZone } from "../messages/quiet-hours";
-import { blockedChannels, type ComposerState } from "./composer";
+import { blockedChannels, type ComposerChannel, type ComposerState } from "./composer";
 import type { Viewer } from "./route";
 
 export type ComposerFacts = Pick<ComposerState, "blocked" | "quietUntil" | "smsCost">;
@@ -32,3 +32,19 @@ export async function composerFacts(deps: Deps, viewer: Viewer, lead: LeadProfil
     smsCost: billing[0]?.sms_cost ?? null,
   };
 }
+
+/** A refused send's draft as a page puts it back (LeadDraft in lead.ts). */
+interface Draft {
+  channel: ComposerChannel;
+  subject: string;
+  body: string;
+  refusal: string;
+}
+
+/** What a page gives its composer: the lead's facts, the send's operation id, a refused send's draft put back. */
+export const composerOf = (facts: ComposerFacts, operationId: string, draft: Draft | null | undefined) => ({
+  ...facts,
+  operationId,
+  draft: draft && { channel: draft.channel, subject: draft.subject, body: draft.body },
+  refusal: draft?.refusal ?? null,
+});

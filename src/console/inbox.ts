@@ -20,7 +20,7 @@ import { conversationRow, inboxPage, viewCounts } from "../workspace/inbox";
 import { listCursorText, parseListCursor, userOf } from "../workspace/model";
 import type { SnoozeChoice } from "../workspace/snooze";
 import { actorNames } from "./actor-names";
-import { composerFacts } from "./composer-data";
+import { composerFacts, composerOf } from "./composer-data";
 import { paneHtml, type PaneData } from "./conversation-view";
 import { consoleHtml, csrfField, html, notice, raw, seeOther, type Html } from "./html";
 import { conversationName, countText, formState, inboxHref, listHtml, listState, VIEW_LABELS, type ListState } from "./inbox-view";
@@ -175,12 +175,7 @@ async function loadPane(deps: Deps, viewer: Viewer, id: number, state: ListState
     older: timeline.older === null ? null : cursorText(timeline.older),
     people,
     me: userOf(viewer.actor),
-    composer: {
-      ...facts,
-      operationId: newOperationId(),
-      draft: draft && { channel: draft.channel, subject: draft.subject, body: draft.body },
-      refusal: draft?.refusal ?? null,
-    },
+    composer: composerOf(facts, newOperationId(), draft),
     csrf: csrfField(viewer),
     state,
   };

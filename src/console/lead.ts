@@ -24,7 +24,7 @@ import { sendEnv, sendMessage, type Recorded } from "../messages/service";
 import { actorNames } from "./actor-names";
 import { audit } from "./audit";
 import type { ComposerChannel } from "./composer";
-import { composerFacts } from "./composer-data";
+import { composerFacts, composerOf } from "./composer-data";
 import { consoleHtml, csrfField, notice, seeOther } from "./html";
 import { entriesHtml, leadBody, leadDisplayName } from "./lead-view";
 import { formBody, jsonSpec, pageQuery, pageSpec, strictJson, type Viewer } from "./route";
@@ -198,12 +198,7 @@ async function leadResponse(deps: Deps, viewer: Viewer, id: number, q: LeadQuery
         appointments,
         firstTouch,
         agents,
-        composer: {
-          ...facts,
-          operationId: newOperationId(),
-          draft: draft && { channel: draft.channel, subject: draft.subject, body: draft.body },
-          refusal: draft?.refusal ?? null,
-        },
+        composer: composerOf(facts, newOperationId(), draft),
         csrf: csrfField(viewer),
         notice: shown,
         mayLiftOptOut: viewer.user.role !== "agent",
