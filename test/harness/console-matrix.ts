@@ -6,6 +6,7 @@ import type { ConsoleRoute } from "./auth-matrix";
 import { makeUser, signIn, type ConsoleClient } from "./console";
 import { C2_ROUTES } from "./console-matrix-c2";
 import { OPERATIONS_ROUTES } from "./console-matrix-operations";
+import { POOL_ROUTES } from "./console-matrix-pools";
 
 const sessions = new Map<string, Promise<ConsoleClient>>();
 
@@ -132,6 +133,7 @@ export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {
   consoleTwoStepConfirm: page("POST /console/account/two-step/confirm", "/console/account/two-step/confirm", "POST"),
   consoleTwoStepOff: page("POST /console/account/two-step/off", "/console/account/two-step/off", "POST"),
   ...OPERATIONS_ROUTES,
+  ...POOL_ROUTES,
   ...C2_ROUTES,
   ...leadPages,
 };
