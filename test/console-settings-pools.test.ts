@@ -171,4 +171,40 @@ describe("DNI pool settings", () => {
     const [entry] = await audits(`pool:${BOLT_POOL}`);
     expect(entry).toMatchObject({ action: "pool.update", org_id: 2 });
   });
+
+  test("add a pool: create-only, in the manager's own organization whatever org is posted, audited pool.create", async () => {
+    const r = await acme.post("/console/settings/pools", { key: "acme-landing", name: "Landing", fallback: "5125550177", placeholder: "", ttl_seconds: "", org: "2" });
+    expect(r.status).toBe(303);
+    expect(r.headers.get("location")).toBe("/console/settings/pools/acme-landing?done=created");
+    expect(await pool("acme-landing")).toMatchObject({ org_id: 1, name: "Landing", fallback: "5125550177", placeholder: "", ttl_seconds: 1800 });
+    expect(await active("acme-landing")).toEqual([]);
+    const [entry] = await db.sql<{ actor_id: string; org_id: number }[]>`select actor_id, org_id from audit_log where action = 'pool.create' and target = 'pool:acme-landing'`;
+    expect(entry!.org_id).toBe(1);
+    expect((await acme.get("/console/settings/pools/acme-landing")).status).toBe(200);
+    const bad = await acme.post("/console/settings/pools", { key: "no spaces here", name: "x" });
+    expect(bad.status).toBe(422);
+    expect(bad.body).toContain("key:");
+  });
+
+  test("a pool key in use anywhere is refused with one answer that never says whose", async () => {
+    const theirs = await acme.post("/console/settings/pools", { key: BOLT_POOL, name: "Mine now" });
+    const ours = await acme.post("/console/settings/pools", { key: "acme-site", name: "Mine now" });
+    for (const r of [theirs, ours]) {
+      expect(r.status).toBe(422);
+      expect(r.body).toContain("this key is in use: choose another");
+      expect(r.body).not.toContain("does not exist");
+      expect(r.body).not.toContain("exists already");
+    }
+    expect((await pool(BOLT_POOL)).org_id).toBe(2);
+    expect((await pool(BOLT_POOL)).name).not.toBe("Mine now");
+    expect((await pool("acme-site")).name).not.toBe("Mine now");
+  });
+
+  test("an admin adds a pool for an organization they choose", async () => {
+    const r = await admin.post("/console/settings/pools", { key: "bolt-second", org: "2", name: "Second" });
+    expect(r.status).toBe(303);
+    expect((await pool("bolt-second")).org_id).toBe(2);
+    expect((await bolt.get("/console/settings/pools/bolt-second")).status).toBe(200);
+    expect((await acme.get("/console/settings/pools/bolt-second")).status).toBe(404);
+  });
 });

@@ -55,6 +55,9 @@ const managers = (name: string, request: ConsoleRoute["request"], crossOrg: Cons
 
 export const POOL_ROUTES: Record<string, ConsoleRoute> = {
   consoleSettingsPools: managers("GET /console/settings/pools", get("/console/settings/pools"), { none: "lists the viewer's organization's pools; takes no key" }),
+  consoleSettingsPoolAdd: managers("POST /console/settings/pools", post("/console/settings/pools", { key: "matrix-new" }), {
+    none: "creates a pool in the viewer's own organization (a manager's posted org is ignored); a key in use anywhere gets one answer, whoever has it (test/console-settings-pools.test.ts)",
+  }),
   consoleSettingsPool: managers("GET /console/settings/pools/{key}", get(at(MISSING)), { cases: () => one("another organization's pool", get(at(POOL)), get(at(MISSING))) }),
   consoleSettingsPoolSave: managers("POST /console/settings/pools/{key}", post(at(MISSING), { name: "x" }), {
     cases: () => one("another organization's pool", post(at(POOL), { name: "Taken", ttl_seconds: "30" }), post(at(MISSING), { name: "Taken", ttl_seconds: "30" })),

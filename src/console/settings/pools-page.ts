@@ -2,16 +2,32 @@
 // pool's form with its numbers, and the confirmation page of deactivating a number.
 import { html, type Html } from "../html";
 import { exhaustionWarning, type PoolView } from "../dni";
-import { checkField, flashOf, problemsBox, textField } from "./page";
+import { checkField, flashOf, problemsBox, selectField, textField } from "./page";
 import type { PoolForm, PoolRow } from "./pools-service";
 
 const path = (key: string) => `/console/settings/pools/${encodeURIComponent(key)}`;
 
 export const formOf = (p: PoolRow): PoolForm => ({ name: p.name, fallback: p.fallback, placeholder: p.placeholder, ttl_seconds: String(p.ttl_seconds) });
 
-export function listBody(v: { pools: PoolRow[]; views: Map<string, PoolView>; admin: boolean; done: string | null }): Html {
+export type AddForm = PoolForm & { key?: string; org?: string };
+
+function addForm(v: { csrf: Html; orgs: { id: number; name: string }[] | null; form: AddForm | null; problems: string[] | null }): Html {
+  const f = v.form ?? {};
+  return html`<section class="card" aria-labelledby="add-h"><h2 id="add-h">Add a pool</h2>${problemsBox(v.problems)}
+<form method="post" action="/console/settings/pools" class="settings-form">${v.csrf}
+${textField({ id: "a-key", name: "key", label: "Key", value: f.key ?? "", hint: "Letters, digits, _ and -, up to 64: the script tag names the pool by it, so it must be unused by every organization" })}
+${v.orgs ? selectField({ id: "a-org", name: "org", label: "Organization", value: f.org ?? "", options: [["", "House (platform)"], ...v.orgs.map((o) => [String(o.id), `${o.id} · ${o.name}`] as const)] }) : ""}
+${textField({ id: "a-name", name: "name", label: "Name", value: f.name ?? "" })}
+${textField({ id: "a-fallback", name: "fallback", label: "Fallback number", value: f.fallback ?? "", type: "tel", hint: "10 digits, empty for none" })}
+${textField({ id: "a-placeholder", name: "placeholder", label: "Placeholder number", value: f.placeholder ?? "", type: "tel", hint: "10 digits, empty for none" })}
+${textField({ id: "a-ttl", name: "ttl_seconds", label: "Hold (seconds)", value: f.ttl_seconds ?? "", type: "number", hint: "30 to 2592000; empty: 1800" })}
+<button class="btn btn-primary" type="submit">Add pool</button>
+</form></section>`;
+}
+
+export function listBody(v: { pools: PoolRow[]; views: Map<string, PoolView>; admin: boolean; done: string | null; add: Parameters<typeof addForm>[0] }): Html {
   return html`${flashOf(v.done)}
-<p class="muted">Numbers shown to a site's visitors by the number-insertion script; usage and the script tag are on the <a href="/console/dni">Number insertion</a> page. New pools are added with the provisioning file.</p>
+<p class="muted">Numbers shown to a site's visitors by the number-insertion script; usage and the script tag are on the <a href="/console/dni">Number insertion</a> page. New pools start with no numbers: add them on the pool's page.</p>
 ${v.pools.length === 0
     ? html`<p class="empty">No number pools are provisioned.</p>`
     : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Number pools"><table class="data">
@@ -23,7 +39,8 @@ ${v.pools.map((p) => {
         const view = v.views.get(p.key);
         const warning = view ? exhaustionWarning(view) : null;
         return warning ? html`<h2>${p.name || p.key}</h2>${warning}` : "";
-      })}`}`;
+      })}`}
+${addForm(v.add)}`;
 }
 
 export function editBody(v: { pool: PoolRow; view: PoolView | null; form: PoolForm; number: string; csrf: Html; problems: string[] | null; numberProblems: string[] | null; done: string | null }): Html {

@@ -111,3 +111,18 @@ export const addNumber = (deps: Deps, actor: Actor, p: PoolRow, number: string) 
 /** Deactivates a number (not active in this pool: nothing to change); its row and history stay. */
 export const deactivateNumber = (deps: Deps, actor: Actor, p: PoolRow, number: string) =>
   changeNumbers(deps, actor, p, (ns) => (ns.includes(number) ? ns.filter((n) => n !== number) : null));
+
+export const KEY_TAKEN = "key: this key is in use: choose another";
+
+/**
+ * A new pool, create-only under the provisioning lock. Pool keys are global (the number-insertion
+ * script names its pool by key alone), so a key that exists anywhere is refused with one answer,
+ * whoever has it: provisioning says "exists already" for the viewer's own and "does not exist" for
+ * another organization's, and neither reaches the form.
+ */
+export async function addPool(deps: Deps, actor: Actor, orgId: number | null, f: PoolForm & { key?: string }): Promise<Applied> {
+  const key = (f.key ?? "").trim();
+  const r = await applySettings(deps, actor, { dni_pools: [{ key, org_id: orgId, numbers: [], ...poolFields(f) }] } as unknown as ProvisioningFile, true);
+  if (r.ok) return r;
+  return { ...r, problems: r.exists ? [KEY_TAKEN] : formProblems(r.problems) };
+}

@@ -10,18 +10,21 @@ import { poolViews } from "../dni";
 import { consoleHtml, csrfField, html, notFoundPage, seeOther, type Html } from "../html";
 import { zoneOf } from "../period";
 import { formBody, MANAGERS, pageQuery, pageSpec, type Viewer } from "../route";
+import { orgList } from "./org-service";
 import { settingsTabs } from "./page";
-import { confirmBody, editBody, formOf, listBody } from "./pools-page";
-import { addNumber, deactivateNumber, numberOf, poolsOf, savePool, scopedPool, type PoolRow } from "./pools-service";
+import { confirmBody, editBody, formOf, listBody, type AddForm } from "./pools-page";
+import { addNumber, addPool, deactivateNumber, numberOf, poolsOf, savePool, scopedPool, type PoolRow } from "./pools-service";
 
 const STYLES = ["operations.css"];
 const DONE: Record<string, string> = {
   saved: "Pool saved.",
   unchanged: "Nothing to change.",
   added: "Number added.",
+  created: "Pool added: add its numbers below.",
   deactivated: "Number deactivated: visitors are no longer given it.",
 };
 const Form = t.Object({ name: t.Optional(t.String()), fallback: t.Optional(t.String()), placeholder: t.Optional(t.String()), ttl_seconds: t.Optional(t.String()) });
+const NewForm = t.Object({ ...Form.properties, key: t.Optional(t.String()), org: t.Optional(t.String({ description: "admins: the organization; empty: the house's" })) });
 const NumberForm = t.Object({ number: t.Optional(t.String({ description: "10 digits" })) });
 const Confirm = t.Object({ number: t.Optional(t.String()), confirm: t.Optional(t.String({ description: "present: the confirmation was checked" })) });
 const keyParam = textParam("key");
@@ -43,13 +46,39 @@ export function poolSettingsRoutes(deps: Deps): Route[] {
       status,
     );
 
+  const list = async (viewer: Viewer, extra: { done: string | null; form: AddForm | null; problems: string[] | null }, status = 200) => {
+    const org = viewer.actor.orgId;
+    const views = await poolViews(deps, org, await zoneOf(deps.sql, org), deps.clock.now());
+    const orgs = org === null ? await orgList(deps.sql) : null;
+    const body = listBody({
+      pools: await poolsOf(deps.sql, viewer.actor),
+      views: new Map(views.map((v) => [v.pool.key, v])),
+      admin: org === null,
+      done: extra.done,
+      add: { csrf: csrfField(viewer), orgs, form: extra.form, problems: extra.problems },
+    });
+    return page(viewer, "Number pools", body, status);
+  };
+
   return [
-    defineRoute(deps, spec("consoleSettingsPools", "DNI pools: the list, with each pool's exhaustion warning", "/console/settings/pools", "GET", { query: Done }), async ({ query }, { grant: viewer }) => {
-      const org = viewer.actor.orgId;
-      const views = await poolViews(deps, org, await zoneOf(deps.sql, org), deps.clock.now());
-      const body = listBody({ pools: await poolsOf(deps.sql, viewer.actor), views: new Map(views.map((v) => [v.pool.key, v])), admin: org === null, done: (query.done && DONE[query.done]) || null });
-      return page(viewer, "Number pools", body);
-    }),
+    defineRoute(deps, spec("consoleSettingsPools", "DNI pools: the list, with each pool's exhaustion warning, and the add form", "/console/settings/pools", "GET", { query: Done }), async ({ query }, { grant: viewer }) =>
+      list(viewer, { done: (query.done && DONE[query.done]) || null, form: null, problems: null }),
+    ),
+    defineRoute(
+      deps,
+      spec("consoleSettingsPoolAdd", "Add a DNI pool (form: key, name, fallback, placeholder, ttl_seconds, org for admins), create-only; a key in use anywhere is refused without saying whose; audited pool.create", "/console/settings/pools", "POST", {
+        body: formBody(NewForm),
+      }),
+      async ({ body }, { grant: viewer }) => {
+        let orgId = viewer.actor.orgId;
+        if (orgId === null && body.org) {
+          orgId = (await orgList(deps.sql)).find((o) => String(o.id) === body.org)?.id ?? null;
+          if (orgId === null) return list(viewer, { done: null, form: body, problems: ["Choose an organization from the list."] }, 422);
+        }
+        const r = await addPool(deps, viewer.actor, orgId, body);
+        return r.ok ? seeOther(`${href((body.key ?? "").trim())}?done=created`) : list(viewer, { done: null, form: body, problems: r.problems }, 422);
+      },
+    ),
     defineRoute(deps, spec("consoleSettingsPool", "One DNI pool's form and its numbers", "/console/settings/pools/{key}", "GET", { params: keyParam, query: Done }), async ({ params: key, query }, { grant: viewer }) => {
       const p = await scopedPool(deps.sql, viewer.actor, key);
       return p ? edit(viewer, p, { done: (query.done && DONE[query.done]) || null }) : notFoundPage(deps, viewer);
