@@ -207,4 +207,21 @@ describe("DNI pool settings", () => {
     expect((await bolt.get("/console/settings/pools/bolt-second")).status).toBe(200);
     expect((await acme.get("/console/settings/pools/bolt-second")).status).toBe(404);
   });
+
+  test("bad input of every kind is the form's refusal or the 404 page, never a 500", async () => {
+    for (const key of ["%00", "a%00b", "x".repeat(65), "%E2%80%AE", "..%2F..%2Fetc"]) {
+      expect((await acme.get(`/console/settings/pools/${key}`)).status).toBe(404);
+      expect((await acme.post(`/console/settings/pools/${key}/numbers`, { number: "5125550199" })).status).toBe(404);
+    }
+    for (const form of [{ name: "a\u0000b" }, { ttl_seconds: "1e9" }, { ttl_seconds: "99999999999" }, { fallback: "\u0000" }, { name: "x".repeat(100_000) }]) {
+      const r = await acme.post("/console/settings/pools/acme-site", form);
+      expect([303, 422]).toContain(r.status);
+    }
+    for (const number of ["", "\u0000", "5".repeat(1000), "+1 512 555 0199"]) {
+      expect((await acme.post("/console/settings/pools/acme-site/numbers", { number })).status).toBe(422);
+    }
+    expect((await acme.get("/console/settings/pools/acme-site/deactivate?number=%00")).status).toBe(404);
+    expect((await acme.post("/console/settings/pools/acme-site/deactivate", { number: "\u0000", confirm: "1" })).status).toBe(303);
+    expect((await acme.post("/console/settings/pools", { key: "a\u0000b" })).status).toBe(422);
+  });
 });

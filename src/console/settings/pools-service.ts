@@ -41,7 +41,9 @@ async function rows(sql: Sql, actor: Actor, key: string | null): Promise<PoolRow
 }
 
 export const poolsOf = (sql: Sql, actor: Actor) => rows(sql, actor, null);
-export const scopedPool = async (sql: Sql, actor: Actor, key: string) => (key.length > 64 ? null : ((await rows(sql, actor, key))[0] ?? null));
+/** A path's key that no pool can have (provisioning's key pattern) is missing without a query. */
+const POOL_KEY = /^[A-Za-z0-9_-]{1,64}$/;
+export const scopedPool = async (sql: Sql, actor: Actor, key: string) => (POOL_KEY.test(key) ? ((await rows(sql, actor, key))[0] ?? null) : null);
 
 /** A number as typed (`(555) 010-2000`, `555.010.2000`): its digits; anything else is kept for the check to name. */
 export const numberOf = (typed: string | undefined): string => {
