@@ -213,7 +213,8 @@ describe("DNI pool settings", () => {
       expect((await acme.get(`/console/settings/pools/${key}`)).status).toBe(404);
       expect((await acme.post(`/console/settings/pools/${key}/numbers`, { number: "5125550199" })).status).toBe(404);
     }
-    for (const form of [{ name: "a\u0000b" }, { ttl_seconds: "1e9" }, { ttl_seconds: "99999999999" }, { fallback: "\u0000" }, { name: "x".repeat(100_000) }]) {
+    const forms: Record<string, string>[] = [{ name: "a\u0000b" }, { ttl_seconds: "1e9" }, { ttl_seconds: "99999999999" }, { fallback: "\u0000" }, { name: "x".repeat(100_000) }];
+    for (const form of forms) {
       const r = await acme.post("/console/settings/pools/acme-site", form);
       expect([303, 422]).toContain(r.status);
     }
