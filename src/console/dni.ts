@@ -38,17 +38,25 @@ export interface DniView {
   orgs: OrgChoice[];
 }
 
-function poolSection(v: PoolView, i: number): Html {
+/**
+ * The exhaustion warning of a pool (src/dni/usage.ts sufficient), or null: shown here and on the
+ * pool's settings page (src/console/settings/pools.ts).
+ */
+export function exhaustionWarning(v: PoolView): Html | null {
   const { pool, usage } = v;
   const s = usage.sufficient;
-  const warning =
-    s === null
-      ? null
-      : html`<div class="card" role="note"><p><span class="badge badge-warn">Pool exhausted</span>
+  return s === null
+    ? null
+    : html`<div class="card" role="note"><p><span class="badge badge-warn">Pool exhausted</span>
   In the hour from ${when(s.hour, v.zone)}, ${s.refused} ${s.refused === 1 ? "visitor" : "visitors"} got the fallback number
   beside ${s.peak} ${s.peak === 1 ? "number" : "numbers"} held at the peak.
   <strong>A pool of ${s.size} numbers would have sufficed</strong> (it has ${pool.numbers} now${
     pool.numbers >= s.size ? ", enough for that hour" : `: ${s.size - pool.numbers} more`}).</p></div>`;
+}
+
+function poolSection(v: PoolView, i: number): Html {
+  const { pool, usage } = v;
+  const warning = exhaustionWarning(v);
   return html`<section class="card" aria-labelledby="pool-${i}">
   <h2 id="pool-${i}">${pool.name || pool.key} <span class="muted">(${pool.key})</span></h2>
   <ul class="pool-figures">
@@ -107,6 +115,21 @@ ${v.pools.length === 0 ? html`<p class="empty">No number pools are provisioned.<
 </section>`;
 }
 
+/** Every pool of the organization (null: every pool) with its usage, each pool's days in its own organization's zone. */
+export async function poolViews(deps: Deps, org: number | null, zone: string, now: number): Promise<PoolView[]> {
+  const { sql } = deps;
+  const pools = await poolsNow(sql, org, new Date(now));
+  // An admin may see several organizations' pools.
+  const zones = new Map<number | null, string>([[org, zone]]);
+  for (const p of pools) if (!zones.has(p.org_id)) zones.set(p.org_id, await zoneOf(sql, p.org_id));
+  const usage = await poolsUsage(
+    sql,
+    pools.map((p) => ({ key: p.key, zone: zones.get(p.org_id)! })),
+    now,
+  );
+  return pools.map((pool) => ({ pool, zone: zones.get(pool.org_id)!, usage: usage.get(pool.key)!, tag: dniScriptTag(deps.config.baseUrl, pool.key) }));
+}
+
 export function dniRoutes(deps: Deps): Route[] {
   const { sql } = deps;
   return [
@@ -126,30 +149,16 @@ export function dniRoutes(deps: Deps): Route[] {
         const zone = await zoneOf(sql, org);
         const from = dayParam(q.from) ?? today(now, zone, USAGE_DAYS - 1);
         const to = dayParam(q.to) ?? today(now, zone);
-        const pools = await poolsNow(sql, org, new Date(now));
+        const pools = await poolViews(deps, org, zone, now);
         // The report's pool must be one of the viewer's: another organization's key shows nothing.
         const asked = textParam(q.pool, 48);
-        const reportPool = asked !== null && pools.some((p) => p.key === asked) ? asked : null;
+        const reportPool = asked !== null && pools.some((p) => p.pool.key === asked) ? asked : null;
         const range = instantsOf(from, to, zone);
-        // Each pool's days in its own organization's zone (an admin may see several).
-        const zones = new Map<number | null, string>([[org, zone]]);
-        for (const p of pools) if (!zones.has(p.org_id)) zones.set(p.org_id, await zoneOf(sql, p.org_id));
-        const [usage, report, orgs] = await Promise.all([
-          poolsUsage(
-            sql,
-            pools.map((p) => ({ key: p.key, zone: zones.get(p.org_id)! })),
-            now,
-          ),
+        const [report, orgs] = await Promise.all([
           dniReport(sql, { pool: reportPool, since: range.from, until: range.to, orgId: org }),
           orgChoices(sql, viewer),
         ]);
-        const views = pools.map((pool) => ({
-          pool,
-          zone: zones.get(pool.org_id)!,
-          usage: usage.get(pool.key)!,
-          tag: dniScriptTag(deps.config.baseUrl, pool.key),
-        }));
-        const body = dniBody({ pools: views, report, from, to, reportPool, org, orgs });
+        const body = dniBody({ pools, report, from, to, reportPool, org, orgs });
         return consoleHtml(deps, viewer, { title: "Number insertion", nav: "dni", body, styles: ["reports.css"], scripts: ["copy-tag.js"] });
       },
     ),

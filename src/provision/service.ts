@@ -63,6 +63,12 @@ export interface ProvisionOptions {
    * run's lock, so two creating the same id never have the second overwrite the first.
    */
   createOnly?: boolean;
+  /**
+   * Problems of the plan, checked under the run's lock before anything is written (non-empty:
+   * refused, nothing written). The console compares what it built its fragment from with the rows
+   * the run read, so a list it rewrote whole (a pool's numbers) is never one changed meanwhile.
+   */
+  expect?: (planned: Planned[]) => string[];
 }
 
 /** The problem createOnly reports for an object that exists (the console retries another id). */
@@ -110,6 +116,7 @@ export async function applyProvisioning(sql: Sql, file: ProvisioningFile, opts: 
       problems.push(...plan.problems);
     }
     if (opts.createOnly) for (const o of planned) if (!o.created) problems.push(`${o.path}: ${EXISTS}`);
+    if (opts.expect && problems.length === 0) problems.push(...opts.expect(planned));
     if (problems.length > 0) throw new ProvisioningError(problems);
     summary.plan = planned;
     count(summary, planned);

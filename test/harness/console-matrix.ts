@@ -7,6 +7,7 @@ import { makeUser, signIn, type ConsoleClient } from "./console";
 import { REPORT_ROUTES } from "./console-matrix-reports";
 import { OPERATIONS_ROUTES } from "./console-matrix-operations";
 import { SETTINGS_ROUTES } from "./console-matrix-settings";
+import { POOL_ROUTES } from "./console-matrix-pools";
 
 const sessions = new Map<string, Promise<ConsoleClient>>();
 
@@ -182,5 +183,6 @@ export const CONSOLE_ROUTES: Record<string, ConsoleRoute> = {
   ...OPERATIONS_ROUTES,
   ...SETTINGS_ROUTES,
   ...REPORT_ROUTES,
+  ...POOL_ROUTES,
   ...leadPages,
 };

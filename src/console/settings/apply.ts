@@ -7,6 +7,7 @@
 import type { Actor } from "../../auth/actor";
 import type { Deps } from "../../http/deps";
 import { TABLES, type ProvisioningFile } from "../../provision/model";
+import type { Planned } from "../../provision/plan";
 import { applyProvisioning, EXISTS, type ProvisionSummary } from "../../provision/service";
 import { fileProblems, ProvisioningError } from "../../provision/validate";
 
@@ -22,11 +23,12 @@ const onForm = (problem: string) => problem.replace(/^[a-z_]+\[0\](\.|: )?/, "")
  */
 const stored = (problem: string) => problem.endsWith(EXISTS) || /^[a-z_]+\[0\]: [a-z]+ \S+ does not exist$/.test(problem);
 
-export async function applySettings(deps: Deps, actor: Actor, fragment: ProvisioningFile, createOnly = false): Promise<Applied> {
+/** `expect`: the plan's problems, checked under the run's lock (applyProvisioning's `expect`). */
+export async function applySettings(deps: Deps, actor: Actor, fragment: ProvisioningFile, createOnly = false, expect?: (planned: Planned[]) => string[]): Promise<Applied> {
   const problems = fileProblems(fragment);
   if (problems.length > 0) return { ok: false, problems: problems.map(onForm), exists: false };
   try {
-    const summary = await applyProvisioning(deps.sql, fragment, { actor, now: new Date(deps.clock.now()), secretKey: deps.config.secretKey, createOnly });
+    const summary = await applyProvisioning(deps.sql, fragment, { actor, now: new Date(deps.clock.now()), secretKey: deps.config.secretKey, createOnly, expect });
     return { ok: true, summary };
   } catch (err) {
     if (err instanceof ProvisioningError) return { ok: false, problems: err.problems.map(onForm), exists: createOnly && err.problems.some(stored) };

@@ -5,9 +5,10 @@ import type { Route } from "../../http/route";
 import { automationSettingsRoutes } from "./automations";
 import { calendarSettingsRoutes } from "./calendars";
 import { orgSettingsRoutes } from "./org";
+import { poolSettingsRoutes } from "./pools";
 import { userSettingsRoutes } from "./users";
 import { webhookSettingsRoutes } from "./webhooks";
 
 export function settingsRoutes(deps: Deps): Route[] {
-  return [...orgSettingsRoutes(deps), ...userSettingsRoutes(deps), ...webhookSettingsRoutes(deps), ...automationSettingsRoutes(deps), ...calendarSettingsRoutes(deps)];
+  return [...orgSettingsRoutes(deps), ...userSettingsRoutes(deps), ...webhookSettingsRoutes(deps), ...automationSettingsRoutes(deps), ...calendarSettingsRoutes(deps), ...poolSettingsRoutes(deps)];
 }
