@@ -5,7 +5,7 @@ import { startApp, type TestApp } from "./harness/app";
 import { axeProblems, launchBrowser, pageProblems } from "./harness/browser";
 import { browserSignIn, makeUser, shoot, signIn, type ConsoleClient, type MadeUser } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
-import { seedWorld } from "./harness/factory";
+import { makeKey, seedWorld } from "./harness/factory";
 
 let db: TestDatabase;
 let app: TestApp;
@@ -100,6 +100,21 @@ describe("the edit form", () => {
 });
 
 describe("a new lead", () => {
+  test("an unknown caller's call links to the form with its phone filled in (issue 30); only digits are carried over", async () => {
+    const m = await makeUser(db.sql, { role: "manager", orgId: 1 });
+    const manager = await signIn(app.base, m.email, m.password);
+    const key = await makeKey(db.sql, { scopes: ["calls:write"], org: 1 });
+    await db.sql`insert into calls (key_id, phone, status, secs, agent, occurred_at) values (${key.id}, '5125554321', 'NO ANSWER', 0, 'agent7', now())`;
+    const calls = await manager.get("/console/calls");
+    expect(calls.body).toContain('href="/console/new-lead?phone=5125554321"');
+    const form = await manager.get("/console/new-lead?phone=5125554321");
+    expect(form.body).toContain('name="phone" type="tel" autocomplete="off" value="5125554321"');
+    const odd = await manager.get(`/console/new-lead?phone=${encodeURIComponent('"><script>1</script>512')}`);
+    expect(odd.status).toBe(200);
+    expect(odd.body).toContain('value="1512"');
+    expect(odd.body).not.toContain("<script>1");
+  });
+
   test("the leads page links to the form, which offers the organization's lists only", async () => {
     expect((await agent.get("/console/leads")).body).toContain('href="/console/new-lead"');
     const form = await agent.get("/console/new-lead");

@@ -107,7 +107,13 @@ function row(r: CallRow, showOrg: boolean): Html {
   return html`<tr>
     <td class="nowrap">${when(r.occurred_at, r.timezone)}</td>
     ${showOrg ? html`<td>${r.org_id ?? "–"}</td>` : null}
-    <td>${r.lead_id === null ? html`<span class="muted">none</span>` : html`<a href="/console/leads/${r.lead_id}">${r.lead_name || `Lead ${r.lead_id}`}</a>`}</td>
+    <td>${
+      r.lead_id !== null
+        ? html`<a href="/console/leads/${r.lead_id}">${r.lead_name || `Lead ${r.lead_id}`}</a>`
+        : r.phone
+          ? html`<span class="muted">none</span> <a href="/console/new-lead?phone=${r.phone}">Create lead</a>`
+          : html`<span class="muted">none</span>`
+    }</td>
     <td class="nowrap">${r.phone ? formatNumber(r.phone) : "–"}</td>
     <td class="nowrap">${r.to_number ? formatNumber(r.to_number) : "–"}</td>
     <td>${r.agent_name || dash(r.agent)}</td>

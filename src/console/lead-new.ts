@@ -23,6 +23,7 @@ const NewLeadForm = t.Object({
 
 const NewLeadQuery = t.Object({
   done: t.Optional(t.String({ description: "the result of the form's last post" })),
+  phone: t.Optional(t.String({ description: "a phone to start the form with (the calls page's unknown caller)" })),
 });
 
 const DONE: Record<string, string> = {
@@ -38,13 +39,13 @@ const FIELDS = [
   ["email", "Email", "email"],
 ] as const;
 
-function newLeadBody(lists: { id: number; name: string; campaign_id: string }[], csrf: Html, shown: Html | null): Html {
+function newLeadBody(lists: { id: number; name: string; campaign_id: string }[], csrf: Html, shown: Html | null, phone: string): Html {
   return html`${shown ?? ""}
 <form method="post" action="/console/new-lead">${csrf}
 <p><label for="f-list">List</label><br><select id="f-list" name="list_id">${lists.map(
     (l) => html`<option value="${l.id}">${l.name || `List ${l.id}`} (${l.campaign_id})</option>`,
   )}</select></p>
-${FIELDS.map(([f, label, type]) => html`<p><label for="f-${f}">${label}</label><br><input id="f-${f}" name="${f}" type="${type}" autocomplete="off"${f === "phone" ? html` required` : ""}></p>`)}
+${FIELDS.map(([f, label, type]) => html`<p><label for="f-${f}">${label}</label><br><input id="f-${f}" name="${f}" type="${type}" autocomplete="off"${f === "phone" ? html` value="${phone}" required` : ""}></p>`)}
 <p><button type="submit">Create the lead</button> <a href="/console/leads">Cancel</a></p>
 </form>`;
 }
@@ -58,7 +59,9 @@ export function newLeadRoutes(deps: Deps): Route[] {
       async ({ query: q }, { grant: viewer }) => {
         const { lists } = await filterChoices(deps.sql, viewer.actor.orgId);
         const text = DONE[q.done ?? ""];
-        return consoleHtml(deps, viewer, { title: "New lead", nav: "leads", body: newLeadBody(lists, csrfField(viewer), text ? notice(text, "error") : null) });
+        // Only digits are carried over: the form is a start, intake's rules still decide.
+        const phone = (q.phone ?? "").replace(/\D/g, "").slice(0, 15);
+        return consoleHtml(deps, viewer, { title: "New lead", nav: "leads", body: newLeadBody(lists, csrfField(viewer), text ? notice(text, "error") : null, phone) });
       },
     ),
     defineRoute(
