@@ -151,9 +151,11 @@ describe("the console's door in Chromium", () => {
     expect(await axeProblems(page)).toEqual([]);
     await shoot(page, "account-two-step-on", [1280, 390]);
     // A wrong code: still on, the form again with the reason.
-    await page.getByLabel("Your password").fill(u.password);
-    await page.getByLabel("A current code from your app").fill("000000" === codeAt(secret, stepOf(Date.now())) ? "111111" : "000000");
-    await page.getByRole("button", { name: "Turn off" }).click();
+    // The account page holds other password fields (the own-password form, moving the device): the off form's.
+    const off = page.locator("form", { has: page.getByRole("button", { name: "Turn off" }) });
+    await off.getByLabel("Your password").fill(u.password);
+    await off.getByLabel("A current code from your app").fill("000000" === codeAt(secret, stepOf(Date.now())) ? "111111" : "000000");
+    await off.getByRole("button", { name: "Turn off" }).click();
     await page.waitForURL(/two-step\/off$/);
     expect(await page.locator("[role=alert]").textContent()).toContain("still on");
     expect(await axeProblems(page)).toEqual([]);

@@ -57,7 +57,11 @@ export function pageProblems(page: Page): string[] {
     if (msg.type() === "error" || msg.type() === "warning") problems.push(`console.${msg.type()}: ${msg.text()}`);
   });
   page.on("pageerror", (err) => problems.push(`pageerror: ${err.message}`));
-  page.on("requestfailed", (req) => problems.push(`requestfailed: ${req.url()} ${req.failure()?.errorText ?? ""}`));
+  page.on("requestfailed", (req) => {
+    // An event stream (the inbox's) is aborted by leaving its page: that is how it ends.
+    if (req.resourceType() === "eventsource" && req.failure()?.errorText === "net::ERR_ABORTED") return;
+    problems.push(`requestfailed: ${req.url()} ${req.failure()?.errorText ?? ""}`);
+  });
   return problems;
 }
 
