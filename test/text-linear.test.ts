@@ -93,6 +93,10 @@ describe("text transformations are linear", () => {
       for (let i = 0; i < s.length; i++) n += s.indexOf("x", i);
       return n;
     };
-    expect((await superlinear(quadratic, ["spaces", "digits"])).map((f) => f.input)).toEqual(["spaces", "digits"]);
+    // The check leans to "linear" (every comparison must agree), so on a machine busy enough to
+    // blur one comparison a quadratic can pass once; it does not pass three checks.
+    const caught = new Set<string>();
+    for (let check = 0; check < 3 && caught.size < 2; check++) for (const f of await superlinear(quadratic, ["spaces", "digits"])) caught.add(f.input);
+    expect([...caught].sort()).toEqual(["digits", "spaces"]);
   }, GIVE_UP_MS);
 });
