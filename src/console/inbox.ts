@@ -229,7 +229,7 @@ async function inboxResponse(deps: Deps, viewer: Viewer, r: InboxRequest): Promi
     // the page as it now is.
     body: html`<div id="inbox-live" hx-ext="sse" sse-connect="/console/inbox/stream?after=${head}">
       ${r.notice}<div class="inbox-split${pane ? " has-open" : ""}" id="inbox-split">
-      <div id="inbox-refresh" hidden hx-get="${here}" hx-trigger="sse:change throttle:300ms" hx-swap="none"
+      <div id="inbox-refresh" hidden hx-get="${here}" hx-trigger="sse:change throttle:300ms, every 10s" hx-swap="none"
         hx-select-oob="#view-counts,#conv-list,#pane-status,#timeline,#nav-inbox"></div>${list}${
         pane ? paneHtml(pane, now) : html`<section class="inbox-pane inbox-pane-empty" id="pane" aria-label="Conversation"><p class="muted">Choose a conversation to read it here.</p></section>`
       }</div></div>`,

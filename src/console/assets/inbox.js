@@ -4,7 +4,8 @@
 //   each `change` makes #inbox-refresh fetch this page again and swap in the counts, the list,
 //   the open conversation's timeline and status, the navigation's count and the tab's title.
 //   The stream's address follows the last event id, so a stream htmx recreates resumes there
-//   (a browser's own reconnection sends Last-Event-ID). `reset`: the page reloads.
+//   (a browser's own reconnection sends Last-Event-ID). `reset`: the page reloads. #inbox-refresh
+//   also fetches every 10 s, so a stream a proxy holds back or drops unseen costs at most that.
 // - Keys: j/k move, Enter opens, r reply, e close, a assign to me, s snooze, ? this sheet; Escape
 //   closes it. Not while typing (Escape leaves the field; Ctrl+Enter sends from the composer: composer.js).
 (function () {
