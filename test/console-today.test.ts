@@ -91,6 +91,9 @@ describe("the Today page", () => {
     expect(row(body, "Talk time")).toEqual(["1:01:40", "1:05", "0:00"]);
     // The chart is drawn by the server, its numbers in a table beside it; the people table.
     expect(body).toContain('<figure class="chart">');
+    // Its summary names each series' highest day; three days a week apart have no total.
+    expect(body).toContain("New leads: highest 2 on Nov 23.");
+    expect(body).not.toMatch(/New leads: [^<]*, total/);
     expect(body).toMatch(/<table class="data" id="today-agents">[\s\S]*Alex Agent[\s\S]*1:01:40/);
     expect(body).toContain('href="/console/today.csv?day=2026-11-23"');
     // Another organization's figures are nowhere on the page.

@@ -90,11 +90,12 @@ ${chart({
   title: `Leads, calls and messages: ${r.lastWeek.day}, ${r.yesterday.day} and ${r.day}`,
   labels: threeDays.map((d) => d.day),
   kind: "bar",
+  // Three days apart, not a period: a total of them would mean nothing.
   series: [
-    { name: "New leads", values: threeDays.map((d) => d.leads.total) },
-    { name: "Calls answered", values: threeDays.map((d) => d.calls.answered) },
-    { name: "Calls missed", values: threeDays.map((d) => d.calls.missed) },
-    { name: "Messages sent", values: threeDays.map((d) => d.messages.sent) },
+    { name: "New leads", total: false, values: threeDays.map((d) => d.leads.total) },
+    { name: "Calls answered", total: false, values: threeDays.map((d) => d.calls.answered) },
+    { name: "Calls missed", total: false, values: threeDays.map((d) => d.calls.missed) },
+    { name: "Messages sent", total: false, values: threeDays.map((d) => d.messages.sent) },
   ],
 })}
 <h2>People, ${r.day}</h2>
