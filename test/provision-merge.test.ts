@@ -345,6 +345,27 @@ describe("provision --dry-run FILE", () => {
     expect((await provision(sql, file, "--dry-run")).out).toBe("");
   });
 
+  test("the sections their own services write are counted as the run would, a new org's among them, and nothing is written", async () => {
+    const sql = await fresh();
+    const file = {
+      ...base(),
+      do_not_contact: [{ org_id: 1, phone: "(512) 555-7100" }, { org_id: 1, email: "Old@Example.com" }],
+      saved_replies: [{ id: 500, org_id: 1, name: "Directions", body: "We are at 1 Main St, {city}." }],
+      conversion_feeds: [{ id: "acme-ads", org_id: 1, secret: "s".repeat(24), actions: [{ name: "Call", on: "call" }] }],
+    };
+    const count = async (table: string) => (await sql<{ n: number }[]>`select count(*)::int as n from ${sql(table)}`)[0]!.n;
+    const tables = ["do_not_contact", "saved_replies", "conversion_feeds", ...TABLES] as const;
+    const before = await Promise.all(tables.map(count));
+    const dry = await provision(sql, file, "--dry-run");
+    expect(dry.err).toContain("; do_not_contact: 2 to create; saved_replies: 1 to create; conversion_feeds: 1 to create; 1 key to generate\n");
+    expect(await Promise.all(tables.map(count))).toEqual(before);
+    const run = await provision(sql, file);
+    expect(run.err).toContain("; do_not_contact: 2 created; saved_replies: 1 created; conversion_feeds: 1 created; 1 key generated\n");
+    const again = await provision(sql, { ...file, saved_replies: [{ ...file.saved_replies[0]!, body: "We are at 2 Main St." }] }, "--dry-run");
+    expect(again.err).toContain("; do_not_contact: 2 unchanged; saved_replies: 1 to update; conversion_feeds: 1 unchanged; 0 keys to generate\n");
+    expect(await one(sql`select body from saved_replies where id = 500`)).toEqual({ body: "We are at 1 Main St, {city}." });
+  });
+
   test("a file the run would refuse is refused the same way; the executable takes --dry-run before or after FILE", async () => {
     const db = await freshDb();
     const bad = base();
@@ -366,6 +387,21 @@ describe("provision --dry-run FILE", () => {
 });
 
 describe("the audit log", () => {
+  test("an organization's statuses changed by a run are audited once, by their own service", async () => {
+    const sql = await fresh();
+    await provision(sql, base());
+    const last = (await one(sql<{ id: number }[]>`select max(id)::int as id from audit_log`)).id;
+    const statuses = [{ code: "NEW", label: "New" }, { code: "WON", label: "Won" }];
+    await provision(sql, { orgs: [{ id: 1, statuses }] });
+    const rows = await sql<{ action: string; target: string }[]>`select action, target from audit_log where id > ${last} order by id`;
+    expect(rows.map((r) => r.action)).toEqual(["lead_statuses.update"]);
+    // With another field changed too, the org's row names that field alone.
+    await provision(sql, { orgs: [{ id: 1, name: "Acme Roofing Co", statuses: [...statuses, { code: "LOST", label: "Lost" }] }] });
+    const next = await sql<{ action: string; details: { changes?: Record<string, unknown> } }[]>`
+      select action, details from audit_log where id > ${last} and action <> 'lead_statuses.update' order by id`;
+    expect(next.map((r) => [r.action, Object.keys(r.details.changes ?? {})])).toEqual([["org.update", ["name"]]]);
+  });
+
   test("a run writes one row per object it creates or changes, with previous and new values and secrets as changed", async () => {
     const sql = await fresh();
     const first = await provision(sql, base());

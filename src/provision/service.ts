@@ -120,59 +120,93 @@ export async function applyProvisioning(sql: Sql, file: ProvisioningFile, opts: 
     if (problems.length > 0) throw new ProvisioningError(problems);
     summary.plan = planned;
     count(summary, planned);
-    if (dryRun) return;
-
-    const changed = (o: Planned) => o.created || o.changes.length > 0;
-    const of = (section: string) => planned.filter((o) => o.section === section && changed(o));
-    if (file.settings) await writeSettings(tx, planned.find((o) => o.section === "settings")!, now);
-    await writeTable(tx, "orgs", of("orgs"), now);
-    await writeLeadStatuses(tx, ctx.actor, of("orgs").filter((o) => o.changes.some((c) => c.field === "statuses")), now);
-    await writeBilling(tx, of("orgs").filter((o) => o.changes.some((c) => c.field.startsWith("billing."))), now);
-    await writeTable(tx, "users", of("users"), now);
-    await writeTable(tx, "campaigns", of("campaigns"), now);
-    await writeTable(tx, "lists", of("lists"), now);
-    for (const k of plannedKeys) await writeKey(tx, k, summary);
-    if (file.users) {
-      const crossed = await movedAgentProblems(tx, file.users);
-      if (crossed.length > 0) throw new ProvisioningError(crossed);
+    if (dryRun) {
+      // A dry run writes too, in a savepoint it then undoes, so that what it reports is what the
+      // run would do: the sections their own services write (do_not_contact, saved_replies,
+      // conversion_feeds) are counted by that code, and a problem only writing finds (an agent
+      // moved away from its keys, a reply's name taken) refuses the dry run as it would the run.
+      // Keys are left out: a generated key is made only by the run that prints it.
+      await tx
+        .savepoint(async (sp) => {
+          await writeRun(sp, ctx.actor, file, planned, [], summary, now);
+          throw UNDONE;
+        })
+        .catch((err) => {
+          if (err !== UNDONE) throw err;
+        });
+      return;
     }
-    const pools = of("dni_pools");
-    await writeTable(tx, "dni_pools", pools, now);
-    await writeNumbers(tx, pools.filter((o) => o.changes.some((c) => c.field === "numbers")));
-    const calendars = of("calendars");
-    await writeTable(tx, "calendars", calendars, now);
-    await writeLinks(tx, calendars.filter((o) => o.changes.some((c) => c.field === "links")), now);
-    await writeTable(tx, "webhooks", of("webhooks"), now);
-    await writeTable(tx, "automations", of("automations"), now);
-    await auditMany(tx, ctx.actor, planned.filter(changed).map(auditEntry));
-    // Additions only (never a removal), each audited by the list's own service (src/leads/dnc.ts).
-    if (file.do_not_contact) {
-      const added = (await addDoNotContact(tx, file.do_not_contact, now)).length;
-      summary.counts.do_not_contact = { created: added, updated: 0, unchanged: file.do_not_contact.length - added };
-    }
-    if (file.saved_replies) {
-      const written = await applySavedReplies(tx, ctx.actor, file.saved_replies, now);
-      const created = written.filter((w) => w.inserted).length;
-      summary.counts.saved_replies = { created, updated: written.length - created, unchanged: file.saved_replies.length - written.length };
-    }
-    // Written whole by their id; the secret is kept only as its hash, so the audit says "changed".
-    if (file.conversion_feeds) {
-      const written = await upsertFeeds(tx, file.conversion_feeds, now);
-      const created = written.filter((w) => w.inserted);
-      summary.counts.conversion_feeds = {
-        created: created.length,
-        updated: written.length - created.length,
-        unchanged: file.conversion_feeds.length - written.length,
-      };
-      await auditMany(
-        tx,
-        ctx.actor,
-        written.map((w) => ({ action: `conversion_feed.${w.inserted ? "create" : "update"}`, target: `conversion_feed:${w.id}`, orgId: w.org_id })),
-      );
-    }
+    await writeRun(tx, ctx.actor, file, planned, plannedKeys, summary, now);
   });
   if (!dryRun) await notifyKeysChanged(sql);
   return summary;
+}
+
+const UNDONE = new Error("dry run: undone");
+
+/** Writes a planned run: the planned sections, then those written by their own services. */
+async function writeRun(
+  tx: Tx,
+  actor: Actor,
+  file: ProvisioningFile,
+  planned: Planned[],
+  plannedKeys: PlannedKey[],
+  summary: ProvisionSummary,
+  now: Date,
+): Promise<void> {
+  const changed = (o: Planned) => o.created || o.changes.length > 0;
+  const of = (section: string) => planned.filter((o) => o.section === section && changed(o));
+  if (file.settings) await writeSettings(tx, planned.find((o) => o.section === "settings")!, now);
+  await writeTable(tx, "orgs", of("orgs"), now);
+  await writeLeadStatuses(tx, actor, of("orgs").filter((o) => o.changes.some((c) => c.field === "statuses")), now);
+  await writeBilling(tx, of("orgs").filter((o) => o.changes.some((c) => c.field.startsWith("billing."))), now);
+  await writeTable(tx, "users", of("users"), now);
+  await writeTable(tx, "campaigns", of("campaigns"), now);
+  await writeTable(tx, "lists", of("lists"), now);
+  for (const k of plannedKeys) await writeKey(tx, k, summary);
+  if (file.users) {
+    const crossed = await movedAgentProblems(tx, file.users);
+    if (crossed.length > 0) throw new ProvisioningError(crossed);
+  }
+  const pools = of("dni_pools");
+  await writeTable(tx, "dni_pools", pools, now);
+  await writeNumbers(tx, pools.filter((o) => o.changes.some((c) => c.field === "numbers")));
+  const calendars = of("calendars");
+  await writeTable(tx, "calendars", calendars, now);
+  await writeLinks(tx, calendars.filter((o) => o.changes.some((c) => c.field === "links")), now);
+  await writeTable(tx, "webhooks", of("webhooks"), now);
+  await writeTable(tx, "automations", of("automations"), now);
+  // An organization's statuses are audited by their own service (lead_statuses.update, above),
+  // so the org's own row leaves them out rather than record the change twice.
+  const audited = planned
+    .map((o) => (o.section === "orgs" ? { ...o, changes: o.changes.filter((c) => c.field !== "statuses") } : o))
+    .filter(changed);
+  await auditMany(tx, actor, audited.map(auditEntry));
+  // Additions only (never a removal), each audited by the list's own service (src/leads/dnc.ts).
+  if (file.do_not_contact) {
+    const added = (await addDoNotContact(tx, file.do_not_contact, now)).length;
+    summary.counts.do_not_contact = { created: added, updated: 0, unchanged: file.do_not_contact.length - added };
+  }
+  if (file.saved_replies) {
+    const written = await applySavedReplies(tx, actor, file.saved_replies, now);
+    const created = written.filter((w) => w.inserted).length;
+    summary.counts.saved_replies = { created, updated: written.length - created, unchanged: file.saved_replies.length - written.length };
+  }
+  // Written whole by their id; the secret is kept only as its hash, so the audit says "changed".
+  if (file.conversion_feeds) {
+    const written = await upsertFeeds(tx, file.conversion_feeds, now);
+    const created = written.filter((w) => w.inserted);
+    summary.counts.conversion_feeds = {
+      created: created.length,
+      updated: written.length - created.length,
+      unchanged: file.conversion_feeds.length - written.length,
+    };
+    await auditMany(
+      tx,
+      actor,
+      written.map((w) => ({ action: `conversion_feed.${w.inserted ? "create" : "update"}`, target: `conversion_feed:${w.id}`, orgId: w.org_id })),
+    );
+  }
 }
 
 /**
