@@ -109,6 +109,10 @@ describe("DNI pool settings", () => {
     expect(bad.status).toBe(422);
     expect(bad.body).toContain("number: ");
     expect(await active("acme-site")).toEqual(["5125550101", "5125550102", "5125550103"]);
+    // Typed with the US country code, it is the same 10-digit number, already in the pool.
+    const plus1 = await acme.post("/console/settings/pools/acme-site/numbers", { number: "+1 (512) 555-0103" });
+    expect(plus1.headers.get("location")).toBe("/console/settings/pools/acme-site?done=unchanged");
+    expect(await active("acme-site")).toEqual(["5125550101", "5125550102", "5125550103"]);
   });
 
   test("two numbers added at the same moment are both kept", async () => {
@@ -218,7 +222,7 @@ describe("DNI pool settings", () => {
       const r = await acme.post("/console/settings/pools/acme-site", form);
       expect([303, 422]).toContain(r.status);
     }
-    for (const number of ["", "\u0000", "5".repeat(1000), "+1 512 555 0199"]) {
+    for (const number of ["", "\u0000", "5".repeat(1000), "+44 20 7946 0958", "2 512 555 0199"]) {
       expect((await acme.post("/console/settings/pools/acme-site/numbers", { number })).status).toBe(422);
     }
     expect((await acme.get("/console/settings/pools/acme-site/deactivate?number=%00")).status).toBe(404);

@@ -45,10 +45,16 @@ export const poolsOf = (sql: Sql, actor: Actor) => rows(sql, actor, null);
 const POOL_KEY = /^[A-Za-z0-9_-]{1,64}$/;
 export const scopedPool = async (sql: Sql, actor: Actor, key: string) => (POOL_KEY.test(key) ? ((await rows(sql, actor, key))[0] ?? null) : null);
 
-/** A number as typed (`(555) 010-2000`, `555.010.2000`): its digits; anything else is kept for the check to name. */
+/**
+ * A number as typed (`(555) 010-2000`, `555.010.2000`, `+1 555 010 2000`): its 10 digits (a
+ * leading US country code 1 dropped, as pools hold 10-digit numbers); anything else is kept for
+ * the check to name.
+ */
 export const numberOf = (typed: string | undefined): string => {
   const s = (typed ?? "").trim();
-  return /^[0-9()+.\s-]+$/.test(s) ? s.replace(/[^0-9]/g, "") : s;
+  if (!/^[0-9()+.\s-]+$/.test(s)) return s;
+  const digits = s.replace(/[^0-9]/g, "");
+  return digits.length === 11 && digits.startsWith("1") ? digits.slice(1) : digits;
 };
 
 /**
