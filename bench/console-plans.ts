@@ -1,6 +1,7 @@
 // The console's lead search at 1,000,000 leads: seeds a throwaway cluster, then prints each
 // search's plan (EXPLAIN ANALYZE, BUFFERS) and its median time over repeated runs, the inbox
-// count's too. Run: node_modules/.bin/bun bench/console-plans.ts  (LEADS=… to change the size).
+// count's too (the inbox's pages of conversations are measured by bench/workspace.ts).
+// Run: node_modules/.bin/bun bench/console-plans.ts  (LEADS=… to change the size).
 // The statements are captured from the real functions (postgres.js `debug`), not copied.
 import postgres from "postgres";
 import { migrate } from "../src/db/migrate";
@@ -8,7 +9,6 @@ import type { Sql } from "../src/db/client";
 import { inboxCount } from "../src/console/inbox-count";
 import { leadTimeline } from "../src/conversations/timeline";
 import { searchLeads, type LeadFilter } from "../src/leads/search";
-import { unhandledInbound } from "../src/messages/inbox";
 import { startCluster } from "./pg";
 
 const N = Number(process.env.LEADS ?? 1_000_000);
@@ -70,7 +70,6 @@ try {
     ["admin, phone", () => searchLeads(sql, null, { ...base, q: "2000000014" }, null, 50)],
     ["admin, name", () => searchLeads(sql, null, { ...base, q: "linda" }, null, 50)],
     ["inbox count (org)", () => inboxCount(sql, { orgId: 1, type: "user" as never, id: "u", agent: null, keyId: null })],
-    ["inbox page (org)", () => unhandledInbound(sql, 1, null, 50)],
     ["lead timeline (600 rows, 50 kept)", () => leadTimeline(sql, 1, lead.id, 50)],
   ];
   for (const [name, run] of cases) {

@@ -17,7 +17,6 @@ import { idParam, type Route } from "../http/route";
 import { CONSENT_REASON_MAX, CONSENT_VALUES, leadConsent, setConsent, type ConsentValue } from "../leads/consent";
 import { addToDnc, dncAddress, dncStatus, DNC_KINDS, DNC_NOTE_MAX } from "../leads/dnc";
 import { leadProfile, type LeadProfile } from "../leads/profile";
-import { markLeadHandled } from "../messages/inbox";
 import { parseSendInput, type MessageResult, type SendInput } from "../messages/model";
 import { recipientZone } from "../messages/quiet-hours";
 import { sendEnv, sendMessage, type Recorded } from "../messages/service";
@@ -130,13 +129,6 @@ export async function consoleSend(
   } catch (err) {
     if (err instanceof AppError && err.code === "operation_id_conflict") return { error: "This form was already used for another message: reload the page." };
     throw err;
-  }
-  if (result.ok && input.channel !== "note") {
-    const now = new Date(deps.clock.now());
-    await deps.sql.begin(async (tx) => {
-      const handled = await markLeadHandled(tx, viewer.actor.orgId, leadId, now);
-      if (handled.length > 0) await audit(tx, viewer.actor, "inbox.handled", `lead:${leadId}`, { message_ids: handled, by: "reply" }, lead.org_id);
-    });
   }
   return { result, channel: input.channel };
 }
