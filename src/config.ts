@@ -41,9 +41,10 @@ export interface Config {
   providerTimeoutMs: number | null;
   /**
    * The request deadline of every route (src/http/define.ts); null: the contract's, DEADLINE_MS
-   * (1 s, src/db/deadline.ts). Not read from the environment: StartOptions.deadlineMs sets it (the
-   * tests' in-process instances, whose answers a busy machine can delay past a second without
-   * anything being wrong; the tests about the deadline keep the contract's).
+   * (1 s, src/db/deadline.ts). REQUEST_DEADLINE_MS, or StartOptions.deadlineMs in process, lengthens
+   * it: for a host whose database is known to be slow, and for the tests' instances, whose answers
+   * a machine busy with other work can delay past a second without anything being wrong (the
+   * tests about the deadline keep the contract's).
    */
   deadlineMs: number | null;
   /** Days a DNI visitor, and the history of its holds, is kept after its last visit. */
@@ -184,7 +185,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dniCacheSize: intIn("DNI_CACHE_SIZE", env.DNI_CACHE_SIZE, 1, 10_000_000) ?? 100_000,
     bodyDeadlineMs: intIn("BODY_DEADLINE_MS", env.BODY_DEADLINE_MS, 100, 600_000) ?? 10_000,
     providerTimeoutMs: null,
-    deadlineMs: null,
+    deadlineMs: intIn("REQUEST_DEADLINE_MS", env.REQUEST_DEADLINE_MS, 100, 60_000),
     dniVisitorRetentionDays: intIn("DNI_VISITOR_RETENTION_DAYS", env.DNI_VISITOR_RETENTION_DAYS, 1, 36_500) ?? 400,
     dniEventRetentionDays: intIn("DNI_EVENT_RETENTION_DAYS", env.DNI_EVENT_RETENTION_DAYS, 1, 36_500) ?? 90,
     dniMaxHoldsPerAddress: intIn("DNI_MAX_HOLDS_PER_ADDRESS", env.DNI_MAX_HOLDS_PER_ADDRESS, 1, 1_000_000) ?? 100,

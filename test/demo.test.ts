@@ -6,12 +6,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Subprocess } from "bun";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import demoFile from "../deploy/demo.json";
 import { parseProvisioning, ProvisioningError } from "../src/provision/validate";
 import { launchBrowser, pageProblems } from "./harness/browser";
+import { freePort } from "./harness/cluster";
+import { TEST_DEADLINE_MS } from "./harness/deadline";
 
 // Evaluated in the page, not here.
 declare const document: any;
@@ -41,18 +42,8 @@ afterAll(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-const bareEnv = (env: Record<string, string>) => ({ PATH: "/usr/bin:/bin", HOME: dir, ...env });
-
-function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => ok(port));
-    });
-  });
-}
+// The tests' request deadline (harness/deadline.ts): the tour's answers on a busy machine are not about it.
+const bareEnv = (env: Record<string, string>) => ({ PATH: "/usr/bin:/bin", HOME: dir, REQUEST_DEADLINE_MS: String(TEST_DEADLINE_MS), ...env });
 
 interface Serving {
   base: string;

@@ -140,19 +140,24 @@ describe("database outage", () => {
     expect((await getLead()).status).toBe(200);
   }, 60_000);
 
-  test("the request deadline is the instance's (StartOptions.deadlineMs): a database slower than a second is a 503 at the contract's, a 200 at the tests' longer one", async () => {
+  test("the request deadline is the instance's (REQUEST_DEADLINE_MS, StartOptions.deadlineMs): a database slower than a second is a 503 at the contract's, a 200 at a longer one", async () => {
     const patient = await startApp(proxy.url, {}, { deadlineMs: TEST_DEADLINE_MS });
+    // The same from the environment, as the executable reads it (no start option).
+    const configured = await startApp(proxy.url, { REQUEST_DEADLINE_MS: String(TEST_DEADLINE_MS) }, { deadlineMs: undefined });
+    const read = (app: TestApp) => call(app.base, `/hooks/api_v1.php?r=leads/${leadId}`, { key: nextKey() });
     try {
       expect((await getLead()).status).toBe(200);
-      expect((await call(patient.base, `/hooks/api_v1.php?r=leads/${leadId}`, { key: nextKey() })).status).toBe(200);
-      // Every round trip past the contract's deadline on its own, far inside the tests' one.
+      expect((await read(patient)).status).toBe(200);
+      expect((await read(configured)).status).toBe(200);
+      // Every round trip past the contract's deadline on its own, far inside the longer one.
       proxy.delay(1200);
-      const [strict, lenient] = await Promise.all([getLead(nextKey()), call(patient.base, `/hooks/api_v1.php?r=leads/${leadId}`, { key: nextKey() })]);
+      const [strict, lenient, fromEnv] = await Promise.all([getLead(nextKey()), read(patient), read(configured)]);
       expect([strict.status, strict.body.error]).toEqual([503, "unavailable"]);
       expect([lenient.status, lenient.body.lead?.id ?? lenient.body.id ?? leadId]).toEqual([200, leadId]);
+      expect(fromEnv.status).toBe(200);
     } finally {
       proxy.delay(0);
-      await patient.stop();
+      await Promise.all([patient.stop(), configured.stop()]);
     }
     expect(await waitFor(async () => (await getLead()).status === 200, 8000)).toBe(true);
   }, 30_000);

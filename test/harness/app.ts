@@ -3,6 +3,7 @@ import { loadConfig } from "../../src/config";
 import { servePools } from "../../src/db/open";
 import { start, type Running, type StartOptions } from "../../src/app/server";
 import { setLogLevel } from "../../src/log";
+import { TEST_DEADLINE_MS } from "./deadline";
 
 export interface TestApp {
   base: string;
@@ -12,14 +13,7 @@ export interface TestApp {
 
 setLogLevel("error");
 
-/**
- * The request deadline of the tests' in-process instances (StartOptions.deadlineMs): the
- * contract's 1 s (src/db/deadline.ts) turned a slow answer into a 503 whenever other work on the
- * machine kept this process from running for a second, in tests that are not about the deadline.
- * A test about the deadline starts its instance with `{ deadlineMs: DEADLINE_MS }`; the executable's
- * tests always run with the contract's.
- */
-export const TEST_DEADLINE_MS = 10_000;
+export { TEST_DEADLINE_MS };
 
 /** Starts an instance on `url` with its own pool and caches, like a separate process would have. */
 export async function startApp(url: string, env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestApp> {

@@ -32,13 +32,33 @@ async function runAsync(cmd: string[]): Promise<void> {
   if (code !== 0) throw new Error(`${cmd.join(" ")} failed (exit ${code}):\n${out}${err}`);
 }
 
-export function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const port = BELOW_EPHEMERAL.from + Math.floor(Math.random() * (BELOW_EPHEMERAL.to - BELOW_EPHEMERAL.from));
+    if (await bindable(port)) return port;
+  }
+  return await bindable(0, true);
+}
+
+/**
+ * Where a free port is picked: below Linux's ephemeral range (32768-60999), from which the kernel
+ * hands out every `PORT=0` listener's and every outgoing connection's port. A port picked there,
+ * closed and then given to a server a moment later could meanwhile be taken by any other process
+ * on a busy machine (it happened: "the address is in use"); below it only another test picking at
+ * random could take it.
+ */
+const BELOW_EPHEMERAL = { from: 20_000, to: 32_700 };
+
+/** Whether `port` can be listened on (and, with `any`, the port the kernel gave for 0). */
+function bindable(port: number, any: true): Promise<number>;
+function bindable(port: number): Promise<boolean>;
+function bindable(port: number, any = false): Promise<boolean | number> {
   return new Promise((ok, fail) => {
     const s = createServer();
-    s.once("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => ok(port));
+    s.once("error", (err) => (any ? fail(err) : ok(false)));
+    s.listen(port, "127.0.0.1", () => {
+      const got = (s.address() as AddressInfo).port;
+      s.close(() => ok(any ? got : true));
     });
   });
 }

@@ -68,7 +68,8 @@ export interface Rig {
  * Environment of every instance (info: `Exe.serve` waits for the "listening" line; no access log). Webhook deliveries go to a receiver on loopback. A small pool
  * (DB_POOL_MAX 4, as on a 2-core host) is what a slow database exhausts first.
  */
-export const INSTANCE_ENV = { WEBHOOK_ALLOW_PRIVATE: "true", LOG_LEVEL: "info", ACCESS_LOG: "false", DB_POOL_MAX: "4" };
+// The contract's request deadline: these tests are about it (the harness lengthens it elsewhere).
+export const INSTANCE_ENV = { WEBHOOK_ALLOW_PRIVATE: "true", LOG_LEVEL: "info", ACCESS_LOG: "false", DB_POOL_MAX: "4", REQUEST_DEADLINE_MS: "1000" };
 
 export async function startRig(opts: { keys?: number } = {}): Promise<Rig> {
   const system = process.env.LEADLINE_TEST_PG === "embedded" ? null : systemBinDir();

@@ -396,7 +396,8 @@ export async function settle(sql: Sql, rx: WebhookReceiver, ms = 30_000): Promis
 
 /**
  * Without a fault, the share of answers that may still be 503 `unavailable`: a machine loaded far
- * beyond its cores (the suite beside other work) can keep a request past its one-second deadline.
+ * beyond its cores (the suite beside other work) can keep a request past its deadline (the
+ * harness's 10 s, REQUEST_DEADLINE_MS; the contract's second where a test is about it).
  */
 export const UNAVAILABLE_WITHOUT_FAULT = 0.02;
 
