@@ -26,6 +26,8 @@ import { audit } from "./audit";
 import type { ComposerChannel } from "./composer";
 import { composerFacts, composerOf } from "./composer-data";
 import { consoleHtml, csrfField, notice, seeOther } from "./html";
+import { LEAD_ACTION_NOTICES, leadActionsOf } from "./lead-actions-data";
+import { leadActionsHtml, type CallbackFormState } from "./lead-actions-view";
 import { entriesHtml, leadBody, leadDisplayName } from "./lead-view";
 import { formBody, jsonSpec, pageQuery, pageSpec, strictJson, type Viewer } from "./route";
 import { sentQuery, sentWords } from "./send-words";
@@ -151,7 +153,7 @@ const TimelineAnswer = t.Object(
   { additionalProperties: false },
 );
 
-type LeadQueryFields = { before?: string; sent?: string; until?: string; done?: string };
+export type LeadQueryFields = { before?: string; sent?: string; until?: string; done?: string };
 
 /** A refused send's draft, put back into the composer with the reason. */
 export interface LeadDraft {
@@ -161,11 +163,21 @@ export interface LeadDraft {
   refusal: string;
 }
 
-/** The lead's page (its query's notices; `draft`: a refused send, whose text comes back). */
-async function leadResponse(deps: Deps, viewer: Viewer, id: number, q: LeadQueryFields, draft: LeadDraft | null): Promise<Response> {
+/**
+ * The lead's page (its query's notices; `draft`: a refused send, whose text comes back, or a
+ * message made ready to send; `callback`: a refused callback, put back into its form).
+ */
+export async function leadResponse(
+  deps: Deps,
+  viewer: Viewer,
+  id: number,
+  q: LeadQueryFields,
+  draft: LeadDraft | null,
+  callback: CallbackFormState | null = null,
+): Promise<Response> {
   const lead = await leadOr404(deps, viewer, id);
   const before = parseCursor(q.before ?? null);
-  const [timeline, consent, appointments, firstTouch, agents, dnc, facts] = await Promise.all([
+  const [timeline, consent, appointments, firstTouch, agents, dnc, facts, actions] = await Promise.all([
     leadTimeline(deps.sql, viewer.actor.orgId, id, TIMELINE_SHOWN, null, before),
     leadConsent(deps.sql, id),
     leadAppointments(deps.sql, id),
@@ -177,6 +189,7 @@ async function leadResponse(deps: Deps, viewer: Viewer, id: number, q: LeadQuery
         : agentsOf(deps.sql, lead.org_id),
     dncStatus(deps.sql, viewer.actor, id),
     composerFacts(deps, viewer, lead),
+    leadActionsOf(deps, viewer, lead, callback),
   ]);
   if (!timeline || !dnc) throw new AppError("not_found");
   const sent = sentWords(q.sent, q.until, recipientZoneOf(lead));
@@ -204,6 +217,7 @@ async function leadResponse(deps: Deps, viewer: Viewer, id: number, q: LeadQuery
         mayLiftOptOut: viewer.user.role !== "agent",
         dnc,
         callTime: localCallTime(deps.clock.now(), lead),
+        actions: leadActionsHtml(actions, csrfField(viewer)),
       },
       viewer.user.role === "agent",
     ),
@@ -380,4 +394,5 @@ const DONE: Record<string, { text: string; kind: "ok" | "error" }> = {
   lead_duplicate: { text: "This lead already had that phone on the list: here it is, unchanged.", kind: "ok" },
   dnc_invalid: { text: "The lead has no such address, or the note is too long.", kind: "error" },
   form_error: { text: "The form was incomplete or already used: reload the page and try again.", kind: "error" },
+  ...LEAD_ACTION_NOTICES,
 };
