@@ -188,7 +188,7 @@ export function leadActionRoutes(deps: Deps): Route[] {
         const facts = await composerFacts(deps, viewer, lead);
         const channel = !facts.blocked.sms ? "sms" : !facts.blocked.email ? "email" : null;
         if (channel === null) return leadResponse(deps, viewer, id, { done: "appointment_booked_unreachable" }, null);
-        const body = `Your appointment is booked for ${booked.label}. To change it: ${booked.reschedule_url}`;
+        const body = `Your appointment: ${booked.label}. To change it: ${booked.reschedule_url}`;
         return leadResponse(deps, viewer, id, { done: "appointment_booked_link" }, { channel, subject: "Your appointment", body, refusal: "" });
       },
     ),
