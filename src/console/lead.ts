@@ -1,5 +1,6 @@
 // A lead's page (/console/leads/{id}): its fields, timeline (polled for new entries), composer,
-// do-not-contact list, consent, appointments, DNI first touch and dial (with the lead's local time). Every read is confined to the viewer's
+// do-not-contact list, consent, appointments, DNI first touch, dial (with the lead's local time), and
+// its callbacks and booking on its behalf (their forms: lead-actions.ts). Every read is confined to the viewer's
 // organization in SQL; another organization's lead is the same 404 as a missing one. Every change
 // goes through the feature's own service with the viewer's Actor and writes its audit row.
 import { randomUUID } from "node:crypto";
