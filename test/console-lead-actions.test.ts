@@ -42,8 +42,9 @@ beforeAll(async () => {
   await db.sql`insert into calendars (id, org_id, name, timezone, slot_minutes, capacity, min_notice_minutes, horizon_days, hours)
     values (50, 1, 'Roof estimates', 'America/Chicago', 60, 1, 120, 7, ${db.sql.json(weekdays)}),
            (51, 2, 'Bolt visits', 'America/Chicago', 60, 1, 0, 7, ${db.sql.json(weekdays)}),
-           (52, 1, 'No link', 'America/Chicago', 60, 1, 0, 7, ${db.sql.json(weekdays)})`;
-  await db.sql`insert into calendar_links (slug, calendar_id) values ('acme-roof', 50), ('bolt-visit', 51)`;
+           (52, 1, 'No link', 'America/Chicago', 60, 1, 0, 7, ${db.sql.json(weekdays)}),
+           (53, 1, 'Crew visits', 'America/Chicago', 60, 3, 0, 7, ${db.sql.json(weekdays)})`;
+  await db.sql`insert into calendar_links (slug, calendar_id) values ('acme-roof', 50), ('bolt-visit', 51), ('acme-crew', 53)`;
   app = await startApp(db.url, { BASE_URL: PUBLIC }, { clock });
   const a = await makeUser(db.sql, { role: "agent", orgId: 1, id: "agent7" });
   const m = await makeUser(db.sql, { role: "manager", orgId: 1, name: "Mia Manager" });
@@ -161,7 +162,7 @@ describe("scheduling a callback from the lead page", () => {
 
   test("bad input of every kind is a page, never a 500", async () => {
     const id = await lead();
-    for (const form of [{ at: "2026-02-30T10:00" }, { at: "2026-03-03T25:00" }, { at: "\u0000" }, { at: "2026-03-03T10:00", assignee: "x".repeat(5000) }, { at: "2026-03-03T10:00", note: "a\u0000b" }]) {
+    for (const form of <Record<string, string>[]>[{ at: "2026-02-30T10:00" }, { at: "2026-03-03T25:00" }, { at: "\u0000" }, { at: "2026-03-03T10:00", assignee: "x".repeat(5000) }, { at: "2026-03-03T10:00", note: "a\u0000b" }]) {
       const r = await agent.post(`/console/leads/${id}/callbacks`, form);
       expect([JSON.stringify(form).slice(0, 40), r.status < 500]).toEqual([JSON.stringify(form).slice(0, 40), true]);
     }
@@ -250,6 +251,7 @@ describe("booking on the lead's behalf", () => {
     expect(page).toContain('<option value="50">Roof estimates (America/Chicago)</option>');
     expect(page).not.toContain('value="51"');
     expect(page).not.toContain('value="52"');
+    expect(page).toContain('<option value="53">Crew visits (America/Chicago)</option>');
     const slots = (await agent.get(`/console/leads/${id}/book?calendar=50`)).body as string;
     const offered = slotEpochs(slots);
     const pub = await call(app.base, "/book/api.php?action=slots&s=acme-roof");
@@ -307,6 +309,18 @@ describe("booking on the lead's behalf", () => {
     expect(refused.headers.get("location")).toMatch(/\/book\?calendar=50&done=taken$/);
     expect((await db.sql`select count(*)::int as n from appointments where calendar_id = 50 and slot_epoch = ${epoch}`)[0].n).toBe(1);
     expect((await agent.get(refused.headers.get("location")!)).body).toContain("That time was just taken");
+  });
+
+  test("a form sent twice books the lead once, even where the slot has seats to spare", async () => {
+    const id = await lead();
+    const epoch = Date.UTC(2026, 2, 4, 17) / 1000;
+    const results = await Promise.all([1, 2].map(() => agent.post(`/console/leads/${id}/book`, { calendar: "53", epoch: String(epoch) })));
+    expect(results.map((r) => r.status).sort()).toEqual([200, 303]);
+    expect(results.find((r) => r.status === 303)!.headers.get("location")).toMatch(/done=already$/);
+    expect((await db.sql`select count(*)::int as n from appointments where calendar_id = 53 and slot_epoch = ${epoch}`)[0].n).toBe(1);
+    expect(await audits("appointment.book", `lead:${id}`)).toHaveLength(1);
+    // Another lead still gets one of the seats left.
+    expect((await agent.post(`/console/leads/${await lead()}/book`, { calendar: "53", epoch: String(epoch) })).status).toBe(200);
   });
 
   test("a time the calendar does not offer (within the notice, off hours, in the past, none) is refused", async () => {

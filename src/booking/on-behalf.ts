@@ -99,10 +99,16 @@ export interface Booker {
   name: string;
 }
 
+/** The lead holds a seat at that start of that calendar already (a form sent twice). */
+export type AlreadyBooked = { ok: false; error: "already_booked" };
+
+class Duplicate extends Error {}
+
 /**
  * Books the slot starting at `epoch` for the lead. null when the calendar is not found (another
  * organization's, missing, or without a link); `bad_epoch` / `slot_unavailable` as the public
- * booking refuses them. `audit` writes the actor's audit row in the booking's transaction.
+ * booking refuses them; `already_booked` when the lead holds that start already (a resubmitted
+ * form on a calendar of several seats). `audit` writes the actor's audit row in the booking's transaction.
  */
 export async function bookOnBehalf(
   sql: Sql,
@@ -113,7 +119,7 @@ export async function bookOnBehalf(
   now: number,
   baseUrl: string,
   audit: (tx: Tx, apptId: number, label: string) => Promise<unknown>,
-): Promise<BookResult | Refused | null> {
+): Promise<BookResult | Refused | AlreadyBooked | null> {
   const found = await calendarOf(sql, by.actor, lead.org_id, calendarId, Math.floor(now / 1000));
   if (!found) return null;
   if (!Number.isSafeInteger(epoch) || epoch * 1000 <= now) return { ok: false, error: "bad_epoch" };
@@ -156,12 +162,19 @@ export async function bookOnBehalf(
         { type: "appointment.booked", data, attribution: true },
         { appointment_time: slot.label, reschedule_url: rescheduleUrl },
       );
+      // Counted after the insert, whose trigger holds the slot's (or calendar's) lock until commit:
+      // a second booking of the same lead and start waits for the first and then sees it here.
+      const [{ n }] = await tx<{ n: number }[]>`
+        select count(*)::int as n from appointments
+        where calendar_id = ${calendar.id} and slot_epoch = ${epoch} and lead_id = ${lead.id} and status <> 'cancelled'`;
+      if (n > 1) throw new Duplicate();
       await audit(tx, row.id, slot.label);
       return row.id;
     });
     return { ok: true, appt_id: id, label: slot.label, token: issued.token, reschedule_url: rescheduleUrl };
   } catch (err) {
     if (isSlotFull(err)) return { ok: false, error: "slot_unavailable" };
+    if (err instanceof Duplicate) return { ok: false, error: "already_booked" };
     throw err;
   }
 }

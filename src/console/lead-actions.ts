@@ -182,7 +182,10 @@ export function leadActionRoutes(deps: Deps): Route[] {
           audit(tx, viewer.actor, "appointment.book", `lead:${id}`, { appt_id: apptId, calendar_id: calendarId, epoch }, lead.org_id),
         );
         if (booked === null) throw new AppError("not_found");
-        if (!booked.ok) return seeOther(`/console/leads/${id}/book?calendar=${calendarId}&done=${booked.error === "bad_epoch" && epoch === 0 ? "pick" : "taken"}`);
+        if (!booked.ok) {
+          const done = booked.error === "already_booked" ? "already" : booked.error === "bad_epoch" && epoch === 0 ? "pick" : "taken";
+          return seeOther(`/console/leads/${id}/book?calendar=${calendarId}&done=${done}`);
+        }
         // The reschedule link exists only now (the token is stored hashed): it is offered as a message
         // ready in the composer, on a channel the lead can be reached on, sent only if the person sends it.
         const facts = await composerFacts(deps, viewer, lead);
@@ -198,6 +201,7 @@ export function leadActionRoutes(deps: Deps): Route[] {
 const BOOK_DONE: Record<string, string> = {
   pick: "Choose one of the open times.",
   taken: "That time was just taken or is no longer offered: choose another.",
+  already: "The lead already has this time in this calendar (the form was sent twice): see the lead's appointments.",
 };
 
 function bookBody(lead: LeadProfile, calendar: { id: number; name: string; timezone: string }, slots: Slot[], csrf: Html, shown: Html | null): Html {
