@@ -129,6 +129,12 @@ describe("scheduling a callback from the lead page", () => {
     await callbackDue(db.sql, cb.id, clock.now());
     const dials = await db.sql`select agent, status from dials where id = (select dial_id from callbacks where id = ${cb.id})`;
     expect([...dials]).toEqual([{ agent: "agent7", status: "pending" }]);
+    // Due: the lead page offers Done beside Cancel.
+    const page = (await agent.get(`/console/leads/${id}`)).body as string;
+    expect(page).toContain(`action="/console/callbacks/${cb.id}/done"`);
+    const r = await agent.post(`/console/callbacks/${cb.id}/done`, { from: "lead" });
+    expect(r.headers.get("location")).toBe(`/console/leads/${id}?done=callback_done`);
+    expect((await callbacks(id))[0].status).toBe("done");
   });
 
   test("refusals come back on the form with the values kept and the reason in words; nothing is scheduled", async () => {

@@ -39,8 +39,12 @@ function callbackItem(a: LeadActions, cb: Callback, csrf: Html): Html {
     <span class="badge ${cb.status === "due" ? "badge-warn" : "badge-ok"}">${STATUS_WORDS[cb.status] ?? cb.status}</span>${cb.dial ? html` <span class="badge">with a dial</span>` : null}
     <div class="muted">for ${cb.assignee_name || cb.assignee || "nobody"}</div>
     ${cb.note ? html`<div class="tl-body">${cb.note}</div>` : null}</div>
+    <div class="callback-buttons">${cb.status === "due"
+      ? html`<form method="post" action="/console/callbacks/${cb.id}/done" class="inline-form">${csrf}<input type="hidden" name="from" value="lead">
+      <button type="submit" class="btn btn-small" aria-label="Mark the callback of ${when(cb.due_at, a.zone)} done">Done</button></form>`
+      : null}
     <form method="post" action="/console/callbacks/${cb.id}/cancel" class="inline-form">${csrf}<input type="hidden" name="from" value="lead">
-      <button type="submit" class="btn btn-small" aria-label="Cancel the callback of ${when(cb.due_at, a.zone)}">Cancel</button></form>
+      <button type="submit" class="btn btn-small" aria-label="Cancel the callback of ${when(cb.due_at, a.zone)}">Cancel</button></form></div>
   </li>`;
 }
 
