@@ -262,6 +262,6 @@ export function leadBody(p: LeadPage, selfOnlyDial: boolean): Html {
   ${p.notice}
   <div class="lead-grid">
     <div class="lead-main">${timeline(p)}${p.mark === null ? null : html`<section class="card">${composerHtml({ ...p.composer, action: `/console/leads/${p.lead.id}/send`, csrf: p.csrf })}</section>`}</div>
-    <div class="lead-side">${fields(p.lead)}${doNotContact(p)}${consent(p)}${dial(p, selfOnlyDial)}${p.actions ?? null}${appointments(p)}${firstTouch(p)}</div>
+    <div class="lead-side">${fields(p.lead)}${p.actions ?? null}${doNotContact(p)}${consent(p)}${dial(p, selfOnlyDial)}${appointments(p)}${firstTouch(p)}</div>
   </div>`;
 }
