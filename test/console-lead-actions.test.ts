@@ -3,6 +3,7 @@
 // an appointment booked on the lead's behalf through the booking engine, its reschedule link sent
 // through the one send path; every form confined to the viewer's organization.
 import { afterAll, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { endOfDay } from "../src/console/my-work";
 import { callbackDue } from "../src/workspace/callbacks";
 import { call, startApp, type TestApp } from "./harness/app";
 import { ManualClock } from "./harness/clock";
@@ -238,6 +239,14 @@ describe("My work", () => {
     const after = (await agent.get("/console/my-work?done=callback_done")).body as string;
     expect(after).toContain("Callback marked done.");
     expect(after).toContain("No callback is due.");
+  });
+
+  test("'later today' ends at the organization's midnight, across a clock change", () => {
+    // 8 March 2026 in Chicago is 23 hours long: its midnight after is 05:00 UTC (CDT), the day before's 06:00 (CST).
+    expect(new Date(endOfDay(Date.UTC(2026, 2, 8, 18), "America/Chicago")).toISOString()).toBe("2026-03-09T05:00:00.000Z");
+    expect(new Date(endOfDay(Date.UTC(2026, 2, 7, 18), "America/Chicago")).toISOString()).toBe("2026-03-08T06:00:00.000Z");
+    // Late in the evening there, already the next day in UTC.
+    expect(new Date(endOfDay(Date.UTC(2026, 2, 3, 5), "America/Chicago")).toISOString()).toBe("2026-03-03T06:00:00.000Z");
   });
 
   test("a manager has the link too; an admin (no organization, no queue of their own) has neither the link nor the page", async () => {
