@@ -38,10 +38,21 @@ beforeAll(async () => {
     insert into messages (lead_id, org_id, channel, direction, actor_type, actor_id, body, status)
     values (${otherLead}, 2, 'sms', 'in', 'provider', 'twilio', 'hello', 'received') returning id`;
   const [{ id: otherConversation }] = await db.sql<{ id: number }[]>`select id from conversations where lead_id = ${otherLead}`;
+  const ownLead = await makeLead(db.sql, { list: 101, phone: "5126660003", first: "Al" });
+  await db.sql`insert into calendars (id, org_id, name, timezone, hours) values (9300, 2, 'Bolt estimates', 'America/Chicago', ${db.sql.json({ mon: [["09:00", "17:00"]] })})`;
+  await db.sql`insert into calendar_links (slug, calendar_id) values ('bolt-estimates', 9300)`;
+  const [{ id: otherCallback }] = await db.sql<{ id: number }[]>`
+    insert into callbacks (conversation_id, lead_id, assignee, due_at, created_by, created_at)
+    values (${otherConversation}, ${otherLead}, 'agent9', now() + interval '1 day', 'agent9', now()) returning id`;
   world = {
     otherInbound,
     otherConversation,
     missingConversation: 999_999_999,
+    ownLead,
+    otherCalendar: 9300,
+    missingCalendar: 999_999,
+    otherCallback,
+    missingCallback: 999_999_999,
     otherLead,
     otherPhone,
     otherIntakePhone,
@@ -132,4 +143,11 @@ describe("console routes: refused without a session or permission; another organ
       for (const c of entry.crossOrg.cases(world)) await expectSameAsMissing(app.base, id, c, { headers });
     }, 60_000);
   }
+
+  test("and nothing of the other organization was changed by organization 1's forms: its callback still scheduled, nothing booked on its calendar", async () => {
+    const [row] = await db.sql<{ status: string; appointments: number }[]>`
+      select (select status from callbacks where id = ${world.otherCallback}) as status,
+             (select count(*)::int from appointments where calendar_id = ${world.otherCalendar}) as appointments`;
+    expect(row).toEqual({ status: "scheduled", appointments: 0 });
+  });
 });

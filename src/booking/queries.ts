@@ -23,7 +23,7 @@ export interface CalendarRow {
   hours: string;
 }
 
-const calendarColumns = (sql: Sql | Tx) =>
+export const calendarColumns = (sql: Sql | Tx) =>
   sql`c.id, c.org_id, c.name, c.timezone, c.slot_minutes, c.capacity, c.min_notice_minutes, c.horizon_days,
       c.buffer_before_minutes, c.buffer_after_minutes, c.min_cancel_notice_minutes, c.hours::text as hours`;
 
@@ -31,7 +31,7 @@ const calendarColumns = (sql: Sql | Tx) =>
  * Seconds within which two appointments' starts conflict (src/booking/slots.ts reachOf; the
  * capacity trigger computes the same in sql/0025_booking_buffers.sql).
  */
-const reach = (sql: Sql | Tx) =>
+export const reach = (sql: Sql | Tx) =>
   sql`(case when c.buffer_before_minutes + c.buffer_after_minutes > 0
             then (c.slot_minutes + c.buffer_before_minutes + c.buffer_after_minutes)::int8 * 60 else 1 end)`;
 

@@ -91,19 +91,7 @@ export function bookingService(sql: Sql, clock: Clock, opts: BookingOptions) {
       windows = parseHours(safeJson(c.hours));
       windowsCache.set(c.hours, windows);
     }
-    return {
-      id: c.id,
-      orgId: c.org_id,
-      name: c.name,
-      timezone: c.timezone,
-      slotMinutes: c.slot_minutes,
-      capacity: c.capacity,
-      minNoticeMinutes: c.min_notice_minutes,
-      horizonDays: c.horizon_days,
-      bufferBeforeMinutes: c.buffer_before_minutes,
-      bufferAfterMinutes: c.buffer_after_minutes,
-      windows,
-    };
+    return calendarRules(c, windows);
   }
 
   /** The candidates of the calendar's local today, kept per exact rules and day. */
@@ -464,6 +452,23 @@ function safeJson(text: string): unknown {
   }
 }
 
+/** A calendar's rules as the slots module reads them (`windows`: its hours parsed, when kept already). */
+export function calendarRules(c: CalendarRow, windows: Window[][] = parseHours(safeJson(c.hours))): CalendarRules {
+  return {
+    id: c.id,
+    orgId: c.org_id,
+    name: c.name,
+    timezone: c.timezone,
+    slotMinutes: c.slot_minutes,
+    capacity: c.capacity,
+    minNoticeMinutes: c.min_notice_minutes,
+    horizonDays: c.horizon_days,
+    bufferBeforeMinutes: c.buffer_before_minutes,
+    bufferAfterMinutes: c.buffer_after_minutes,
+    windows,
+  };
+}
+
 /**
  * Whether an appointment starting at `epoch` is too close for its person to move it: less than
  * min_cancel_notice_minutes before its start (exactly the notice before still moves), as Cal.com's
@@ -479,4 +484,4 @@ export function withinCancelNotice(epoch: number, calendar: Pick<CalendarRow, "m
 }
 
 /** The capacity trigger found the slot full (src/db/sqlstate.ts). */
-const isSlotFull = (err: unknown) => classify(err) === "slot_full";
+export const isSlotFull = (err: unknown) => classify(err) === "slot_full";

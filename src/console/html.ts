@@ -51,7 +51,7 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   "x-frame-options": "DENY",
 };
 
-export type NavId = "today" | "inbox" | "leads" | "calls" | "dni" | "appointments" | "webhooks" | "keys" | "kpi" | "billing" | "audit" | "settings";
+export type NavId = "today" | "inbox" | "work" | "leads" | "calls" | "dni" | "appointments" | "webhooks" | "keys" | "kpi" | "billing" | "audit" | "settings";
 
 const ALL: readonly Role[] = ["admin", "manager", "agent"];
 const MANAGERS: readonly Role[] = ["admin", "manager"];
@@ -60,6 +60,7 @@ const MANAGERS: readonly Role[] = ["admin", "manager"];
 export const NAV: readonly { id: NavId; label: string; href: string; roles: readonly Role[] }[] = [
   { id: "today", label: "Today", href: "/console/today", roles: MANAGERS },
   { id: "inbox", label: "Inbox", href: "/console/inbox", roles: ALL },
+  { id: "work", label: "My work", href: "/console/my-work", roles: ["manager", "agent"] },
   { id: "leads", label: "Leads", href: "/console/leads", roles: ALL },
   { id: "calls", label: "Calls", href: "/console/calls", roles: ALL },
   { id: "appointments", label: "Appointments", href: "/console/appointments", roles: ALL },

@@ -40,6 +40,8 @@ export interface LeadPage {
   dnc: DncStatus;
   /** The lead's local time now, and whether it is outside its calling window (src/cti/calling-window.ts). */
   callTime: LocalTime;
+  /** Callbacks and booking on the lead's behalf (lead-actions-view.ts). */
+  actions?: Html | null;
 }
 
 export const leadDisplayName = (l: { first_name: string; last_name: string; phone: string }) =>
@@ -260,6 +262,6 @@ export function leadBody(p: LeadPage, selfOnlyDial: boolean): Html {
   ${p.notice}
   <div class="lead-grid">
     <div class="lead-main">${timeline(p)}${p.mark === null ? null : html`<section class="card">${composerHtml({ ...p.composer, action: `/console/leads/${p.lead.id}/send`, csrf: p.csrf })}</section>`}</div>
-    <div class="lead-side">${fields(p.lead)}${doNotContact(p)}${consent(p)}${dial(p, selfOnlyDial)}${appointments(p)}${firstTouch(p)}</div>
+    <div class="lead-side">${fields(p.lead)}${p.actions ?? null}${doNotContact(p)}${consent(p)}${dial(p, selfOnlyDial)}${appointments(p)}${firstTouch(p)}</div>
   </div>`;
 }

@@ -1,5 +1,6 @@
 // A lead's page (/console/leads/{id}): its fields, timeline (polled for new entries), composer,
-// do-not-contact list, consent, appointments, DNI first touch and dial (with the lead's local time). Every read is confined to the viewer's
+// do-not-contact list, consent, appointments, DNI first touch, dial (with the lead's local time), and
+// its callbacks and booking on its behalf (their forms: lead-actions.ts). Every read is confined to the viewer's
 // organization in SQL; another organization's lead is the same 404 as a missing one. Every change
 // goes through the feature's own service with the viewer's Actor and writes its audit row.
 import { randomUUID } from "node:crypto";
@@ -25,6 +26,8 @@ import { audit } from "./audit";
 import type { ComposerChannel } from "./composer";
 import { composerFacts, composerOf } from "./composer-data";
 import { consoleHtml, csrfField, notice, seeOther } from "./html";
+import { LEAD_ACTION_NOTICES, leadActionsOf } from "./lead-actions-data";
+import { leadActionsHtml, type CallbackFormState } from "./lead-actions-view";
 import { entriesHtml, leadBody, leadDisplayName } from "./lead-view";
 import { formBody, jsonSpec, pageQuery, pageSpec, strictJson, type Viewer } from "./route";
 import { sentQuery, sentWords } from "./send-words";
@@ -143,7 +146,7 @@ const TimelineAnswer = t.Object(
   { additionalProperties: false },
 );
 
-type LeadQueryFields = { before?: string; sent?: string; until?: string; done?: string };
+export type LeadQueryFields = { before?: string; sent?: string; until?: string; done?: string };
 
 /** A refused send's draft, put back into the composer with the reason. */
 export interface LeadDraft {
@@ -153,11 +156,21 @@ export interface LeadDraft {
   refusal: string;
 }
 
-/** The lead's page (its query's notices; `draft`: a refused send, whose text comes back). */
-async function leadResponse(deps: Deps, viewer: Viewer, id: number, q: LeadQueryFields, draft: LeadDraft | null): Promise<Response> {
+/**
+ * The lead's page (its query's notices; `draft`: a refused send, whose text comes back, or a
+ * message made ready to send; `callback`: a refused callback, put back into its form).
+ */
+export async function leadResponse(
+  deps: Deps,
+  viewer: Viewer,
+  id: number,
+  q: LeadQueryFields,
+  draft: LeadDraft | null,
+  callback: CallbackFormState | null = null,
+): Promise<Response> {
   const lead = await leadOr404(deps, viewer, id);
   const before = parseCursor(q.before ?? null);
-  const [timeline, consent, appointments, firstTouch, agents, dnc, facts] = await Promise.all([
+  const [timeline, consent, appointments, firstTouch, agents, dnc, facts, actions] = await Promise.all([
     leadTimeline(deps.sql, viewer.actor.orgId, id, TIMELINE_SHOWN, null, before),
     leadConsent(deps.sql, id),
     leadAppointments(deps.sql, id),
@@ -169,6 +182,7 @@ async function leadResponse(deps: Deps, viewer: Viewer, id: number, q: LeadQuery
         : agentsOf(deps.sql, lead.org_id),
     dncStatus(deps.sql, viewer.actor, id),
     composerFacts(deps, viewer, lead),
+    leadActionsOf(deps, viewer, lead, callback),
   ]);
   if (!timeline || !dnc) throw new AppError("not_found");
   const sent = sentWords(q.sent, q.until, recipientZoneOf(lead));
@@ -196,6 +210,7 @@ async function leadResponse(deps: Deps, viewer: Viewer, id: number, q: LeadQuery
         mayLiftOptOut: viewer.user.role !== "agent",
         dnc,
         callTime: localCallTime(deps.clock.now(), lead),
+        actions: leadActionsHtml(actions, csrfField(viewer)),
       },
       viewer.user.role === "agent",
     ),
@@ -372,4 +387,5 @@ const DONE: Record<string, { text: string; kind: "ok" | "error" }> = {
   lead_duplicate: { text: "This lead already had that phone on the list: here it is, unchanged.", kind: "ok" },
   dnc_invalid: { text: "The lead has no such address, or the note is too long.", kind: "error" },
   form_error: { text: "The form was incomplete or already used: reload the page and try again.", kind: "error" },
+  ...LEAD_ACTION_NOTICES,
 };

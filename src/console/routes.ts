@@ -15,9 +15,11 @@ import { installerRoutes } from "./installer";
 import { keyRoutes } from "./keys/routes";
 import { kpiRoutes } from "./kpi";
 import { leadPageRoutes } from "./lead";
+import { leadActionRoutes } from "./lead-actions";
 import { leadEditRoutes } from "./lead-edit";
 import { newLeadRoutes } from "./lead-new";
 import { leadsRoutes } from "./leads";
+import { myWorkRoutes } from "./my-work";
 import { settingsRoutes } from "./settings/routes";
 import { signInRoutes } from "./sign-in";
 import { todayRoutes } from "./today";
@@ -31,9 +33,11 @@ export function consoleRoutes(deps: Deps): Route[] {
     ...todayRoutes(deps),
     ...inboxRoutes(deps),
     ...inboxStreamRoutes(deps),
+    ...myWorkRoutes(deps),
     ...leadsRoutes(deps),
     ...leadPageRoutes(deps),
     ...leadEditRoutes(deps),
+    ...leadActionRoutes(deps),
     ...newLeadRoutes(deps),
     ...callRoutes(deps),
     ...appointmentRoutes(deps),

@@ -43,6 +43,14 @@ export interface CrossWorld {
   /** That lead's conversation (the console's inbox: its reading pane and actions). */
   otherConversation: number;
   missingConversation: number;
+  /** A lead of organization 1 (the lead whose page books on another organization's calendar). */
+  ownLead: number;
+  /** A calendar of organization 2, with a booking link. */
+  otherCalendar: number;
+  missingCalendar: number;
+  /** A scheduled callback of organization 2's lead. */
+  otherCallback: number;
+  missingCallback: number;
 }
 
 /**

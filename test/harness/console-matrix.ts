@@ -78,6 +78,23 @@ const ofConversation = (name: string, action: string, form: Record<string, strin
   },
 });
 
+/** A form on one callback (the lead page's cancel, My work's done): another organization's callback is the missing one's 404. */
+const ofCallback = (name: string, action: string): ConsoleRoute => ({
+  name,
+  session: asAgentPost,
+  request: { method: "POST", path: `/console/callbacks/1/${action}` },
+  refusals: { noSession: { status: 303 } },
+  crossOrg: {
+    cases: (w) => [
+      {
+        name: "callback id",
+        other: { method: "POST", path: `/console/callbacks/${w.otherCallback}/${action}`, form: {}, headers: FORM },
+        missing: { method: "POST", path: `/console/callbacks/${w.missingCallback}/${action}`, form: {}, headers: FORM },
+      },
+    ],
+  },
+});
+
 const leadPages: Record<string, ConsoleRoute> = {
   consoleInbox: {
     ...page("GET /console/inbox", "/console/inbox"),
@@ -144,6 +161,31 @@ const leadPages: Record<string, ConsoleRoute> = {
   consoleLeadDnc: ofLead("POST /console/leads/{id}/dnc", "/dnc", "POST"),
   consoleLeadEditPage: ofLead("GET /console/leads/{id}/edit", "/edit"),
   consoleLeadEdit: ofLead("POST /console/leads/{id}/edit", "/edit", "POST"),
+  consoleLeadCallback: ofLead("POST /console/leads/{id}/callbacks", "/callbacks", "POST"),
+  consoleCallbackCancel: ofCallback("POST /console/callbacks/{id}/cancel", "cancel"),
+  consoleCallbackDone: ofCallback("POST /console/callbacks/{id}/done", "done"),
+  consoleLeadBookPage: {
+    ...ofLead("GET /console/leads/{id}/book", "/book"),
+    crossOrg: {
+      cases: (w) => [
+        { name: "lead id", other: { method: "GET", path: `/console/leads/${w.otherLead}/book?calendar=${w.otherCalendar}` }, missing: { method: "GET", path: `/console/leads/${w.missingLead}/book?calendar=${w.otherCalendar}` } },
+        { name: "calendar", other: { method: "GET", path: `/console/leads/${w.ownLead}/book?calendar=${w.otherCalendar}` }, missing: { method: "GET", path: `/console/leads/${w.ownLead}/book?calendar=${w.missingCalendar}` } },
+      ],
+    },
+  },
+  consoleLeadBook: {
+    ...ofLead("POST /console/leads/{id}/book", "/book", "POST"),
+    crossOrg: {
+      cases: (w) => {
+        const form = (calendar: number) => ({ calendar: String(calendar), epoch: String(Math.floor(Date.now() / 1000) + 7 * 86400) });
+        return [
+          { name: "lead id", other: { method: "POST", path: `/console/leads/${w.otherLead}/book`, form: form(w.otherCalendar), headers: FORM }, missing: { method: "POST", path: `/console/leads/${w.missingLead}/book`, form: form(w.otherCalendar), headers: FORM } },
+          { name: "calendar", other: { method: "POST", path: `/console/leads/${w.ownLead}/book`, form: form(w.otherCalendar), headers: FORM }, missing: { method: "POST", path: `/console/leads/${w.ownLead}/book`, form: form(w.missingCalendar), headers: FORM } },
+        ];
+      },
+    },
+  },
+  consoleMyWork: page("GET /console/my-work", "/console/my-work"),
   consoleNewLeadPage: page("GET /console/new-lead", "/console/new-lead"),
   consoleNewLead: {
     ...page("POST /console/new-lead", "/console/new-lead", "POST"),
