@@ -16,6 +16,9 @@
 //
 // Sizes: LEADS, MESSAGES, CALLS, VISITORS, APPOINTMENTS (environment); BENCH_ONLY (scenario ids).
 import { createHash, randomBytes } from "node:crypto";
+import postgres from "postgres";
+import type { Sql } from "../src/db/client";
+import { attributionReport } from "../src/reports/attribution";
 import { answerChecks, expectStatus, num, options, type Result, type Server, Suite } from "./lib";
 
 const suite = new Suite("reports", "The manager's reports", ["b", "t", "a", "q", "k"]);
@@ -69,7 +72,7 @@ await suite.run(async () => {
     at = Date.now();
     await tx`
       insert into messages (lead_id, org_id, channel, direction, actor_type, actor_id, body, status, cost, created_at)
-      select 1 + (i * 7919) % ${LEADS}, 1, case when i % 5 = 0 then 'email' else 'sms' end, case when i % 3 = 0 then 'in' else 'out' end,
+      select 1 + (i::bigint * 7919) % ${LEADS}, 1, case when i % 5 = 0 then 'email' else 'sms' end, case when i % 3 = 0 then 'in' else 'out' end,
              case when i % 3 = 0 then '' when i % 3 = 1 then 'user' else 'system' end, 'agent' || (i % 50),
              'Message body ' || i, 'delivered', case when i % 3 = 0 then 0 else 0.0079 end, ${back("i", MESSAGES)}
       from generate_series(1, ${MESSAGES}) i`;
@@ -77,7 +80,7 @@ await suite.run(async () => {
     at = Date.now();
     await tx`
       insert into calls (lead_id, phone, to_number, status, secs, agent, occurred_at)
-      select 1 + (i * 104729) % ${LEADS}, '555' || lpad((1 + (i * 104729) % ${LEADS})::text, 7, '0'), '5551112222',
+      select 1 + (i::bigint * 104729) % ${LEADS}, '555' || lpad((1 + (i::bigint * 104729) % ${LEADS})::text, 7, '0'), '5551112222',
              case when i % 4 = 0 then 'NO ANSWER' else 'ANSWERED' end, case when i % 4 = 0 then 0 else 20 + i % 600 end,
              'agent' || (i % 50), ${back("i", CALLS)}
       from generate_series(1, ${CALLS}) i`;
@@ -162,5 +165,14 @@ await suite.run(async () => {
     }
     suite.add(row);
   }
+  // The attribution report's plan over the default 30 days (the statement the page runs, its values).
+  const captured: { query: string; params: unknown[] }[] = [];
+  const probe = postgres(suite.databaseUrl(), { max: 1, onnotice: () => {}, debug: (_c: number, query: string, params: unknown[]) => captured.push({ query, params }) });
+  const to = new Date();
+  await attributionReport(probe as unknown as Sql, 1, new Date(to.getTime() - 30 * 86_400_000), to);
+  const stmt = captured[captured.length - 1];
+  const plan = await probe.unsafe(`explain (analyze, buffers) ${stmt.query}`, stmt.params as never[]);
+  suite.say("attribution report, 30 days: EXPLAIN (ANALYZE, BUFFERS)\n" + plan.map((r) => r["QUERY PLAN"]).join("\n"));
+  await probe.end({ timeout: 2 });
   return `wrk -t2 -c${CONNS} (${USERS} signed-in sessions round-robin) -d${DURATION}s after ${WARMUP}s warm-up, one organization with ${LEADS.toLocaleString("en-US")} leads, ${MESSAGES.toLocaleString("en-US")} messages, ${CALLS.toLocaleString("en-US")} calls, ${VISITORS.toLocaleString("en-US")} DNI visitors and ${APPOINTMENTS.toLocaleString("en-US")} appointments over a year (seeded in ${(seeded / 1000).toFixed(0)} s, of which report_rebuild(1) ${(rebuild / 1000).toFixed(1)} s). The target is the server's time (its /metrics histogram, bounds at 100 and 250 ms: passed when 99% of the window's answers are within 100 ms); the p50/p99 columns are wrk's, which add the client's queueing on the shared CPUs.`;
 });
