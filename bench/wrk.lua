@@ -12,6 +12,7 @@
 --   slug=S      booking: the link; base=E the first slot's epoch, step=S seconds between slots,
 --               offset=K the slot index to start from (keeps warm-up and measurement apart)
 --   pool=P      dni: the pool key; visitors=N warm visitors w1..wN; addresses=N client addresses
+--   path=P      console_path: the page to get (`~` for `&` in its query)
 --   cookies=FILE  console: session cookies (`leadline_session=…`), one a line, used round-robin
 --   soak: a mix (bench/soak.ts): new and returning DNI visitors, heartbeats, intake of new phones,
 --               get lead and CTI lookup; keys=FILE with every scope, leads=N, phones=N, pool=P,
@@ -30,7 +31,7 @@ end
 -- Options, read once per thread by init().
 local opt = {}
 local keys, nkeys, send_key
-local leads, phones, lead_id, run, nthreads, points
+local leads, phones, lead_id, run, nthreads, points, page_path
 local slug, base, step, offset
 local pool, visitors, addresses
 local cookies, ncookies, c = {}, 0, 0
@@ -90,6 +91,10 @@ local modes = {
   end,
   console_lead = function()
     return wrk.format("GET", "/console/leads/" .. lead_id, signed_in())
+  end,
+  -- bench/reports.ts: one page (path=…, its query `&` written as `~`: wrk's arguments are split on neither).
+  console_path = function()
+    return wrk.format("GET", page_path, signed_in())
   end,
 
   -- Core API.
@@ -214,6 +219,7 @@ function init(args)
   leads = tonumber(opt.leads or "1")
   phones = tonumber(opt.phones or "1")
   lead_id = opt.id or "1"
+  page_path = (string.gsub(opt.path or "/console", "~", "&"))
   run = tonumber(opt.run or "0")
   nthreads = tonumber(opt.threads or "2")
   points = tonumber(opt.points or "500")

@@ -18,7 +18,7 @@ const as: Record<"admin" | "manager" | "manager2", ConsoleClient> = {} as never;
 
 const touch = (source: string, campaign: string) => ({ source, medium: "cpc", campaign, landing: "https://acme.example/roof" });
 
-/** The table's rows as [source, medium, campaign, landing, visitors, calls, answered, leads, appointments]. */
+/** The table's rows as [source, medium, campaign, landing, visitors, calls, answered, leads, appointments, value]. */
 const rows = (body: string) =>
   [...((/<table class="data" id="attribution">[\s\S]*?<tbody>([\s\S]*?)<\/tbody>/.exec(body)?.[1] ?? "").matchAll(/<tr>([\s\S]*?)<\/tr>/g))].map((m) =>
     [...m[1].matchAll(/<t[hd][^>]*>(?:<span class="muted">)?([^<]*)/g)].map((c) => c[1]),
@@ -73,16 +73,16 @@ describe("the attribution report", () => {
     const r = await as.manager.get("/console/reports/attribution");
     expect(r.status).toBe(200);
     expect(rows(r.body as string)).toEqual([
-      ["google", "cpc", "spring", "https://acme.example/roof", "2", "2", "1", "1", "1"],
-      ["bing", "cpc", "fall", "https://acme.example/roof", "1", "1", "1", "0", "0"],
+      ["google", "cpc", "spring", "https://acme.example/roof", "2", "2", "1", "1", "1", "0.00"],
+      ["bing", "cpc", "fall", "https://acme.example/roof", "1", "1", "1", "0", "0", "0.00"],
     ]);
   });
 
   test("a period; presets", async () => {
     const day = rows((await as.manager.get("/console/reports/attribution?from=2026-11-22&to=2026-11-22")).body as string);
     expect(day).toEqual([
-      ["bing", "cpc", "fall", "https://acme.example/roof", "0", "1", "1", "0", "0"],
-      ["google", "cpc", "spring", "https://acme.example/roof", "0", "1", "0", "0", "1"],
+      ["bing", "cpc", "fall", "https://acme.example/roof", "0", "1", "1", "0", "0", "0.00"],
+      ["google", "cpc", "spring", "https://acme.example/roof", "0", "1", "0", "0", "1", "0.00"],
     ]);
     const today = (await as.manager.get("/console/reports/attribution?preset=today")).body as string;
     expect(today).toContain("No visitors, calls, leads or appointments");
@@ -92,7 +92,7 @@ describe("the attribution report", () => {
 
   test("confined to the organization: a manager whatever `org` says, an admin picks one", async () => {
     const two = rows((await as.manager2.get("/console/reports/attribution")).body as string);
-    expect(two).toEqual([["google", "cpc", "spring", "https://acme.example/roof", "1", "1", "1", "1", "1"]]);
+    expect(two).toEqual([["google", "cpc", "spring", "https://acme.example/roof", "1", "1", "1", "1", "1", "0.00"]]);
     expect(rows((await as.manager.get("/console/reports/attribution?org=2")).body as string)[0][4]).toBe("2");
     expect((await as.admin.get("/console/reports/attribution")).body as string).toContain("Pick an organization");
     expect(rows((await as.admin.get("/console/reports/attribution?org=2")).body as string)).toEqual(two);
@@ -103,9 +103,57 @@ describe("the attribution report", () => {
     expect(r.status).toBe(200);
     expect(r.headers.get("content-disposition")).toBe('attachment; filename="attribution-2026-11-01-2026-11-23.csv"');
     expect((r.body as string).trim().split(/\r?\n/)).toEqual([
-      "source,medium,campaign,landing,visitors,calls,answered,leads,appointments",
-      "google,cpc,spring,https://acme.example/roof,2,2,1,1,1",
-      "bing,cpc,fall,https://acme.example/roof,1,1,1,0,0",
+      "source,medium,campaign,landing,visitors,calls,answered,leads,appointments,value,currency",
+      "google,cpc,spring,https://acme.example/roof,2,2,1,1,1,0.00,",
+      "bing,cpc,fall,https://acme.example/roof,1,1,1,0,0,0.00,",
     ]);
+  });
+});
+
+describe("value and the CSV", () => {
+  const feed = (id: string, org: number, actions: Record<string, unknown>[]) =>
+    db.sql`insert into conversion_feeds (id, org_id, secret_hash, actions) values (${id}, ${org}, ${Buffer.alloc(32)}, ${db.sql.json(actions as never)})`;
+  const PERIOD = "from=2026-11-01&to=2026-11-23";
+
+  test("per first touch, the conversions feeds' values of its calls, leads and appointments, in the organization's currency", async () => {
+    const usd = (name: string, on: string, value: number, min_secs = 0) => ({ name, on, min_secs, value, currency: "USD" });
+    // A call of 60 s counts for both call actions, one of 30 s for the short one only; the lead
+    // action named in two feeds counts once; organization 2's feed never reaches organization 1.
+    await feed("acme-ads", 1, [usd("Call", "call", 100, 60), usd("Short call", "call", 10, 30), usd("Lead", "lead", 25), usd("Booked", "booking", 50)]);
+    await feed("acme-ads-2", 1, [usd("Lead", "lead", 25)]);
+    await feed("bolt-ads", 2, [{ name: "Lead", on: "lead", min_secs: 0, value: 1000, currency: "EUR" }]);
+    const body = (await as.manager.get(`/console/reports/attribution?${PERIOD}`)).body as string;
+    expect(body).toContain('<th scope="col" class="num">Value (USD)</th>');
+    expect(rows(body)).toEqual([
+      ["google", "cpc", "spring", "https://acme.example/roof", "2", "2", "1", "1", "1", "$185.00"],
+      ["bing", "cpc", "fall", "https://acme.example/roof", "1", "1", "1", "0", "0", "$10.00"],
+    ]);
+    expect(rows((await as.manager2.get(`/console/reports/attribution?${PERIOD}`)).body as string)[0][9]).toBe("€1,000.00");
+    expect(rows((await as.manager.get(`/console/reports/attribution?${PERIOD}&org=2`)).body as string)[0][9]).toBe("$185.00");
+  });
+
+  test("the CSV's rows are the page's table for the same query", async () => {
+    for (const q of [PERIOD, "from=2026-11-22&to=2026-11-22", "preset=7"]) {
+      const page = rows((await as.manager.get(`/console/reports/attribution?${q}`)).body as string);
+      const csv = ((await as.manager.get(`/console/reports/attribution.csv?${q}`)).body as string).trim().split("\r\n").slice(1).map((l) => l.split(","));
+      expect(csv.map((c) => c.slice(0, 9))).toEqual(page.map((r) => r.slice(0, 9)));
+      // The value as a number with two decimals and its currency in a column of its own.
+      expect(csv.map((c) => `$${Number(c[9]).toLocaleString("en-US", { minimumFractionDigits: 2 })} ${c[10]}`)).toEqual(page.map((r) => `${r[9]} USD`));
+    }
+  });
+
+  test("a source named like a formula comes out as text", async () => {
+    await db.sql`insert into leads (list_id, phone, source, attribution, created_at)
+      values (101, '5125551077', 'web', ${db.sql.json(touch("=HYPERLINK(\"x\")", "-1+1"))}, '2026-11-21T16:00:00Z')`;
+    const csv = (await as.manager.get(`/console/reports/attribution.csv?${PERIOD}`)).body as string;
+    expect(csv).toContain(`"'=HYPERLINK(""x"")",cpc,'-1+1,https://acme.example/roof,0,0,0,1,0,25.00,USD`);
+  });
+
+  test("several currencies: plain numbers with two decimals", async () => {
+    await feed("acme-ads-eur", 1, [{ name: "Lead EUR", on: "lead", min_secs: 0, value: 1.5, currency: "EUR" }]);
+    const body = (await as.manager.get(`/console/reports/attribution?${PERIOD}`)).body as string;
+    expect(body).toContain('<th scope="col" class="num">Value</th>');
+    expect(rows(body)[0][9]).toBe("186.50");
+    expect(((await as.manager.get(`/console/reports/attribution.csv?${PERIOD}`)).body as string).split("\r\n")[1]).toBe("google,cpc,spring,https://acme.example/roof,2,2,1,1,1,186.50,");
   });
 });

@@ -8,6 +8,7 @@ import { makeUser, signIn, type ConsoleClient } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { startApp, type TestApp } from "./harness/app";
 import { seedWorld } from "./harness/factory";
+import { talkTime } from "../src/console/calls";
 
 setDefaultTimeout(60_000);
 let db: TestDatabase;
@@ -142,5 +143,53 @@ describe("the Today page", () => {
     expect((await as.manager.get("/console/today.csv?org=2")).body as string).not.toContain("secret-source");
     expect((await as.admin.get("/console/today.csv")).status).toBe(404);
     expect((await as.admin.get("/console/today.csv?org=2")).body as string).toContain("secret-source,new,1234");
+  });
+
+  test("CSV: each cell of the page's table is the CSV's figure for that day; a formula-like source comes out as text", async () => {
+    await lead("5125551009", '=HYPERLINK("x")', "2026-11-23T16:30:00Z");
+    const body = (await as.manager.get("/console/today?day=2026-11-23")).body as string;
+    const csv = ((await as.manager.get("/console/today.csv?day=2026-11-23")).body as string).trim().split("\r\n");
+    expect(csv).toContain(`2026-11-23,leads,"'=HYPERLINK(""x"")",new,1`);
+    const value = new Map(
+      csv.slice(1).map((l) => {
+        const cells = [...l.matchAll(/(?:^|,)(?:"((?:[^"]|"")*)"|([^,]*))/g)].map((m) => (m[1] !== undefined ? m[1].replaceAll('""', '"') : m[2]));
+        return [cells.slice(0, 4).join("|").replace("|'=", "|="), cells[4]];
+      }),
+    );
+    const count = (v: string) => Number(v).toLocaleString("en-US");
+    const secs = (v: string) => talkTime(Math.round(Number(v)));
+    const money = (v: string) => `$${Number(v).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 4 })}`;
+    const figures: [string, string, (v: string) => string][] = [
+      ["New leads", "leads||new", count],
+      ["google", "leads|google|new", count],
+      ["bing", "leads|bing|new", count],
+      ['=HYPERLINK(&quot;x&quot;)', 'leads|=HYPERLINK("x")|new', count],
+      ["Calls answered", "calls||answered", count],
+      ["Calls missed", "calls||missed", count],
+      ["Talk time", "calls||talk_secs", secs],
+      ["First responses", "first_response||responses", count],
+      ["Median time to first response", "first_response||median_secs", secs],
+      ["90th percentile time to first response", "first_response||p90_secs", secs],
+      ["Still waiting for a first response", "first_response||waiting", count],
+      ["Appointments booked", "appointments||booked", count],
+      ["Appointments confirmed", "appointments||confirmed", count],
+      ["No-shows", "appointments||no_show", count],
+      ["Messages sent", "messages||sent", count],
+      ["SMS", "messages|sms|sent", count],
+      ["Email", "messages|email|sent", count],
+      ["Messages&#39; cost", "messages||cost", money],
+      ["Inbound messages", "messages||inbound", count],
+      ["Conversations handled", "conversations||handled", count],
+    ];
+    // Every row of the page's table is one of these.
+    const names = [...(/<table class="data" id="today-figures">([\s\S]*?)<\/table>/.exec(body)?.[1] ?? "").matchAll(/<th scope="row">(?:<span class="muted">of which <\/span>)?([^<]*)<\/th>/g)].map((m) => m[1]);
+    expect(names.sort()).toEqual(figures.map((f) => f[0]).sort());
+    for (const [name, key, show] of figures) {
+      const expected = ["2026-11-23", "2026-11-22", "2026-11-16"].map((day) => {
+        const v = value.get(`${day}|${key}`);
+        return v === undefined || v === "" ? (key.startsWith("leads|") && key !== "leads||new" ? "0" : "–") : show(v);
+      });
+      expect([name, ...row(body, name)]).toEqual([name, ...expected]);
+    }
   });
 });

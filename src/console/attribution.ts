@@ -1,12 +1,12 @@
 // The attribution report page (managers, admins who pick an organization): per first touch of the
 // DNI visitors (source / medium / campaign / landing page) over a period of the organization's days,
-// visitors, calls, answered calls, leads and appointments booked (src/reports/attribution.ts), as a
+// visitors, calls, answered calls, leads, appointments booked and their recorded value (src/reports/attribution.ts), as a
 // table and as CSV. Presets as the KPI page's; a range of at most a year.
 import { Type as t } from "@sinclair/typebox";
 import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
-import { attributionReport, type AttributionRow } from "../reports/attribution";
+import { attributionCurrency, attributionReport, type AttributionRow } from "../reports/attribution";
 import { daysBefore } from "../reports/today";
 import { daysBetween } from "./chart";
 import { csvAnswer, csvResponse } from "./csv";
@@ -24,7 +24,13 @@ const AttributionQuery = t.Object({
 
 const MAX_DAYS = 366;
 const FIGURES = ["visitors", "calls", "answered", "leads", "appointments"] as const;
-const CSV_HEADER = ["source", "medium", "campaign", "landing", ...FIGURES] as const;
+const CSV_HEADER = ["source", "medium", "campaign", "landing", ...FIGURES, "value", "currency"] as const;
+
+/** A value in the organization's currency when it has one, else a plain number; two decimals either way. */
+export function valueText(v: number, currency: string | null): string {
+  const two = { minimumFractionDigits: 2, maximumFractionDigits: 2 };
+  return currency === null ? v.toLocaleString("en-US", two) : new Intl.NumberFormat("en-US", { style: "currency", currency, ...two }).format(v);
+}
 const none = (v: string) => (v === "" ? html`<span class="muted">(none)</span>` : v);
 
 interface Period {
@@ -46,7 +52,7 @@ async function periodOf(deps: Deps, viewer: Viewer, q: { from?: string; to?: str
   return { org, zone, from, to, preset: preset?.id ?? null };
 }
 
-export function attributionBody(p: Period, rows: AttributionRow[] | null, orgs: OrgChoice[]): Html {
+export function attributionBody(p: Period, rows: AttributionRow[] | null, orgs: OrgChoice[], currency: string | null = null): Html {
   const q = (extra: Record<string, string | null>) => queryOf({ org: orgs.length ? p.org : null, ...extra });
   return html`<form class="filters" method="get" action="/console/reports/attribution">
   <div><label for="a-from">From</label><input id="a-from" name="from" type="date" value="${p.from}"></div>
@@ -65,11 +71,11 @@ ${rows.length === 0
   : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Attribution"><table class="data" id="attribution">
   <thead><tr><th scope="col">Source</th><th scope="col">Medium</th><th scope="col">Campaign</th><th scope="col">Landing page</th>${FIGURES.map(
     (f) => html`<th scope="col" class="num">${f[0].toUpperCase() + f.slice(1)}</th>`,
-  )}</tr></thead>
+  )}<th scope="col" class="num">Value${currency ? ` (${currency})` : ""}</th></tr></thead>
   <tbody>${rows.map(
     (r) => html`<tr><th scope="row">${none(r.source)}</th><td>${none(r.medium)}</td><td>${none(r.campaign)}</td><td class="cell-clip">${none(r.landing)}</td>${FIGURES.map(
       (f) => html`<td class="num">${r[f].toLocaleString("en-US")}</td>`,
-    )}</tr>`,
+    )}<td class="num">${valueText(r.value, currency)}</td></tr>`,
   )}</tbody>
 </table></div>`}`}`;
 }
@@ -77,9 +83,10 @@ ${rows.length === 0
 export function attributionRoutes(deps: Deps): Route[] {
   const run = async (viewer: Viewer, q: Record<string, string | undefined>) => {
     const p = await periodOf(deps, viewer, q);
-    if (p.org === null) return { p, rows: null };
+    if (p.org === null) return { p, rows: null, currency: null };
     const span = instantsOf(p.from, p.to, p.zone);
-    return { p, rows: await attributionReport(deps.sql, p.org, span.from!, span.to!) };
+    const [rows, currency] = await Promise.all([attributionReport(deps.sql, p.org, span.from!, span.to!), attributionCurrency(deps.sql, p.org)]);
+    return { p, rows, currency };
   };
   return [
     defineRoute(
@@ -93,8 +100,8 @@ export function attributionRoutes(deps: Deps): Route[] {
         query: pageQuery(AttributionQuery),
       }),
       async ({ query }, { grant: viewer }) => {
-        const [{ p, rows }, orgs] = await Promise.all([run(viewer, query), orgChoices(deps.sql, viewer)]);
-        return consoleHtml(deps, viewer, { title: "Attribution", nav: "kpi", body: attributionBody(p, rows, orgs), styles: ["reports.css"] });
+        const [{ p, rows, currency }, orgs] = await Promise.all([run(viewer, query), orgChoices(deps.sql, viewer)]);
+        return consoleHtml(deps, viewer, { title: "Attribution", nav: "kpi", body: attributionBody(p, rows, orgs, currency), styles: ["reports.css"] });
       },
     ),
     defineRoute(
@@ -103,18 +110,20 @@ export function attributionRoutes(deps: Deps): Route[] {
         answers: csvAnswer("The attribution report as CSV"),
         id: "consoleAttributionReportCsv",
         summary: "The attribution report as CSV",
-        description: "One row per first touch: source, medium, campaign, landing, visitors, calls, answered, leads, appointments. Admins name the organization (`org`), else the header alone.",
+        description: "One row per first touch: source, medium, campaign, landing, visitors, calls, answered, leads, appointments, value (two decimals) and the organization's currency (empty when it has none). Admins name the organization (`org`), else the header alone.",
         method: "GET",
         path: "/console/reports/attribution.csv",
         roles: MANAGERS,
         query: pageQuery(AttributionQuery),
       }),
       async ({ query }, { grant: viewer }) => {
-        const { p, rows } = await run(viewer, query);
+        const { p, rows, currency } = await run(viewer, query);
         const all = (async function* () {
           if (rows && rows.length) yield rows;
         })();
-        return csvResponse(`attribution-${p.from}-${p.to}.csv`, CSV_HEADER, all, (r: AttributionRow) => [r.source, r.medium, r.campaign, r.landing, ...FIGURES.map((f) => r[f])]);
+        return csvResponse(`attribution-${p.from}-${p.to}.csv`, CSV_HEADER, all, (r: AttributionRow) => [
+          r.source, r.medium, r.campaign, r.landing, ...FIGURES.map((f) => r[f]), r.value.toFixed(2), currency ?? "",
+        ]);
       },
     ),
   ];

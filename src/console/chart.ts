@@ -164,7 +164,7 @@ export function chart(spec: ChartSpec): Html {
     spec.series.length > 1
       ? html`<ul class="chart-legend">${spec.series.map((s, si) => html`<li><span class="chart-key ${toneOf(s, si)}${s.line ? " chart-key-line" : ""}" aria-hidden="true"></span>${s.name}</li>`)}</ul>`
       : null;
-  const totals = spec.totalColumn && asBars.length > 1 ? stackedTotals(spec) : null;
+  const table = chartTable(spec);
   // On a phone the picture keeps a readable size and scrolls sideways (a focusable region, so the
   // keyboard can scroll it too); the table below has every number anyway.
   return html`<figure class="chart">
@@ -182,14 +182,30 @@ export function chart(spec: ChartSpec): Html {
   <details class="chart-data">
     <summary>${spec.title}: the numbers</summary>
     <div class="table-wrap" tabindex="0" role="region" aria-label="${spec.title}: the numbers"><table class="data">
-      <thead><tr><th scope="col">Day</th>${asBars.map(({ s }) => html`<th scope="col" class="num">${s.name}</th>`)}${
-        totals ? html`<th scope="col" class="num">Total</th>` : null}${asLines.map(({ s }) => html`<th scope="col" class="num">${s.name}</th>`)}</tr></thead>
-      <tbody>${spec.labels.map(
-        (d, i) => html`<tr><th scope="row">${d}</th>${asBars.map(({ s }) => cell(s.values[i]))}${totals ? cell(totals[i]) : null}${asLines.map(({ s }) => cell(s.values[i]))}</tr>`,
-      )}</tbody>
+      <thead><tr>${table.header.map((h, i) => html`<th scope="col"${i === 0 ? null : html` class="num"`}>${h}</th>`)}</tr></thead>
+      <tbody>${table.rows.map(([d, ...vs]) => html`<tr><th scope="row">${d}</th>${vs.map((v) => cell(v as number | null))}</tr>`)}</tbody>
     </table></div>
   </details>
 </figure>`;
+}
+
+/**
+ * The numbers of a chart as its table shows them (and a CSV of the chart writes them): the day, the
+ * bar series, their total when `totalColumn`, then the line series. One function for both, so the
+ * download is exactly what the page shows.
+ */
+export function chartTable(spec: ChartSpec): { header: string[]; rows: [string, ...(number | null)[]][] } {
+  const bars = spec.kind === "bar" ? spec.series.filter((s) => !s.line) : [];
+  const lines = spec.kind === "bar" ? spec.series.filter((s) => s.line) : spec.series;
+  const totals = spec.totalColumn && bars.length > 1 ? stackedTotals(spec) : null;
+  const header = ["Day", ...bars.map((s) => s.name), ...(totals ? ["Total"] : []), ...lines.map((s) => s.name)];
+  const rows = spec.labels.map((d, i): [string, ...(number | null)[]] => [
+    d,
+    ...bars.map((s) => s.values[i] ?? null),
+    ...(totals ? [totals[i]] : []),
+    ...lines.map((s) => s.values[i] ?? null),
+  ]);
+  return { header, rows };
 }
 
 const cell = (v: number | null | undefined) => html`<td class="num">${v === null || v === undefined ? "–" : fmt(v)}</td>`;

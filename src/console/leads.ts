@@ -31,6 +31,7 @@ const FilterQuery = t.Object(
     campaign: t.Optional(t.String()),
     list: t.Optional(t.String()),
     status: t.Optional(t.String()),
+    source: t.Optional(t.String({ description: "the lead's source as intake took it, exactly; `(none)`: leads without one" })),
     from: t.Optional(t.String({ description: "created on or after, YYYY-MM-DD in the organization's zone" })),
     to: t.Optional(t.String({ description: "created on or before, YYYY-MM-DD" })),
     after: t.Optional(t.String({ description: "the page's keyset cursor" })),
@@ -49,6 +50,16 @@ async function viewerZone(deps: Deps, viewer: Viewer): Promise<string> {
 
 const opt = (s: string | undefined) => (s === undefined || s.trim() === "" ? null : s.trim().slice(0, 100));
 
+/** The source filter's value for leads that came without a source (an empty value is no filter). */
+export const NO_SOURCE = "(none)";
+
+function sourceOf(v: string | undefined): string | null {
+  if (v === undefined || v === "") return null;
+  if (v === NO_SOURCE) return "";
+  // NUL is no character PostgreSQL's text holds: no lead has it, so such a filter finds none.
+  return v.replaceAll("\u0000", "").slice(0, 200);
+}
+
 export function filterOf(q: Query, zone: string): LeadFilter {
   const list = opt(q.list);
   return {
@@ -56,6 +67,7 @@ export function filterOf(q: Query, zone: string): LeadFilter {
     campaign: opt(q.campaign),
     list: list !== null && /^\d{1,15}$/.test(list) ? Number(list) : null,
     status: opt(q.status),
+    source: sourceOf(q.source),
     from: dateOrNull(opt(q.from)),
     to: dateOrNull(opt(q.to)),
     zone,
@@ -69,6 +81,7 @@ function filterQuery(f: LeadFilter): URLSearchParams {
   if (f.campaign) p.set("campaign", f.campaign);
   if (f.list !== null) p.set("list", String(f.list));
   if (f.status) p.set("status", f.status);
+  if (f.source != null) p.set("source", f.source === "" ? NO_SOURCE : f.source);
   if (f.from) p.set("from", f.from);
   if (f.to) p.set("to", f.to);
   return p;
@@ -82,6 +95,16 @@ interface LeadsPage {
   choices: Awaited<ReturnType<typeof filterChoices>>;
   /** The viewer may export (src/console/exports.ts): the export link is shown. */
   canExport: boolean;
+}
+
+/**
+ * Where the lead came from, as a manager asks it: the source intake recorded (the sender's own word:
+ * a form, a vendor, "console"), and under it the first touch DNI attributed (source / medium of the
+ * visit before the call or form), when there is one. The filter is on the first.
+ */
+function sourceCell(r: LeadListRow): Html {
+  const touch = [r.touch_source, r.touch_medium].filter((x) => x !== "").join(" / ");
+  return html`${r.source === "" ? html`<span class="muted">(no source)</span>` : r.source}${touch === "" ? null : html`<br><span class="muted">first touch: ${touch}</span>`}`;
 }
 
 export function leadsBody(p: LeadsPage): Html {
@@ -105,6 +128,9 @@ export function leadsBody(p: LeadsPage): Html {
       <div><label for="list">List</label><select id="list" name="list"><option value="">Any</option>${p.choices.lists.map(
         (l) => html`<option value="${l.id}"${l.id === f.list ? html` selected` : null}>${l.name ? `${l.name} (${l.id})` : String(l.id)}</option>`,
       )}</select></div>
+      <div><label for="source">Source</label><select id="source" name="source"><option value="">Any</option>${p.choices.sources.map(
+        (s) => html`<option value="${s === "" ? NO_SOURCE : s}"${s === f.source ? html` selected` : null}>${s === "" ? "(no source)" : s}</option>`,
+      )}</select></div>
       <div><label for="status">Status</label><input id="status" name="status" type="text" value="${f.status ?? ""}" size="10"></div>
       <div><label for="from">Created from</label><input id="from" name="from" type="date" value="${f.from ?? ""}"></div>
       <div><label for="to">Created to</label><input id="to" name="to" type="date" value="${f.to ?? ""}"></div>
@@ -116,10 +142,10 @@ export function leadsBody(p: LeadsPage): Html {
       ? html`<p class="empty">No lead matches.</p>`
       : html`<div class="table-wrap"><table class="data leads-table">
           <caption class="muted">Newest first${p.paged ? ", continued" : ""}</caption>
-          <thead><tr><th scope="col">Name</th><th scope="col">Phone</th><th scope="col">Email</th><th scope="col">Status</th><th scope="col">Campaign</th><th scope="col">List</th><th scope="col">Created</th></tr></thead>
+          <thead><tr><th scope="col">Name</th><th scope="col">Phone</th><th scope="col">Email</th><th scope="col">Status</th><th scope="col">Source</th><th scope="col">Campaign</th><th scope="col">List</th><th scope="col">Created</th></tr></thead>
           <tbody>${p.rows.map(
             (r) => html`<tr><td><a href="/console/leads/${r.id}">${r.name || html`<span class="muted">(no name)</span>`}</a></td>
-              <td>${formatNumber(r.phone)}</td><td>${r.email}</td><td>${r.status}</td><td>${r.campaign_id}</td><td>${r.list_id}</td>
+              <td>${formatNumber(r.phone)}</td><td>${r.email}</td><td>${r.status}</td><td>${sourceCell(r)}</td><td>${r.campaign_id}</td><td>${r.list_id}</td>
               <td>${when(r.created_at, r.timezone)}</td></tr>`,
           )}</tbody></table></div>`}
     <nav class="pager" aria-label="Pages">
@@ -173,7 +199,7 @@ export function leadsRoutes(deps: Deps): Route[] {
         const day = new Date(deps.clock.now()).toISOString().slice(0, 10);
         return auditedExport(deps.sql, viewer, {
           what: "leads",
-          filter: { q: filter.q, campaign: filter.campaign, list: filter.list, status: filter.status, from: filter.from, to: filter.to },
+          filter: { q: filter.q, campaign: filter.campaign, list: filter.list, status: filter.status, source: filter.source, from: filter.from, to: filter.to },
           orgId: viewer.actor.orgId,
           filename: `leads-${day}.csv`,
           header: LEAD_CSV_COLUMNS,

@@ -17,6 +17,8 @@ export interface LeadFilter {
   campaign: string | null;
   list: number | null;
   status: string | null;
+  /** The lead's `source` as intake took it, exactly (`''`: leads that came without one); null or absent: any. */
+  source?: string | null;
   /** Creation dates `YYYY-MM-DD`, both inclusive, in `zone`. */
   from: string | null;
   to: string | null;
@@ -44,6 +46,10 @@ export interface LeadListRow {
   status: string;
   campaign_id: string;
   list_id: number;
+  /** Where the lead came from: intake's `source`, and its first touch's (DNI attribution) source and medium. */
+  source: string;
+  touch_source: string;
+  touch_medium: string;
   created_at: Date;
   /** The lead's organization's time zone (admins see each lead in its own). */
   timezone: string;
@@ -137,6 +143,7 @@ function filterSql(sql: Sql, orgId: number | null, f: LeadFilter, only?: Fragmen
     ${f.campaign !== null ? sql`and l.campaign_id = ${f.campaign} and exists (select 1 from campaigns c where c.id = ${f.campaign} and ${own})` : sql``}
     ${f.list !== null ? sql`and l.list_id = ${f.list} and exists (select 1 from lists li join campaigns c on c.id = li.campaign_id where li.id = ${f.list} and ${own})` : sql``}
     ${f.status !== null ? sql`and l.status = ${f.status}` : sql``}
+    ${f.source != null ? sql`and l.source = ${f.source}` : sql``}
     ${from !== null ? sql`and l.created_at >= (${from}::date)::timestamp at time zone ${f.zone}` : sql``}
     ${to !== null ? sql`and l.created_at < (${to}::date + 1)::timestamp at time zone ${f.zone}` : sql``}`;
 }
@@ -145,7 +152,8 @@ function filterSql(sql: Sql, orgId: number | null, f: LeadFilter, only?: Fragmen
 const microsOf = (sql: Sql) => sql`(extract(epoch from l.created_at) * 1000000)::bigint`;
 
 /** A LeadListRow's columns, over `l` (leads) and `o` (its organization). */
-export const listColumns = (sql: Sql) => sql`l.id, ${leadName(sql)} as name, l.phone, l.email, l.status, l.campaign_id, l.list_id, l.created_at,
+export const listColumns = (sql: Sql) => sql`l.id, ${leadName(sql)} as name, l.phone, l.email, l.status, l.campaign_id, l.list_id, l.source,
+  coalesce(l.attribution->>'source', '') as touch_source, coalesce(l.attribution->>'medium', '') as touch_medium, l.created_at,
   coalesce(o.timezone, 'UTC') as timezone, ${microsOf(sql)} as micros`;
 
 /** The keyset condition: rows after `cursor` in (created_at desc, id desc) order. */
@@ -185,7 +193,7 @@ export function prefixEnd(p: string): string | null {
 }
 
 /** Whether a filter narrows by more than its text (those searches read along other indexes). */
-const narrowed = (f: LeadFilter) => f.campaign !== null || f.list !== null || f.status !== null || dateOrNull(f.from) !== null || dateOrNull(f.to) !== null;
+const narrowed = (f: LeadFilter) => f.campaign !== null || f.list !== null || f.status !== null || f.source != null || dateOrNull(f.from) !== null || dateOrNull(f.to) !== null;
 
 /**
  * The distinct folded first and last names starting with `word` — up to NAME_WALK_CAP + 1 of
@@ -344,15 +352,24 @@ export async function* leadsForExport(sql: Sql, orgId: number | null, given: Lea
   }
 }
 
-/** The campaigns, lists and statuses the filter offers, within the organization. */
+/** The most sources the filter offers (a source is free text from intake: an organization may send many). */
+export const SOURCE_CHOICES = 200;
+
+/** The campaigns, lists and sources the filter offers, within the organization. */
 export async function filterChoices(
   sql: Sql,
   orgId: number | null,
-): Promise<{ campaigns: { id: string; name: string }[]; lists: { id: number; name: string; campaign_id: string }[] }> {
+): Promise<{ campaigns: { id: string; name: string }[]; lists: { id: number; name: string; campaign_id: string }[]; sources: string[] }> {
   const scope = orgId === null ? sql`true` : sql`c.org_id = ${orgId}`;
   const campaigns = await sql<{ id: string; name: string }[]>`select c.id, c.name from campaigns c where ${scope} order by c.id limit 500`;
   const lists = await sql<{ id: number; name: string; campaign_id: string }[]>`
     select li.id, li.name, li.campaign_id from lists li join campaigns c on c.id = li.campaign_id where ${scope}
     order by li.id limit 1000`;
-  return { campaigns, lists };
+  // The sources seen are the new-lead counters' dimensions (sql/0027 report_daily, fact 'lead'),
+  // a few rows per organization and day, not a scan of the leads.
+  const sources = await sql<{ dim: string }[]>`
+    select distinct r.dim from report_daily r
+    where r.fact = 'lead' and ${orgId === null ? sql`true` : sql`r.org_id = ${orgId}`}
+    order by r.dim limit ${SOURCE_CHOICES}`;
+  return { campaigns, lists, sources: sources.map((r) => r.dim) };
 }

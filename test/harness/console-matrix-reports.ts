@@ -61,5 +61,6 @@ export const REPORT_ROUTES: Record<string, ConsoleRoute> = {
   consoleCallsCsv: list("GET /console/calls.csv", "/console/calls.csv", true, true),
   consoleDni: list("GET /console/dni", "/console/dni", true),
   consoleKpi: list("GET /console/kpi", "/console/kpi", true),
+  consoleKpiCsv: list("GET /console/kpi.csv", "/console/kpi.csv", true),
   consoleBilling: list("GET /console/billing", "/console/billing", true),
 };
