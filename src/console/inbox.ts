@@ -22,21 +22,13 @@ import type { SnoozeChoice } from "../workspace/snooze";
 import { actorNames } from "./actor-names";
 import { composerFacts, composerOf } from "./composer-data";
 import { paneHtml, type PaneData } from "./conversation-view";
-import { consoleHtml, csrfField, html, notice, raw, seeOther, type Html } from "./html";
+import { consoleHtml, csrfField, html, HTMX_CONFIG, notice, raw, seeOther, type Html } from "./html";
 import { conversationName, countText, formState, inboxHref, listHtml, listState, VIEW_LABELS, type ListState } from "./inbox-view";
 import { consoleSend, leadOr404, newOperationId, recipientZoneOf, refusedDraft, SendForm, TIMELINE_SHOWN, type LeadDraft } from "./lead";
 import { CONSOLE_BODY_LIMIT, formBody, pageQuery, pageSpec, type Viewer } from "./route";
 import { sentQuery, sentWords } from "./send-words";
 
 export const INBOX_PAGE = 50;
-
-/**
- * htmx under the console's CSP: no inline indicator styles, no eval, no scripts from swapped
- * content; requests to this origin only.
- */
-const HTMX_CONFIG = raw(
-  `<meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"selfRequestsOnly":true,"historyCacheSize":0}'>`,
-);
 
 const ListFields = {
   view: t.Optional(t.String({ description: "mine, unassigned, open, snoozed or closed (default mine)" })),
@@ -221,7 +213,7 @@ async function inboxResponse(deps: Deps, viewer: Viewer, r: InboxRequest): Promi
     heading: "Inbox",
     nav: "inbox",
     styles: ["lead.css", "inbox.css"],
-    scripts: ["htmx.min.js", "htmx-sse.min.js", "inbox.js", "composer.js"],
+    scripts: ["htmx.min.js", "htmx-sse.min.js", "inbox.js", "composer.js", "older.js"],
     head: HTMX_CONFIG,
     // htmx (assets/inbox.js): the stream on #inbox-live; each change refreshes this page's live
     // parts out of band (counts, list, the open conversation, the navigation's count).

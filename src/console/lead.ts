@@ -25,7 +25,7 @@ import { actorNames } from "./actor-names";
 import { audit } from "./audit";
 import type { ComposerChannel } from "./composer";
 import { composerFacts, composerOf } from "./composer-data";
-import { consoleHtml, csrfField, notice, seeOther } from "./html";
+import { consoleHtml, csrfField, HTMX_CONFIG, notice, seeOther } from "./html";
 import { entriesHtml, leadBody, leadDisplayName } from "./lead-view";
 import { formBody, jsonSpec, pageQuery, pageSpec, strictJson, type Viewer } from "./route";
 import { sentQuery, sentWords } from "./send-words";
@@ -185,7 +185,8 @@ async function leadResponse(deps: Deps, viewer: Viewer, id: number, q: LeadQuery
   return consoleHtml(deps, viewer, {
     title: leadDisplayName(lead),
     nav: "leads",
-    scripts: ["timeline.js", "composer.js"],
+    scripts: ["htmx.min.js", "timeline.js", "composer.js", "older.js"],
+    head: HTMX_CONFIG,
     styles: ["lead.css", "inbox.css"],
     body: leadBody(
       {
@@ -193,7 +194,7 @@ async function leadResponse(deps: Deps, viewer: Viewer, id: number, q: LeadQuery
         entries: timeline.entries,
         names: await actorNames(deps.sql, timeline.entries),
         mark: before === null ? markText(timeline.mark) : null,
-        olderHref: timeline.older === null ? null : `/console/leads/${id}?before=${cursorText(timeline.older)}#h-timeline`,
+        older: timeline.older === null ? null : cursorText(timeline.older),
         consent,
         appointments,
         firstTouch,

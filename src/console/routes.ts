@@ -15,9 +15,11 @@ import { installerRoutes } from "./installer";
 import { keyRoutes } from "./keys/routes";
 import { kpiRoutes } from "./kpi";
 import { leadPageRoutes } from "./lead";
+import { olderRoutes } from "./timeline-older";
 import { leadEditRoutes } from "./lead-edit";
 import { newLeadRoutes } from "./lead-new";
 import { leadsRoutes } from "./leads";
+import { searchRoutes } from "./search";
 import { settingsRoutes } from "./settings/routes";
 import { signInRoutes } from "./sign-in";
 import { todayRoutes } from "./today";
@@ -32,7 +34,9 @@ export function consoleRoutes(deps: Deps): Route[] {
     ...inboxRoutes(deps),
     ...inboxStreamRoutes(deps),
     ...leadsRoutes(deps),
+    ...searchRoutes(deps),
     ...leadPageRoutes(deps),
+    ...olderRoutes(deps),
     ...leadEditRoutes(deps),
     ...newLeadRoutes(deps),
     ...callRoutes(deps),

@@ -149,6 +149,8 @@ const leadPages: Record<string, ConsoleRoute> = {
     ...page("POST /console/new-lead", "/console/new-lead", "POST"),
     crossOrg: { none: "its only id is the form's list: another organization's list is refused invalid_list like a missing one (test/console-lead-edit.test.ts)" },
   },
+  consoleSearch: { ...page("GET /console/search", "/console/search?q=jose"), crossOrg: { none: "takes no id: searches the signed-in user's organization (test/console-search.test.ts: org 2 never sees org 1's text)" } },
+  consoleLeadTimelineOlder: ofLead("GET /console/leads/{id}/timeline/older", "/timeline/older?before=1764100000000000.1.1"),
   consoleLeadTimeline: {
     name: "GET /console/api/leads/{id}/timeline",
     session: asAgent,
