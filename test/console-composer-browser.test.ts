@@ -24,6 +24,7 @@ let browser: Browser;
 const clock = new ManualClock(DAY);
 let agent: MadeUser;
 let busy: number;
+let jose: number;
 
 beforeAll(async () => {
   db = await testDatabase();
@@ -39,8 +40,13 @@ beforeAll(async () => {
   await db.sql`insert into messages (lead_id, org_id, channel, direction, body, status, created_at)
     select ${busy}, 1, 'sms', case when g % 2 = 0 then 'in' else 'out' end, 'Text number ' || g || '.', 'delivered', ${new Date(DAY)}::timestamptz - (120 - g) * interval '7 minutes'
     from generate_series(1, 120) g`;
-  const [{ id: jose }] = await db.sql<{ id: number }[]>`insert into leads (list_id, phone, first_name, last_name, state, email) values (101, '5125550177', 'José', 'Núñez', 'TX', 'jose@example.com') returning id`;
+  [{ id: jose }] = await db.sql<{ id: number }[]>`insert into leads (list_id, phone, first_name, last_name, state, email) values (101, '5125550177', 'José', 'Núñez', 'TX', 'jose@example.com') returning id`;
   await db.sql`insert into messages (lead_id, org_id, channel, direction, body, status, created_at) values (${jose}, 1, 'sms', 'in', 'Is the roof estimate still on for Friday?', 'received', ${new Date(DAY - 60_000)})`;
+  await db.sql`insert into saved_replies (org_id, name, body, subject, channels) values
+    (1, 'Opening hours', 'Hi {first_name}, we are open 8–6.', 'Our hours, {first_name}', '{sms,email,note}'),
+    (1, 'Quote follow-up', 'Hello {first_name}, any questions about the quote?', 'Your quote', '{email}'),
+    (1, 'Directions', 'Take exit 12, {first_name}; we are the blue door.', '', '{sms}'),
+    (2, 'Bolt only', 'Not for Acme', '', '{sms,email,note}')`;
   app = await startApp(db.url, { BASE_URL: PUBLIC }, { clock });
   agent = await makeUser(db.sql, { role: "agent", orgId: 1, id: "agent7", name: "Ana Agent" });
   browser = await launchBrowser();
@@ -163,6 +169,86 @@ describe("search from the header", () => {
     const target = new URL(page.url()).hash;
     expect(await page.locator(`${target}`).textContent()).toContain("Is the roof estimate still on for Friday?");
     expect(problems).toEqual([]);
+    await ctx.close();
+  });
+});
+
+describe("the composer's saved replies", () => {
+  const options = (page: Page) => page.locator("#replies-list [role=option]").allTextContents();
+
+  test("`/` in the empty composer opens the list for the channel; typing filters; arrows and Enter fill in the merged reply; Escape closes", async () => {
+    const { ctx, page, problems } = await signedIn(agent);
+    await page.goto(`${app.base}/console/leads/${jose}`);
+    const body = page.locator("#composer textarea[name=body]");
+    await body.focus();
+    await page.keyboard.press("/");
+    const filter = page.getByRole("combobox", { name: "Find a saved reply" });
+    await expect(filter.evaluate((el) => el === el.ownerDocument.activeElement)).resolves.toBe(true);
+    expect(await options(page)).toEqual(["Directions", "Opening hours"]);
+    expect(await body.inputValue()).toBe("");
+    expect(await axeProblems(page)).toEqual([]);
+    await shoot(page, "composer-replies", [1280, 390]);
+    await page.keyboard.type("hou");
+    expect(await options(page)).toEqual(["Opening hours"]);
+    await page.keyboard.press("Backspace");
+    await page.keyboard.press("Backspace");
+    await page.keyboard.press("Backspace");
+    await page.keyboard.press("ArrowDown");
+    expect(await page.locator("#replies-list [aria-selected=true]").textContent()).toBe("Opening hours");
+    expect(await filter.getAttribute("aria-activedescendant")).toMatch(/^reply-opt-\d+$/);
+    await page.keyboard.press("Enter");
+    await expect(body.evaluate((el) => el === el.ownerDocument.activeElement)).resolves.toBe(true);
+    await page.waitForFunction(`document.querySelector("#composer textarea[name=body]").value !== ""`);
+    expect(await body.inputValue()).toBe("Hi José, we are open 8–6.");
+    expect(await page.locator("#composer-replies").getAttribute("open")).toBeNull();
+    // The counter follows the filled text.
+    expect(await page.locator("#composer-count").textContent()).toContain("segment");
+    // Escape closes the list and goes back to the message, which keeps its text.
+    await page.getByText("Saved replies", { exact: true }).click();
+    await filter.waitFor();
+    await page.keyboard.press("Escape");
+    expect(await page.locator("#composer-replies").getAttribute("open")).toBeNull();
+    expect(await body.inputValue()).toBe("Hi José, we are open 8–6.");
+    // Email: the replies for email, the subject filled too.
+    await body.fill("");
+    await page.locator("#channel").selectOption("email");
+    await page.getByText("Saved replies", { exact: true }).click();
+    expect(await options(page)).toEqual(["Opening hours", "Quote follow-up"]);
+    await page.keyboard.press("ArrowDown");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(`document.querySelector("#composer textarea[name=body]").value !== ""`);
+    expect(await body.inputValue()).toContain("Hello José, any questions about the quote?");
+    expect(await page.locator("#subject").inputValue()).toBe("Your quote");
+    expect(problems).toEqual([]);
+    await ctx.close();
+  });
+
+  test("in the inbox: `/` opens the pane's saved replies, and the ? sheet lists it", async () => {
+    const [{ id: conv }] = await db.sql<{ id: number }[]>`select id from conversations where lead_id = ${jose}`;
+    const { ctx, page, problems } = await signedIn(agent);
+    await page.goto(`${app.base}/console/inbox?view=open&open=${conv}`);
+    await page.locator("h1").click();
+    await page.keyboard.press("?");
+    expect(await page.locator(".keys-help").textContent()).toContain("saved replies");
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("/");
+    const filter = page.getByRole("combobox", { name: "Find a saved reply" });
+    await expect(filter.evaluate((el) => el === el.ownerDocument.activeElement)).resolves.toBe(true);
+    await page.keyboard.type("dir");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(`document.querySelector("#composer textarea[name=body]").value !== ""`);
+    expect(await page.locator("#composer textarea[name=body]").inputValue()).toBe("Take exit 12, José; we are the blue door.");
+    expect(await axeProblems(page)).toEqual([]);
+    expect(problems).toEqual([]);
+    await ctx.close();
+  });
+
+  test("without JavaScript the menu is a list of links that fill the composer", async () => {
+    const { ctx, page } = await signedIn(agent, { js: false });
+    await page.goto(`${app.base}/console/leads/${jose}`);
+    await page.getByText("Saved replies", { exact: true }).click();
+    await Promise.all([page.waitForURL(/reply=/), page.getByRole("link", { name: "Directions" }).click()]);
+    expect(await page.locator("#composer textarea[name=body]").inputValue()).toBe("Take exit 12, José; we are the blue door.");
     await ctx.close();
   });
 });

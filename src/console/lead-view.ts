@@ -56,14 +56,14 @@ export function entryHtml(e: Entry, zone: string, names: ActorNames = new Map())
       const who = inbound ? "from the lead" : `by ${actorWords(e.actor_type, e.actor_id, names)}`;
       if (e.channel === "note") {
         // A note is the team's, never the lead's: it reads as a note, not as a text that went out.
-        return html`<li class="tl tl-note" id="msg-${e.id}">
+        return html`<li id="msg-${e.id}" class="tl tl-note">
         <div class="tl-head"><span class="badge badge-note">NOTE</span> <span class="muted">${who}</span> ${at}</div>
         <div class="tl-body">${e.body}</div>
       </li>`;
       }
       const text = e.channel === "email" ? htmlToText(e.body) : e.body;
       const bad = ["failed", "undelivered", "unknown"].includes(e.status);
-      return html`<li class="tl tl-msg ${inbound ? "tl-in" : "tl-out"}" id="msg-${e.id}">
+      return html`<li id="msg-${e.id}" class="tl tl-msg ${inbound ? "tl-in" : "tl-out"}">
         <div class="tl-head"><span class="badge">${e.channel.toUpperCase()}</span> <strong>${inbound ? "In" : "Out"}</strong>
           <span class="muted">${who}</span> ${at}
           ${e.status ? html`<span class="badge ${bad ? "badge-bad" : e.status === "queued" ? "badge-warn" : "badge-ok"}">${e.status}</span>` : null}</div>
