@@ -155,12 +155,12 @@ describe("older entries load upward in place", () => {
 describe("search from the header", () => {
   test('"jose" typed in the header\'s box finds José Núñez; a word of a message finds it highlighted and opens it in the conversation', async () => {
     const { ctx, page, problems } = await signedIn(agent);
-    await page.getByRole("searchbox", { name: "Search leads and messages" }).fill("jose");
+    await page.getByRole("searchbox", { name: "Find anything" }).fill("jose");
     await Promise.all([page.waitForURL(/\/console\/search\?q=jose/), page.keyboard.press("Enter")]);
     await expect(page.locator("#found-leads").getByRole("link", { name: "José Núñez" }).count()).resolves.toBe(1);
     expect(await axeProblems(page)).toEqual([]);
     await shoot(page, "search-jose", [1280, 390]);
-    await page.getByRole("searchbox", { name: "Search leads and messages" }).fill("estimate friday");
+    await page.getByRole("searchbox", { name: "Find anything" }).fill("estimate friday");
     await Promise.all([page.waitForURL(/q=estimate/), page.keyboard.press("Enter")]);
     expect(await page.locator("#found-messages mark").allTextContents()).toEqual(["estimate", "Friday"]);
     expect(await axeProblems(page)).toEqual([]);
@@ -249,6 +249,83 @@ describe("the composer's saved replies", () => {
     await page.getByText("Saved replies", { exact: true }).click();
     await Promise.all([page.waitForURL(/reply=/), page.getByRole("link", { name: "Directions" }).click()]);
     expect(await page.locator("#composer textarea[name=body]").inputValue()).toBe("Take exit 12, José; we are the blue door.");
+    await ctx.close();
+  });
+});
+
+describe("browser notifications of new messages", () => {
+  /** Before the page's scripts: Notification wrapped so the test reads what was shown; the tab's visibility set by the test. */
+  const WRAP = `
+    window.__notes = [];
+    window.__hidden = false;
+    const Real = window.Notification;
+    function Wrapped(title, options) {
+      window.__notes.push({ title, body: options && options.body });
+      try { return new Real(title, options); } catch (e) { return {}; }
+    }
+    Wrapped.requestPermission = (...a) => Real.requestPermission(...a);
+    Object.defineProperty(Wrapped, "permission", { get: () => Real.permission });
+    window.Notification = Wrapped;
+    Object.defineProperty(Document.prototype, "visibilityState", { get() { return window.__hidden ? "hidden" : "visible"; }, configurable: true });
+  `;
+  let phones = 0;
+  async function inbound(first: string, assignee: string | null = null): Promise<void> {
+    const phone = `51255${String(70000 + ++phones)}`;
+    if (assignee !== null) {
+      const [{ id }] = await db.sql<{ id: number }[]>`insert into leads (list_id, phone, first_name, last_name, state) values (101, ${phone}, ${first}, 'Lane', 'TX') returning id`;
+      await db.sql`insert into messages (lead_id, org_id, channel, direction, body, status) values (${id}, 1, 'note', 'out', 'earlier', 'stored')`;
+      await db.sql`update conversations set assignee = ${assignee}, status = 'open' where lead_id = ${id}`;
+    } else {
+      await db.sql`insert into leads (list_id, phone, first_name, last_name, state) values (101, ${phone}, ${first}, 'Lane', 'TX')`;
+    }
+    const r = await postCallback(app.base, PUBLIC, "/hooks/sms_inbound.php", "acme-token", { From: `+1${phone}`, To: "+15125550100", Body: `hello from ${first}`, MessageSid: `SMn${phone}`, AccountSid: "ACacme" });
+    expect(r.status).toBe(200);
+  }
+  const notes = (page: Page) => page.evaluate("window.__notes") as Promise<{ title: string; body: string }[]>;
+
+  test("off by default; on asks permission and is remembered; a new inbound in Unassigned or Mine notifies only while the tab is hidden", async () => {
+    const other = await makeUser(db.sql, { role: "agent", orgId: 1, id: "agent8", name: "Otto Other" });
+    void other;
+    const { ctx, page, problems } = await signedIn(agent);
+    await ctx.grantPermissions(["notifications"], { origin: app.base });
+    await page.addInitScript(WRAP);
+    await page.goto(`${app.base}/console/inbox?view=unassigned`);
+    const toggle = page.getByRole("checkbox", { name: "Notify me of new messages" });
+    expect(await toggle.isChecked()).toBe(false);
+    expect(await axeProblems(page)).toEqual([]);
+    await shoot(page, "inbox-notify", [1280, 390]);
+    // Off: nothing, even hidden.
+    await page.evaluate("window.__hidden = true");
+    await inbound("Quiet");
+    await page.waitForSelector("text=hello from Quiet");
+    expect(await notes(page)).toEqual([]);
+    await toggle.check();
+    await page.waitForFunction("localStorage.getItem('leadline.notify') === 'on'");
+    // Visible: the list shows it, no notification.
+    await page.evaluate("window.__hidden = false");
+    await inbound("Seen");
+    await page.waitForSelector("text=hello from Seen");
+    // Hidden: another user's conversation says nothing; an unassigned one notifies.
+    await page.evaluate("window.__hidden = true");
+    await inbound("Others", "agent8");
+    await inbound("Newbie");
+    await page.waitForFunction("window.__notes.length > 0");
+    await page.waitForSelector("text=hello from Newbie");
+    expect(await notes(page)).toEqual([{ title: expect.stringMatching(/^New text from /), body: "Unassigned" }]);
+    // Mine: a conversation assigned to me notifies.
+    await inbound("Mine", "agent7");
+    await page.waitForFunction("window.__notes.length > 1");
+    expect((await notes(page))[1]).toEqual({ title: expect.stringMatching(/^New text from /), body: "Assigned to you" });
+    // Remembered across a reload; turned off, it stays off.
+    await page.reload();
+    expect(await toggle.isChecked()).toBe(true);
+    await toggle.uncheck();
+    expect(await page.evaluate("localStorage.getItem('leadline.notify')")).toBe("off");
+    await page.evaluate("window.__hidden = true");
+    await inbound("After");
+    await page.waitForSelector("text=hello from After");
+    expect(await notes(page)).toEqual([]);
+    expect(problems).toEqual([]);
     await ctx.close();
   });
 });

@@ -56,3 +56,7 @@ declare module "*/assets/older.js" {
   const text: string;
   export default text;
 }
+declare module "*/assets/notify.js" {
+  const text: string;
+  export default text;
+}

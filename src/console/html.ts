@@ -102,12 +102,15 @@ export interface PageOptions {
 /** A search longer than this is cut (a person types a few words). */
 export const SEARCH_MAX = 200;
 
-/** The header's search box on every signed-in page: a plain GET form (src/console/search.ts answers it). */
+/**
+ * The header's search box on every signed-in page: a plain GET form (src/console/search.ts answers
+ * it). Named "Find" so it shares no words with a page's own "Search" button or "Message" box.
+ */
 const searchBox = (q: string): Html =>
   html`<form class="top-search" role="search" method="get" action="/console/search">
-<label for="top-q" class="visually-hidden">Search leads and messages</label>
-<input id="top-q" name="q" type="search" maxlength="${SEARCH_MAX}" placeholder="Search leads and messages" value="${q}" autocomplete="off">
-<button type="submit" class="btn btn-quiet">Search</button>
+<label for="top-q" class="visually-hidden">Find anything</label>
+<input id="top-q" name="q" type="search" maxlength="${SEARCH_MAX}" placeholder="Find a lead, a phone, words of a text…" value="${q}" autocomplete="off">
+<button type="submit" class="btn btn-quiet">Find</button>
 </form>`;
 
 const roleName = (role: Role) => (role === "admin" ? "Admin" : role === "manager" ? "Manager" : "Agent");

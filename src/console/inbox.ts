@@ -231,14 +231,15 @@ async function inboxResponse(deps: Deps, viewer: Viewer, r: InboxRequest): Promi
     heading: "Inbox",
     nav: "inbox",
     styles: ["lead.css", "inbox.css"],
-    scripts: ["htmx.min.js", "htmx-sse.min.js", "inbox.js", "composer.js", "older.js"],
+    scripts: ["htmx.min.js", "htmx-sse.min.js", "inbox.js", "composer.js", "older.js", "notify.js"],
     head: HTMX_CONFIG,
     // htmx (assets/inbox.js): the stream on #inbox-live; each change refreshes this page's live
     // parts out of band (counts, list, the open conversation, the navigation's count).
     // The refresher is inside #inbox-split, which opening a conversation swaps: it always asks for
     // the page as it now is.
-    body: html`<div id="inbox-live" hx-ext="sse" sse-connect="/console/inbox/stream?after=${head}">
-      ${r.notice}<div class="inbox-split${pane ? " has-open" : ""}" id="inbox-split">
+    body: html`<div id="inbox-live" hx-ext="sse" sse-connect="/console/inbox/stream?after=${head}" data-me="${userOf(viewer.actor) ?? ""}">
+      ${r.notice}<p class="inbox-notify" id="inbox-notify" hidden><label><input type="checkbox" id="notify-toggle"> Notify me of new messages</label>
+        <span class="muted" id="notify-status" aria-live="polite"></span></p><div class="inbox-split${pane ? " has-open" : ""}" id="inbox-split">
       <div id="inbox-refresh" hidden hx-get="${here}" hx-trigger="sse:change throttle:300ms, every 10s" hx-swap="none"
         hx-select-oob="#view-counts,#conv-list,#pane-status,#timeline,#nav-inbox"></div>${list}${
         pane ? paneHtml(pane, now) : html`<section class="inbox-pane inbox-pane-empty" id="pane" aria-label="Conversation"><p class="muted">Choose a conversation to read it here.</p></section>`
