@@ -235,6 +235,7 @@ describe("the composer's saved replies", () => {
     const filter = page.getByRole("combobox", { name: "Find a saved reply" });
     await expect(filter.evaluate((el) => el === el.ownerDocument.activeElement)).resolves.toBe(true);
     await page.keyboard.type("dir");
+    await shoot(page, "inbox-replies", [1280, 390]);
     await page.keyboard.press("Enter");
     await page.waitForFunction(`document.querySelector("#composer textarea[name=body]").value !== ""`);
     expect(await page.locator("#composer textarea[name=body]").inputValue()).toBe("Take exit 12, José; we are the blue door.");

@@ -109,7 +109,7 @@ export const SEARCH_MAX = 200;
 const searchBox = (q: string): Html =>
   html`<form class="top-search" role="search" method="get" action="/console/search">
 <label for="top-q" class="visually-hidden">Find anything</label>
-<input id="top-q" name="q" type="search" maxlength="${SEARCH_MAX}" placeholder="Find a lead, a phone, words of a text…" value="${q}" autocomplete="off">
+<input id="top-q" name="q" type="search" maxlength="${SEARCH_MAX}" placeholder="Name, phone, email, words…" value="${q}" autocomplete="off">
 <button type="submit" class="btn btn-quiet">Find</button>
 </form>`;
 
