@@ -191,20 +191,20 @@ describe("console: inbox, leads, a lead (Chromium)", () => {
     }
   }, 60_000);
 
-  test("a long timeline: 'Show older entries' opens the 50 before, which pass axe and lead back to the newest", async () => {
+  // With JavaScript the link loads them in place (test/console-composer-browser.test.ts).
+  test("a long timeline without JavaScript: 'Show older entries' opens the 50 before, which lead back to the newest", async () => {
     const [{ id: busy }] = await db.sql<{ id: number }[]>`insert into leads (list_id, phone, first_name, last_name) values (101, '5125550188', 'Busy', 'Bee') returning id`;
     await db.sql`insert into messages (lead_id, org_id, channel, direction, body, status, created_at)
       select ${busy}, 1, 'sms', case when g % 2 = 0 then 'in' else 'out' end, 'Text number ' || g || '.', 'delivered', now() - (80 - g) * interval '7 minutes'
       from generate_series(1, 80) g`;
-    const { ctx, page, problems } = await signedIn(manager);
+    const { ctx, page, problems } = await signedIn(manager, false);
     await page.goto(`${app.base}/console/leads/${busy}`);
     expect(await page.locator("#timeline li").count()).toBe(50);
     expect(await page.locator("#timeline li").first().textContent()).toContain("Text number 31.");
     await Promise.all([page.waitForURL(/before=/), page.getByRole("link", { name: "Show older entries" }).click()]);
     expect(await page.locator("ol.timeline li").count()).toBe(30);
     expect(await page.locator("ol.timeline li").last().textContent()).toContain("Text number 30.");
-    expect(await page.getByRole("link", { name: "Show older entries" }).count()).toBe(0);
-    expect(await axeProblems(page)).toEqual([]);
+    expect(await page.locator("#tl-older").textContent()).toContain("The start of the conversation.");
     await shoot(page, "lead-older");
     await Promise.all([page.waitForURL(/#h-timeline$/), page.getByRole("link", { name: "Back to the newest" }).click()]);
     expect(await page.locator("#timeline li").count()).toBe(50);

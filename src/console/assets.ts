@@ -16,6 +16,8 @@ import composerJs from "./assets/composer.js" with { type: "text" };
 import inboxCss from "./assets/inbox.css" with { type: "text" };
 import leadCss from "./assets/lead.css" with { type: "text" };
 import timelineJs from "./assets/timeline.js" with { type: "text" };
+import olderJs from "./assets/older.js" with { type: "text" };
+import notifyJs from "./assets/notify.js" with { type: "text" };
 
 export interface Asset {
   body: string;
@@ -32,6 +34,8 @@ export const ASSETS: Readonly<Record<string, Asset>> = {
   "copy-tag.js": { body: copyTagJs, type: "text/javascript; charset=utf-8" },
   "lead.css": { body: leadCss, type: "text/css; charset=utf-8" },
   "timeline.js": { body: timelineJs, type: "text/javascript; charset=utf-8" },
+  "older.js": { body: olderJs, type: "text/javascript; charset=utf-8" },
+  "notify.js": { body: notifyJs, type: "text/javascript; charset=utf-8" },
   "inbox.css": { body: inboxCss, type: "text/css; charset=utf-8" },
   "composer.js": { body: composerJs, type: "text/javascript; charset=utf-8" },
   "inbox.js": { body: inboxJs, type: "text/javascript; charset=utf-8" },

@@ -3,8 +3,11 @@
 // chosen option, so it holds without JavaScript), an SMS's characters and segments with what a
 // text costs the organization (assets/composer.js), a channel the lead cannot be reached on
 // disabled with the reason, and in quiet hours when a text will go. A refused send comes back with
-// the draft in the box and the reason in the send path's words (send-words.ts). A saved-reply
-// picker (`/`) is another branch's: the textarea's `data-replies` is where it attaches.
+// the draft in the box and the reason in the send path's words (send-words.ts). Saved replies: a
+// "Saved replies" menu of links that render the composer filled with the reply merged for this
+// lead (no JavaScript needed); assets/composer.js makes it a searchable list (typing `/` in an
+// empty composer opens it) that fills the composer in place from the declared preview route,
+// whose address is the textarea's `data-replies`.
 import type { ChannelConsent } from "../leads/consent";
 import type { DncStatus } from "../leads/dnc";
 import { html, raw, type Html } from "./html";
@@ -29,6 +32,35 @@ export interface ComposerState {
   draft?: { channel: ComposerChannel; subject: string; body: string } | null;
   /** The refused send's reason in words. */
   refusal?: string | null;
+  /** The organization's saved replies for the picker, with where each fills the composer without JavaScript. */
+  replies?: ComposerReplies | null;
+}
+
+export interface ComposerReplies {
+  /** The preview route for this lead (JSON: `?reply=<id>&channel=<channel>`). */
+  src: string;
+  list: { id: number; name: string; channels: readonly ComposerChannel[] }[];
+  /** The page with the composer filled with reply `id` on `channel` (the no-JavaScript menu). */
+  href: (id: number, channel: ComposerChannel) => string;
+}
+
+/** The saved-reply menu: links without JavaScript; composer.js adds the filter box and keys. */
+function repliesMenu(r: ComposerReplies, usable: readonly ComposerChannel[]): Html {
+  const items = r.list
+    .map((x) => ({ ...x, first: x.channels.find((c) => usable.includes(c)) }))
+    .filter((x) => x.first !== undefined);
+  return html`<details class="composer-replies" id="composer-replies">
+    <summary class="btn" aria-keyshortcuts="/">Saved replies</summary>
+    <div class="replies-menu" id="replies-menu">
+      ${items.length === 0
+        ? html`<p class="muted">No saved replies for this lead's channels yet.</p>`
+        : html`<ul class="replies-links" id="replies-links">${items.map(
+            (x) => html`<li data-id="${x.id}" data-name="${x.name}" data-channels="${x.channels.join(" ")}"><a href="${r.href(x.id, x.first!)}">${x.name}</a> <span class="muted">${x.channels
+              .map((c) => CHANNELS.find((ch) => ch.id === c)!.label.split(" ")[0])
+              .join(", ")}</span></li>`,
+          )}</ul>`}
+    </div>
+  </details>`;
 }
 
 const CHANNELS: readonly { id: ComposerChannel; label: string }[] = [
@@ -76,9 +108,10 @@ export function composerHtml(c: ComposerState): Html {
       <input id="subject" name="subject" type="text" maxlength="200" autocomplete="off" value="${c.draft?.subject ?? ""}">
     </div>
     <label for="body" class="visually-hidden">Message</label>
-    <textarea id="body" name="body" rows="3" required placeholder="Write a reply… (Ctrl+Enter sends)" data-replies=""
+    <textarea id="body" name="body" rows="3" required placeholder="${c.replies ? "Write a reply… (/ for saved replies, Ctrl+Enter sends)" : "Write a reply… (Ctrl+Enter sends)"}" data-replies="${c.replies?.src ?? ""}"
       aria-describedby="composer-count">${c.draft?.body ?? ""}</textarea>
     <div class="composer-foot">
+      ${c.replies ? repliesMenu(c.replies, usable.map((ch) => ch.id)) : null}
       <span id="composer-count" class="muted" aria-live="polite" data-sms-cost="${c.smsCost === null ? "" : String(c.smsCost)}">Merge fields such as {first_name} are filled in.</span>
       <button type="submit" class="btn btn-primary">Send</button>
     </div>

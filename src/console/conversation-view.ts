@@ -10,7 +10,7 @@ import type { ActorNames } from "./actor-names";
 import { composerHtml, type ComposerState } from "./composer";
 import { html, raw, when, type Html } from "./html";
 import { badges, conversationName, inboxHref, stateFields, type ListState } from "./inbox-view";
-import { contactLinks, entriesHtml } from "./lead-view";
+import { contactLinks, entriesHtml, olderLink } from "./lead-view";
 
 export interface PaneData {
   row: InboxRow;
@@ -94,8 +94,8 @@ export function paneHtml(p: PaneData, now: number): Html {
         ${r.assignee ? html`<span>Assigned to ${r.assignee_name || r.assignee}</span>` : html`<span class="muted">Unassigned</span>`}${badges(r)}</div>
     </header>
     ${actions(p, now)}
-    <div class="pane-timeline" id="pane-timeline">
-      ${p.older ? html`<p class="tl-older"><a href="${inboxHref(p.state, { open: r.id, before: p.older })}#pane-timeline">Show older entries</a></p>` : null}
+    <div class="pane-timeline" id="pane-timeline" tabindex="0" role="region" aria-label="Timeline">
+      ${p.entries.length > 0 ? olderLink(l.id, p.older, p.older === null ? null : `${inboxHref(p.state, { open: r.id, before: p.older })}#pane-timeline`) : null}
       ${p.mark === null
         ? html`<p class="muted">Older entries. <a href="${inboxHref(p.state, { open: r.id })}#composer">Back to the newest</a></p><ol class="timeline">${entriesHtml(p.entries, zone, p.names)}</ol>`
         : html`<ol id="timeline" class="timeline" aria-label="Messages, calls and events, oldest first" data-mark="${p.mark}" data-src="/console/api/leads/${l.id}/timeline">${entriesHtml(p.entries, zone, p.names)}</ol>`}

@@ -52,3 +52,11 @@ declare module "htmx-ext-sse/dist/sse.min.js" {
   const text: string;
   export default text;
 }
+declare module "*/assets/older.js" {
+  const text: string;
+  export default text;
+}
+declare module "*/assets/notify.js" {
+  const text: string;
+  export default text;
+}

@@ -35,6 +35,14 @@ export function html(strings: TemplateStringsArray, ...values: unknown[]): Html 
   return new Markup(out);
 }
 
+/**
+ * htmx under the console's CSP: no inline indicator styles, no eval, no scripts from swapped
+ * content; requests to this origin only.
+ */
+export const HTMX_CONFIG = raw(
+  `<meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"selfRequestsOnly":true,"historyCacheSize":0}'>`,
+);
+
 export const csrfField = (viewer: Viewer): Html => html`<input type="hidden" name="_csrf" value="${viewer.csrf}">`;
 
 /** Everything loads from the console itself; nothing inline. */
@@ -86,9 +94,25 @@ export interface PageOptions {
   scripts?: readonly string[];
   /** Style sheets of src/console/assets.ts this page loads besides console.css. */
   styles?: readonly string[];
+  /** What the header's search box holds (the results page's query). */
+  search?: string;
   /** More of the head (the inbox's htmx configuration). */
   head?: Html;
 }
+
+/** A search longer than this is cut (a person types a few words). */
+export const SEARCH_MAX = 200;
+
+/**
+ * The header's search box on every signed-in page: a plain GET form (src/console/search.ts answers
+ * it). Named "Find" so it shares no words with a page's own "Search" button or "Message" box.
+ */
+const searchBox = (q: string): Html =>
+  html`<form class="top-search" role="search" method="get" action="/console/search">
+<label for="top-q" class="visually-hidden">Find anything</label>
+<input id="top-q" name="q" type="search" maxlength="${SEARCH_MAX}" placeholder="Name, phone, email, words…" value="${q}" autocomplete="off">
+<button type="submit" class="btn btn-quiet">Find</button>
+</form>`;
 
 const roleName = (role: Role) => (role === "admin" ? "Admin" : role === "manager" ? "Manager" : "Agent");
 
@@ -124,6 +148,7 @@ ${p.head ?? null}
 <a class="skip" href="#main">Skip to content</a>
 <header class="top">
 <a class="brand" href="/console">Leadline</a>
+${searchBox(p.search ?? "")}
 <div class="who"><a class="who-name" href="/console/account">${who}</a> <span class="muted">${roleName(u.role)}, ${scope}</span></div>
 <form method="post" action="/console/logout" class="signout">${csrfField(viewer)}<button type="submit" class="btn btn-quiet">Sign out</button></form>
 </header>

@@ -20,23 +20,15 @@ import { conversationRow, inboxPage, viewCounts } from "../workspace/inbox";
 import { listCursorText, parseListCursor, userOf } from "../workspace/model";
 import type { SnoozeChoice } from "../workspace/snooze";
 import { actorNames } from "./actor-names";
-import { composerFacts, composerOf } from "./composer-data";
+import { composerFacts, composerOf, composerReplies, replyDraft } from "./composer-data";
 import { paneHtml, type PaneData } from "./conversation-view";
-import { consoleHtml, csrfField, html, notice, raw, seeOther, type Html } from "./html";
+import { consoleHtml, csrfField, html, HTMX_CONFIG, notice, raw, seeOther, type Html } from "./html";
 import { conversationName, countText, formState, inboxHref, listHtml, listState, VIEW_LABELS, type ListState } from "./inbox-view";
 import { consoleSend, leadOr404, newOperationId, recipientZoneOf, refusedDraft, SendForm, TIMELINE_SHOWN, type LeadDraft } from "./lead";
 import { CONSOLE_BODY_LIMIT, formBody, pageQuery, pageSpec, type Viewer } from "./route";
 import { sentQuery, sentWords } from "./send-words";
 
 export const INBOX_PAGE = 50;
-
-/**
- * htmx under the console's CSP: no inline indicator styles, no eval, no scripts from swapped
- * content; requests to this origin only.
- */
-const HTMX_CONFIG = raw(
-  `<meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"selfRequestsOnly":true,"historyCacheSize":0}'>`,
-);
 
 const ListFields = {
   view: t.Optional(t.String({ description: "mine, unassigned, open, snoozed or closed (default mine)" })),
@@ -49,6 +41,8 @@ const InboxQuery = t.Object({
   ...ListFields,
   open: t.Optional(t.String({ description: "a conversation's id: shown in the reading pane" })),
   before: t.Optional(t.String({ description: "the reading pane's older timeline entries (its older link)" })),
+  reply: t.Optional(t.String({ description: "a saved reply's id: the pane's composer filled with it, merged for the lead (the saved-reply menu without JavaScript)" })),
+  reply_channel: t.Optional(t.String({ description: "the channel of that reply: sms, email or note" })),
   done: t.Optional(t.String({ description: "the result of the last action, as its redirect states it" })),
   n: t.Optional(t.String({ description: "how many conversations a bulk action changed" })),
   sent: t.Optional(t.String({ description: "the result of the composer's last send" })),
@@ -154,16 +148,25 @@ function snoozeChoice(form: { preset?: string; until?: string }): SnoozeChoice |
 type Draft = LeadDraft;
 
 /** The reading pane's data for conversation `id` (not_found outside the viewer's organization). */
-async function loadPane(deps: Deps, viewer: Viewer, id: number, state: ListState, before: string | undefined, draft: Draft | null): Promise<PaneData> {
+async function loadPane(
+  deps: Deps,
+  viewer: Viewer,
+  id: number,
+  state: ListState,
+  before: string | undefined,
+  draft: Draft | null,
+  reply: { id?: string; channel?: string } = {},
+): Promise<PaneData> {
   const now = deps.clock.now();
   const row = await conversationRow(deps.sql, viewer.actor, id, now);
   if (row === null) throw new AppError("not_found");
   const lead = await leadOr404(deps, viewer, row.lead_id);
   const older = parseCursor(before ?? null);
-  const [timeline, facts, people] = await Promise.all([
+  const [timeline, facts, people, picked] = await Promise.all([
     leadTimeline(deps.sql, viewer.actor.orgId, lead.id, TIMELINE_SHOWN, null, older),
     composerFacts(deps, viewer, lead),
     assignees(deps.sql, viewer.actor),
+    draft === null ? replyDraft(deps, viewer, lead.id, reply.id, reply.channel) : Promise.resolve(null),
   ]);
   if (!timeline) throw new AppError("not_found");
   return {
@@ -175,7 +178,12 @@ async function loadPane(deps: Deps, viewer: Viewer, id: number, state: ListState
     older: timeline.older === null ? null : cursorText(timeline.older),
     people,
     me: userOf(viewer.actor),
-    composer: composerOf(facts, newOperationId(), draft),
+    composer: composerOf(
+      facts,
+      newOperationId(),
+      draft ?? picked,
+      composerReplies(facts, lead.id, (reply, channel) => `${inboxHref(state, { open: id, reply, reply_channel: channel })}#composer`),
+    ),
     csrf: csrfField(viewer),
     state,
   };
@@ -187,6 +195,8 @@ interface InboxRequest {
   before?: string;
   notice: Html | null;
   draft?: Draft | null;
+  /** A saved reply picked without JavaScript: its id and channel. */
+  reply?: { id?: string; channel?: string };
 }
 
 /** The whole inbox page: the views and list, and the reading pane when a conversation is open. */
@@ -200,7 +210,7 @@ async function inboxResponse(deps: Deps, viewer: Viewer, r: InboxRequest): Promi
     inboxPage(deps.sql, viewer.actor, { view: state.view, channel: state.channel, assignee: state.assignee }, parseListCursor(state.after), INBOX_PAGE, now),
     viewCounts(deps.sql, viewer.actor),
     assignees(deps.sql, viewer.actor),
-    r.open === null ? Promise.resolve(null) : loadPane(deps, viewer, r.open, state, r.before, r.draft ?? null),
+    r.open === null ? Promise.resolve(null) : loadPane(deps, viewer, r.open, state, r.before, r.draft ?? null, r.reply),
   ]);
   const viewTitle = `${counts[state.view] > 0 ? `(${countText(counts[state.view])}) ` : ""}Inbox · ${VIEW_LABELS[state.view]}`;
   const here = inboxHref(state, { open: r.open });
@@ -221,14 +231,15 @@ async function inboxResponse(deps: Deps, viewer: Viewer, r: InboxRequest): Promi
     heading: "Inbox",
     nav: "inbox",
     styles: ["lead.css", "inbox.css"],
-    scripts: ["htmx.min.js", "htmx-sse.min.js", "inbox.js", "composer.js"],
+    scripts: ["htmx.min.js", "htmx-sse.min.js", "inbox.js", "composer.js", "older.js", "notify.js"],
     head: HTMX_CONFIG,
     // htmx (assets/inbox.js): the stream on #inbox-live; each change refreshes this page's live
     // parts out of band (counts, list, the open conversation, the navigation's count).
     // The refresher is inside #inbox-split, which opening a conversation swaps: it always asks for
     // the page as it now is.
-    body: html`<div id="inbox-live" hx-ext="sse" sse-connect="/console/inbox/stream?after=${head}">
-      ${r.notice}<div class="inbox-split${pane ? " has-open" : ""}" id="inbox-split">
+    body: html`<div id="inbox-live" hx-ext="sse" sse-connect="/console/inbox/stream?after=${head}" data-me="${userOf(viewer.actor) ?? ""}">
+      ${r.notice}<p class="inbox-notify" id="inbox-notify" hidden><label><input type="checkbox" id="notify-toggle"> Notify me of new messages</label>
+        <span class="muted" id="notify-status" aria-live="polite"></span></p><div class="inbox-split${pane ? " has-open" : ""}" id="inbox-split">
       <div id="inbox-refresh" hidden hx-get="${here}" hx-trigger="sse:change throttle:300ms, every 10s" hx-swap="none"
         hx-select-oob="#view-counts,#conv-list,#pane-status,#timeline,#nav-inbox"></div>${list}${
         pane ? paneHtml(pane, now) : html`<section class="inbox-pane inbox-pane-empty" id="pane" aria-label="Conversation"><p class="muted">Choose a conversation to read it here.</p></section>`
@@ -262,7 +273,7 @@ export function inboxRoutes(deps: Deps): Route[] {
           const words = lead ? sentWords(q.sent, q.until, recipientZoneOf(lead)) : null;
           if (words) shown = notice(words.text, words.kind);
         }
-        return inboxResponse(deps, viewer, { state: listState(q), open, before: q.before, notice: shown });
+        return inboxResponse(deps, viewer, { state: listState(q), open, before: q.before, notice: shown, reply: { id: q.reply, channel: q.reply_channel } });
       },
     ),
     defineRoute(deps, post("consoleInboxAssign", "Assign a conversation to me, to a user of its organization, or to nobody (audited)", "assign", formBody(AssignForm)), async ({ params: id, body: form }, { grant: viewer }) => {

@@ -20,8 +20,8 @@ export interface LeadPage {
   entries: Entry[];
   /** The polling mark (src/conversations/timeline.ts markText); null on an older page, which does not poll. */
   mark: string | null;
-  /** The link to the next older entries, when there are some. */
-  olderHref: string | null;
+  /** The cursor of the next older entries (the oldest shown), when there are some. */
+  older: string | null;
   consent: ChannelConsent[];
   appointments: LeadAppointment[];
   firstTouch: FirstTouch | null;
@@ -58,14 +58,14 @@ export function entryHtml(e: Entry, zone: string, names: ActorNames = new Map())
       const who = inbound ? "from the lead" : `by ${actorWords(e.actor_type, e.actor_id, names)}`;
       if (e.channel === "note") {
         // A note is the team's, never the lead's: it reads as a note, not as a text that went out.
-        return html`<li class="tl tl-note">
+        return html`<li id="msg-${e.id}" class="tl tl-note">
         <div class="tl-head"><span class="badge badge-note">NOTE</span> <span class="muted">${who}</span> ${at}</div>
         <div class="tl-body">${e.body}</div>
       </li>`;
       }
       const text = e.channel === "email" ? htmlToText(e.body) : e.body;
       const bad = ["failed", "undelivered", "unknown"].includes(e.status);
-      return html`<li class="tl tl-msg ${inbound ? "tl-in" : "tl-out"}">
+      return html`<li id="msg-${e.id}" class="tl tl-msg ${inbound ? "tl-in" : "tl-out"}">
         <div class="tl-head"><span class="badge">${e.channel.toUpperCase()}</span> <strong>${inbound ? "In" : "Out"}</strong>
           <span class="muted">${who}</span> ${at}
           ${e.status ? html`<span class="badge ${bad ? "badge-bad" : e.status === "queued" ? "badge-warn" : "badge-ok"}">${e.status}</span>` : null}</div>
@@ -88,6 +88,20 @@ export function entryHtml(e: Entry, zone: string, names: ActorNames = new Map())
       </li>`;
   }
 }
+
+/**
+ * The link above a timeline to its older entries (`cursor`: the oldest entry shown), or the
+ * words that say the conversation starts there. `href`: the page without JavaScript.
+ */
+export function olderLink(leadId: number, cursor: string | null, href: string | null, oob = false): Html {
+  const swap = oob ? html` hx-swap-oob="true"` : null;
+  if (cursor === null || href === null) return html`<p class="tl-older tl-start muted" id="tl-older"${swap}>The start of the conversation.</p>`;
+  return html`<p class="tl-older" id="tl-older"${swap}><a hx-get="/console/leads/${leadId}/timeline/older?before=${cursor}"
+    hx-trigger="click, intersect once" hx-target="next .timeline" hx-swap="afterbegin show:none" hx-sync="this:drop" href="${href}">Show older entries</a></p>`;
+}
+
+/** The older page of the lead page: what a link carries when JavaScript is off. */
+export const olderPageHref = (leadId: number, cursor: string) => `/console/leads/${leadId}?before=${cursor}#h-timeline`;
 
 export const entriesHtml = (entries: Entry[], zone: string, names: ActorNames = new Map()): Html =>
   html`${entries.map((e) => entryHtml(e, zone, names))}`;
@@ -116,7 +130,7 @@ function timeline(p: LeadPage): Html {
     <p class="muted">${live
       ? "Messages, calls and events, oldest first, the newest at the bottom; new ones appear there as they arrive."
       : html`Older messages, calls and events, oldest first. <a href="/console/leads/${p.lead.id}#h-timeline">Back to the newest</a>`}</p>
-    ${p.olderHref !== null ? html`<p class="tl-older"><a href="${p.olderHref}">Show older entries</a></p>` : null}
+    ${p.entries.length > 0 ? olderLink(p.lead.id, p.older, p.older === null ? null : olderPageHref(p.lead.id, p.older)) : null}
     ${live
       ? html`<ol id="timeline" class="timeline" aria-live="polite" data-mark="${p.mark}" data-src="/console/api/leads/${p.lead.id}/timeline">
       ${entriesHtml(p.entries, p.lead.timezone, p.names)}

@@ -24,8 +24,8 @@ import { sendEnv, sendMessage, type Recorded } from "../messages/service";
 import { actorNames } from "./actor-names";
 import { audit } from "./audit";
 import type { ComposerChannel } from "./composer";
-import { composerFacts, composerOf } from "./composer-data";
-import { consoleHtml, csrfField, notice, seeOther } from "./html";
+import { composerFacts, composerOf, composerReplies, replyDraft, replyText } from "./composer-data";
+import { consoleHtml, csrfField, HTMX_CONFIG, notice, seeOther } from "./html";
 import { LEAD_ACTION_NOTICES, leadActionsOf } from "./lead-actions-data";
 import { leadActionsHtml, type CallbackFormState } from "./lead-actions-view";
 import { entriesHtml, leadBody, leadDisplayName } from "./lead-view";
@@ -47,6 +47,8 @@ const LeadQuery = t.Object({
   until: t.Optional(t.String({ description: "a deferred send's Unix time" })),
   done: t.Optional(t.String({ description: "the result of the page's last form" })),
   dial: t.Optional(t.String({ description: "the dial just queued" })),
+  reply: t.Optional(t.String({ description: "a saved reply's id: the composer filled with it, merged for the lead (the saved-reply menu without JavaScript)" })),
+  reply_channel: t.Optional(t.String({ description: "the channel of that reply: sms, email or note" })),
 });
 
 /** The composer's form (the inbox's reply sends the same fields, its channel SMS). */
@@ -146,7 +148,20 @@ const TimelineAnswer = t.Object(
   { additionalProperties: false },
 );
 
-export type LeadQueryFields = { before?: string; sent?: string; until?: string; done?: string };
+const ReplyAnswer = t.Union([
+  t.Object(
+    {
+      ok: t.Literal(true),
+      channel: t.Union([t.Literal("sms"), t.Literal("email"), t.Literal("note")]),
+      subject: t.String({ description: "an email's merged subject; empty otherwise" }),
+      body: t.String({ description: "the merged text (an email's as text)" }),
+    },
+    { additionalProperties: false },
+  ),
+  t.Object({ ok: t.Literal(false), reason: t.Literal("not_for_channel") }, { additionalProperties: false }),
+]);
+
+export type LeadQueryFields = { before?: string; sent?: string; until?: string; done?: string; reply?: string; reply_channel?: string };
 
 /** A refused send's draft, put back into the composer with the reason. */
 export interface LeadDraft {
@@ -170,7 +185,7 @@ export async function leadResponse(
 ): Promise<Response> {
   const lead = await leadOr404(deps, viewer, id);
   const before = parseCursor(q.before ?? null);
-  const [timeline, consent, appointments, firstTouch, agents, dnc, facts, actions] = await Promise.all([
+  const [timeline, consent, appointments, firstTouch, agents, dnc, facts, actions, picked] = await Promise.all([
     leadTimeline(deps.sql, viewer.actor.orgId, id, TIMELINE_SHOWN, null, before),
     leadConsent(deps.sql, id),
     leadAppointments(deps.sql, id),
@@ -183,6 +198,7 @@ export async function leadResponse(
     dncStatus(deps.sql, viewer.actor, id),
     composerFacts(deps, viewer, lead),
     leadActionsOf(deps, viewer, lead, callback),
+    draft === null ? replyDraft(deps, viewer, id, q.reply, q.reply_channel) : Promise.resolve(null),
   ]);
   if (!timeline || !dnc) throw new AppError("not_found");
   const sent = sentWords(q.sent, q.until, recipientZoneOf(lead));
@@ -191,7 +207,8 @@ export async function leadResponse(
   return consoleHtml(deps, viewer, {
     title: leadDisplayName(lead),
     nav: "leads",
-    scripts: ["timeline.js", "composer.js"],
+    scripts: ["htmx.min.js", "timeline.js", "composer.js", "older.js"],
+    head: HTMX_CONFIG,
     styles: ["lead.css", "inbox.css"],
     body: leadBody(
       {
@@ -199,12 +216,17 @@ export async function leadResponse(
         entries: timeline.entries,
         names: await actorNames(deps.sql, timeline.entries),
         mark: before === null ? markText(timeline.mark) : null,
-        olderHref: timeline.older === null ? null : `/console/leads/${id}?before=${cursorText(timeline.older)}#h-timeline`,
+        older: timeline.older === null ? null : cursorText(timeline.older),
         consent,
         appointments,
         firstTouch,
         agents,
-        composer: composerOf(facts, newOperationId(), draft),
+        composer: composerOf(
+          facts,
+          newOperationId(),
+          draft ?? picked,
+          composerReplies(facts, id, (reply, channel) => `/console/leads/${id}?reply=${reply}&reply_channel=${channel}#composer`),
+        ),
         csrf: csrfField(viewer),
         notice: shown,
         mayLiftOptOut: viewer.user.role !== "agent",
@@ -345,6 +367,29 @@ export function leadPageRoutes(deps: Deps): Route[] {
         const orgId = lead.org_id;
         await deps.sql.begin((tx) => addToDnc(tx, viewer.actor, orgId, [{ kind, address, note }], `console:${viewer.user.id}`, new Date(deps.clock.now())));
         return seeOther(`/console/leads/${id}?done=dnc_added`);
+      },
+    ),
+    defineRoute(
+      deps,
+      jsonSpec(deps, {
+        id: "consoleLeadReply",
+        summary: "A saved reply merged for the lead on a channel (the composer's picker fills itself with it)",
+        description:
+          "The send path's own merge (previewSavedReply): an email's subject and its text. `ok: false` with `not_for_channel` when the reply is not " +
+          "for that channel. Another organization's reply or lead is `not_found` like a missing one.",
+        method: "GET",
+        path: "/console/api/leads/{id}/reply",
+        params: idParam,
+        query: strictJson(
+          t.Object({ reply: t.String({ pattern: "^[0-9]{1,15}$" }), channel: t.Union([t.Literal("sms"), t.Literal("email"), t.Literal("note")]) }, { additionalProperties: false }),
+          "query",
+        ),
+        answer: ReplyAnswer,
+      }),
+      async ({ params: id, query }, { grant: viewer }) => {
+        await leadOr404(deps, viewer, id);
+        const text = await replyText(deps, viewer, id, Number(query.reply), query.channel);
+        return text === null ? { ok: false as const, reason: "not_for_channel" as const } : { ok: true as const, ...text };
       },
     ),
     defineRoute(

@@ -20,6 +20,8 @@ import { leadEditRoutes } from "./lead-edit";
 import { newLeadRoutes } from "./lead-new";
 import { leadsRoutes } from "./leads";
 import { myWorkRoutes } from "./my-work";
+import { searchRoutes } from "./search";
+import { olderRoutes } from "./timeline-older";
 import { settingsRoutes } from "./settings/routes";
 import { signInRoutes } from "./sign-in";
 import { todayRoutes } from "./today";
@@ -35,7 +37,9 @@ export function consoleRoutes(deps: Deps): Route[] {
     ...inboxStreamRoutes(deps),
     ...myWorkRoutes(deps),
     ...leadsRoutes(deps),
+    ...searchRoutes(deps),
     ...leadPageRoutes(deps),
+    ...olderRoutes(deps),
     ...leadEditRoutes(deps),
     ...leadActionRoutes(deps),
     ...newLeadRoutes(deps),

@@ -48,3 +48,31 @@ export function snippetOf(channel: string, subject: string, body: string, tokens
   if (end < text.length && /[\uD800-\uDBFF]/.test(text[end - 1] ?? "")) end++;
   return `${start > 0 ? "…" : ""}${text.slice(start, end)}${end < text.length ? "…" : ""}`;
 }
+
+/** A piece of a snippet: text, and whether a searched word starts there (shown highlighted). */
+export interface SnippetPart {
+  text: string;
+  hit: boolean;
+}
+
+/**
+ * `text` cut into pieces at every place a word of `tokens` starts (folded as snippetOf folds, so
+ * "jose" marks "José"), for the results page to highlight; display only, like snippetOf.
+ */
+export function highlightParts(text: string, tokens: string[]): SnippetPart[] {
+  const folded = foldForDisplay(text);
+  const words = tokens.map(foldForDisplay).filter((t) => t !== "");
+  if (words.length === 0) return [{ text, hit: false }];
+  const alternatives = words.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).sort((a, b) => b.length - a.length).join("|");
+  const re = new RegExp(`(?<![\\p{L}\\p{N}])(?:${alternatives})`, "gu");
+  const parts: SnippetPart[] = [];
+  let from = 0;
+  for (const m of folded.matchAll(re)) {
+    if (m[0].length === 0) continue;
+    if (m.index > from) parts.push({ text: text.slice(from, m.index), hit: false });
+    parts.push({ text: text.slice(m.index, m.index + m[0].length), hit: true });
+    from = m.index + m[0].length;
+  }
+  if (from < text.length) parts.push({ text: text.slice(from), hit: false });
+  return parts;
+}

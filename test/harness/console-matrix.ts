@@ -191,6 +191,23 @@ const leadPages: Record<string, ConsoleRoute> = {
     ...page("POST /console/new-lead", "/console/new-lead", "POST"),
     crossOrg: { none: "its only id is the form's list: another organization's list is refused invalid_list like a missing one (test/console-lead-edit.test.ts)" },
   },
+  consoleSearch: { ...page("GET /console/search", "/console/search?q=jose"), crossOrg: { none: "takes no id: searches the signed-in user's organization (test/console-search.test.ts: org 2 never sees org 1's text)" } },
+  consoleLeadTimelineOlder: ofLead("GET /console/leads/{id}/timeline/older", "/timeline/older?before=1764100000000000.1.1"),
+  consoleLeadReply: {
+    name: "GET /console/api/leads/{id}/reply",
+    session: asAgent,
+    request: { method: "GET", path: "/console/api/leads/1/reply?reply=1&channel=sms" },
+    refusals: { noSession: { status: 401, error: "unauthenticated" } },
+    crossOrg: {
+      cases: (w) => [
+        {
+          name: "lead id",
+          other: { method: "GET", path: `/console/api/leads/${w.otherLead}/reply?reply=1&channel=sms` },
+          missing: { method: "GET", path: `/console/api/leads/${w.missingLead}/reply?reply=1&channel=sms` },
+        },
+      ],
+    },
+  },
   consoleLeadTimeline: {
     name: "GET /console/api/leads/{id}/timeline",
     session: asAgent,

@@ -6,7 +6,7 @@
 //   The stream's address follows the last event id, so a stream htmx recreates resumes there
 //   (a browser's own reconnection sends Last-Event-ID). `reset`: the page reloads. #inbox-refresh
 //   also fetches every 10 s, so a stream a proxy holds back or drops unseen costs at most that.
-// - Keys: j/k move, Enter opens, r reply, e close, a assign to me, s snooze, ? this sheet; Escape
+// - Keys: j/k move, Enter opens, r reply, e close, a assign to me, s snooze, / saved replies, ? this sheet; Escape
 //   closes it. Not while typing (Escape leaves the field; Ctrl+Enter sends from the composer: composer.js).
 (function () {
   "use strict";
@@ -94,6 +94,7 @@
       ["Enter", "open it"],
       ["r", "reply (the composer)"],
       ["Ctrl+Enter", "send"],
+      ["/", "saved replies (in an empty composer, or here)"],
       ["e", "close the conversation"],
       ["a", "assign it to me"],
       ["s", "snooze"],
@@ -165,6 +166,13 @@
           var first = d.querySelector(".snooze-menu button");
           if (first) first.focus();
         } else handled = false;
+        break;
+      }
+      case "/": {
+        // The composer's saved replies (composer.js focuses their filter box when they open).
+        var replies = document.getElementById("composer-replies");
+        if (replies) replies.open = true;
+        else handled = false;
         break;
       }
       case "?":
