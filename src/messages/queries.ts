@@ -149,6 +149,39 @@ export async function sendContext(
   return toContext(row);
 }
 
+/** One send's context to read in a batch (sendContexts): as sendContext's arguments. */
+export interface ContextRead {
+  orgId: number | null;
+  scope: number;
+  leadId: number;
+  channel: "sms" | "email";
+  operationId: string;
+}
+
+/**
+ * sendContext for many sends at once (the reminder scheduler's batches): one statement per
+ * channel, each send's context in input order.
+ */
+export async function sendContexts(sql: Sql, reads: readonly ContextRead[]): Promise<SendContext[]> {
+  const out: SendContext[] = new Array(reads.length);
+  for (const channel of ["sms", "email"] as const) {
+    const idx = reads.flatMap((r, i) => (r.channel === channel ? [i] : []));
+    if (idx.length === 0) continue;
+    const rs = idx.map((i) => reads[i]!);
+    const rows = await sql<(ContextRow & { i: number })[]>`
+      select u.i, ${leadColumns(sql)}, ${consentOf(sql, channel)} as consent, ${listedOf(sql, channel)} as listed,
+             p.id as p_id, p.request_hash as p_hash, p.result as p_result
+      from unnest(${rs.map((r) => r.orgId ?? NO_ORG)}::int8[], ${rs.map((r) => r.leadId)}::int8[],
+                  ${rs.map((r) => r.scope)}::int8[], ${rs.map((r) => r.operationId)}::text[])
+           with ordinality as u(org, id, scope, op, i)
+      left join leads l on l.id = u.id and ${inRowTenant(sql)}
+      left join orgs o on o.id = l.org_id
+      left join messages p on coalesce(p.op_scope, -1) = u.scope and p.operation_id = u.op`;
+    for (const r of rows) out[idx[Number(r.i) - 1]!] = toContext(r);
+  }
+  return out;
+}
+
 /** The first read of an API send: whether the lead is in the actor's scope, and the operation's prior send. */
 export interface Probe {
   leadFound: boolean;

@@ -358,7 +358,14 @@ interface Addressed {
 type Held = { kind: "refused"; reason: GateReason } | { kind: "queued"; until: number; result: MessageResult } | { kind: "charged"; id: number };
 
 /** How many provider calls of one batch are under way at once. */
-const PROVIDER_CALLS_AT_ONCE = 16;
+export const PROVIDER_CALLS_AT_ONCE = 32;
+
+/**
+ * How much longer than one send's a batch of `n` sends may take with its provider: its calls go
+ * PROVIDER_CALLS_AT_ONCE at a time. Added to the `sending` lease of its messages (so a call that
+ * starts late is not taken for one whose sender died) and to its jobs' lease.
+ */
+export const batchCallsMs = (env: SendEnv, n: number) => providerTimeoutOf(env) * Math.max(0, Math.ceil(n / PROVIDER_CALLS_AT_ONCE) - 1);
 
 /**
  * THE send: the gates in their order (gates.ts), the record, the provider, the outcome; the only
@@ -395,13 +402,15 @@ async function sendNow(sql: Sql, ms: readonly Outgoing[], now: number, env: Send
     groups.set(org.id, group);
   });
   const lockMs = env.billingLockMs ?? BILLING_LOCK_MS;
+  const sendingUntil = new Date(now + leaseOf(env) + batchCallsMs(env, ms.length));
   const calls: { a: Addressed; org: OrgSettings; id: number }[] = [];
   for (const group of groups.values()) {
     const org = group[0]!.m.org!;
     let held: Held[];
     try {
       // Not committed after the request has answered 503 (a charge nobody would send).
-      held = await beginWithin(sql, lockMs + DEADLINE_MS, async (tx) => {
+      // A large group's statements carry more rows: a deadline a second longer per 500 sends.
+      held = await beginWithin(sql, lockMs + DEADLINE_MS * Math.ceil(group.length / 500), async (tx) => {
         const billing = await lockBilling(tx, org.id, lockMs);
         // Counted under the billing row's lock, which every send of the org holds while it
         // records: exact across instances, however many automation sends race for the last one.
@@ -427,7 +436,7 @@ async function sendNow(sql: Sql, ms: readonly Outgoing[], now: number, env: Send
             out[k] = { kind: "queued", until: v.deferUntil, result };
           } else if (a.m.row) fresh.push({ k, cost: v.cost });
           else {
-            const id = await a.m.charge!(tx, org, v.cost, a.to, a.text, new Date(now + leaseOf(env)));
+            const id = await a.m.charge!(tx, org, v.cost, a.to, a.text, sendingUntil);
             if (id === null) throw TAKEN;
             out[k] = { kind: "charged", id };
           }
@@ -436,7 +445,7 @@ async function sendNow(sql: Sql, ms: readonly Outgoing[], now: number, env: Send
           tx,
           org.id,
           fresh.map(({ k, cost }) => ({ send: group[k]!.m.row!(org, group[k]!.to, group[k]!.text), cost })),
-          new Date(now + leaseOf(env)),
+          sendingUntil,
           new Date(now),
         );
         for (let f = 0; f < fresh.length; f++) {
@@ -628,7 +637,7 @@ async function settle(sql: Sql, answered: readonly Answered[], now: number): Pro
   try {
     // A database away for a moment (a restart) is waited for, so the request still gets its answer.
     // Both writes act only on a message still `sending`, so a repeat of what landed changes nothing.
-    stored = await untilWritten(() => step(record()), IN_REQUEST_RETRY_MS);
+    stored = await untilWritten(() => step(record(), DEADLINE_MS * Math.ceil(answered.length / 500)), IN_REQUEST_RETRY_MS);
   } catch (err) {
     // Away for longer, or slow: this request answers 503 and the outcomes keep being written in
     // the background (recordOutcome acts only on a message still `sending`), so that a text that
