@@ -2,7 +2,7 @@
 // the unique index messages_operation (sql/0001, 0005); credits move only beside a ledger entry.
 import { inInputOrder } from "../db/batcher";
 import { outboxInsert } from "../events/envelope";
-import type { Sql, Tx } from "../db/client";
+import { unprepared, type Sql, type Tx } from "../db/client";
 import { leadAddress, listed } from "../leads/dnc";
 import { inRowTenant, inTenant, NO_ORG } from "../leads/scope";
 import { drawHit } from "../limits/fused";
@@ -168,7 +168,8 @@ export async function sendContexts(sql: Sql, reads: readonly ContextRead[]): Pro
     const idx = reads.flatMap((r, i) => (r.channel === channel ? [i] : []));
     if (idx.length === 0) continue;
     const rs = idx.map((i) => reads[i]!);
-    const rows = await sql<(ContextRow & { i: number })[]>`
+    // Unprepared: a plan kept from when messages was small joins it by scanning (see unprepared).
+    const rows = await unprepared(sql<(ContextRow & { i: number })[]>`
       select u.i, ${leadColumns(sql)}, ${consentOf(sql, channel)} as consent, ${listedOf(sql, channel)} as listed,
              p.id as p_id, p.request_hash as p_hash, p.result as p_result
       from unnest(${rs.map((r) => r.orgId ?? NO_ORG)}::int8[], ${rs.map((r) => r.leadId)}::int8[],
@@ -176,7 +177,7 @@ export async function sendContexts(sql: Sql, reads: readonly ContextRead[]): Pro
            with ordinality as u(org, id, scope, op, i)
       left join leads l on l.id = u.id and ${inRowTenant(sql)}
       left join orgs o on o.id = l.org_id
-      left join messages p on coalesce(p.op_scope, -1) = u.scope and p.operation_id = u.op`;
+      left join messages p on coalesce(p.op_scope, -1) = u.scope and p.operation_id = u.op`);
     for (const r of rows) out[idx[Number(r.i) - 1]!] = toContext(r);
   }
   return out;
@@ -329,7 +330,7 @@ const sendMeta = (s: { to: string; ics: string | null }) => (s.ics === null ? { 
 export async function insertChargedMany(tx: Tx, orgId: number, sends: readonly { send: NewSend; cost: number }[], sendingUntil: Date, now: Date): Promise<(number | null)[]> {
   if (sends.length === 0) return [];
   const col = <T>(f: (s: NewSend, cost: number) => T) => sends.map((x) => f(x.send, x.cost));
-  const rows = await tx<{ id: number; operation_id: string }[]>`
+  const rows = await unprepared(tx<{ id: number; operation_id: string }[]>`
     with u as (
       select * from unnest(${col((s) => String(s.lead.id))}::text[], ${col((s) => s.channel)}::text[], ${col((s) => s.actor.type)}::text[],
                            ${col((s) => s.actor.id)}::text[], ${col((s) => s.subject)}::text[], ${col((s) => s.body)}::text[],
@@ -356,7 +357,7 @@ export async function insertChargedMany(tx: Tx, orgId: number, sends: readonly {
             from ins where cost > 0) c, charged
       order by c.id
     )
-    select id, operation_id from ins`;
+    select id, operation_id from ins`);
   const ids = new Map(rows.map((r) => [r.operation_id, r.id]));
   return sends.map((x) => ids.get(x.send.operationId) ?? null);
 }
@@ -537,7 +538,7 @@ export async function recordSent(
   now: Date,
 ): Promise<({ result: string; org_id: number | null } | null)[]> {
   if (sent.length === 0) return [];
-  const rows = await sql<{ id: number; result: string; org_id: number | null }[]>`
+  const rows = await unprepared(sql<{ id: number; result: string; org_id: number | null }[]>`
     with m as (
       update messages set status = 'sent', provider_id = u.provider_id, sending_until = null,
                           result = coalesce(messages.result, u.result), updated_at = ${now}
@@ -546,7 +547,7 @@ export async function recordSent(
       where messages.id = u.id and messages.status = 'sending'
       returning messages.*
     ), evt as (${eventFrom(sql, "message.sent", now)})
-    select id, result, org_id from m`;
+    select id, result, org_id from m`);
   const byId = new Map(rows.map((r) => [Number(r.id), { result: r.result, org_id: r.org_id }]));
   return sent.map((x) => byId.get(x.id) ?? null);
 }
