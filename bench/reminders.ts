@@ -30,9 +30,10 @@ await suite.run(async () => {
   // Written a day ahead, moved to their minute once the service is up.
   const ahead = new Date(Math.ceil((Date.now() + 86_400_000) / 60_000) * 60_000);
   const start = Math.floor(ahead.getTime() / 1000) + 3600;
-  // In chunks, each its own transaction: 100,000 leads in one statement were still being written
-  // after 9 minutes (probably the report triggers, sql/0027, updating one row per org and day for
-  // every lead: one transaction's versions of that row pile up).
+  // The appointments are spread over 1,000 one-minute slots from a day ahead (their reminders are
+  // all made due at one minute below): the booking's capacity trigger (sql/0004) counts a slot's
+  // appointments at each insert, so 100,000 in one slot took quadratic time to write (still
+  // writing after 9 minutes). In chunks of 2,000, each its own transaction.
   for (let from = 1; from <= N; from += 2000) {
     const to = Math.min(N, from + 1999);
     await sql`
@@ -42,7 +43,7 @@ await suite.run(async () => {
         returning id, phone
       )
       insert into appointments (calendar_id, link_slug, slot_epoch, lead_id, name, phone, token_selector, token_hash)
-      select 1, 'visits', ${start}, l.id, 'Bench', l.phone, decode(md5(l.id::text), 'hex'), decode(md5('h' || l.id), 'hex')
+      select 1, 'visits', ${start} + (l.id % 1000) * 60, l.id, 'Bench', l.phone, decode(md5(l.id::text), 'hex'), decode(md5('h' || l.id), 'hex')
       from l`;
   }
   await sql`
