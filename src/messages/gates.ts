@@ -1,7 +1,8 @@
 // The gates of an SMS or email send, as pure functions of what the database said and the clock.
 // One place applies them: sendNow (service.ts), through which the API, automations and the
 // deferred-send worker all send; it calls contactGate before its billing transaction and
-// billingGate and quietGate inside it, in `gate`'s order. Notes are never gated.
+// heldGates inside it (billing, cap, quiet hours, send-before, for each send of an organization's
+// group in turn), in `gate`'s order. Notes are never gated.
 //
 // Order, first failure wins: channel → do-not-contact → consent → provider → billing → automation
 // cap → quiet hours → send-before. The organization's do-not-contact list (src/leads/dnc.ts) comes
