@@ -132,6 +132,45 @@ describe("job queue", () => {
     }
   });
 
+  test("a batch handler gets claims of at most batchSize jobs, each once across racing runners; each job's outcome is its own, a thrown batch retries all of it", async () => {
+    const clock = new ManualClock();
+    const seen = new Map<number, number>();
+    const sizes: number[] = [];
+    let thrown = 0;
+    const retried = new Set<number>();
+    const runBatch = async (jobs: Job[]): Promise<Outcome[]> => {
+      sizes.push(jobs.length);
+      if (thrown === 0 && jobs.some((j) => j.ref === 0)) {
+        thrown = jobs.length;
+        throw new Error("batch boom");
+      }
+      for (const j of jobs) seen.set(j.ref!, (seen.get(j.ref!) ?? 0) + 1);
+      // Odd refs are tried again an hour later, once; even ones are done.
+      return jobs.map((j) => (j.ref! % 2 === 1 && !retried.has(j.ref!) ? (retried.add(j.ref!), { retryAt: clock.now() + 3_600_000 }) : { done: true }));
+    };
+    for (let i = 0; i < 100; i++) await enqueue(db.sql, { kind: "t.batch", ref: i, runAt: clock.now() });
+    // A long lease: a claim in flight is told from a retry by its run_at.
+    const extra = { runBatch, batchSize: 7, concurrency: 2, leaseMs: 10 * 3_600_000 };
+    const runners = [0, 1].map(() => new JobRunner(db.sql, clock, [handler("t.batch", async () => ({ done: true }), extra)], { pollMs: 2 }));
+    runners.forEach((r) => r.start());
+    const inFlight = async () => (await db.sql`select count(*)::int as n from jobs where kind = 't.batch' and run_at > ${new Date(clock.now() + 5 * 3_600_000)}`)[0].n;
+    try {
+      await until(async () => seen.size + thrown === 100 && (await inFlight()) === 0, 20_000);
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(7);
+      // The batch that threw is due again later, each of its jobs with the error: none lost.
+      expect((await db.sql`select count(*)::int as n from jobs where kind = 't.batch' and last_error like '%batch boom%'`)[0].n).toBe(thrown);
+      // The thrown batch's jobs run, and the odd refs' retries (the thrown batch's odd ones an hour later again).
+      clock.advance(3 * 3_600_000);
+      await until(async () => seen.size === 100 && (await inFlight()) === 0, 20_000);
+      clock.advance(3 * 3_600_000);
+      await until(async () => (await remaining("t.batch")) === 0, 20_000);
+      // Each job ran once per claim: even refs once, odd refs twice (their retry).
+      for (const [ref, n] of seen) expect([ref, n]).toEqual([ref, ref % 2 === 1 ? 2 : 1]);
+    } finally {
+      await Promise.all(runners.map((r) => r.stop()));
+    }
+  });
+
   test("a job whose worker died runs again when its lease ends", async () => {
     const clock = new ManualClock();
     let hung = 0;

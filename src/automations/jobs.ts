@@ -3,9 +3,9 @@
 import type { Deps } from "../http/deps";
 import { enqueueMany, type JobHandler } from "../jobs/queue";
 import { every, type Worker } from "../jobs/worker";
-import { sendDeadline, sendEnv } from "../messages/service";
+import { batchCallsMs, sendDeadline, sendEnv } from "../messages/service";
 import { fireTriggers } from "./queries";
-import { AUTOMATION_RUN, runAutomation } from "./service";
+import { AUTOMATION_RUN, runAutomation, runAutomations } from "./service";
 
 export const TRIGGER_BATCH = 500;
 export const TRIGGER_INTERVAL_MS = 100;
@@ -20,14 +20,25 @@ export async function fireAutomations(deps: Pick<Deps, "sql" | "clock">, limit =
   });
 }
 
-export function automationHandler(deps: Deps): JobHandler {
+/**
+ * Runs claimed at once and sent together (runAutomations): the sends of one organization in a
+ * batch take its billing row lock once. bench/RESULTS.md "Reminder scheduler" measured the sizes.
+ */
+export const AUTOMATION_BATCH = 200;
+/** Batches running at once in one instance. */
+export const AUTOMATION_BATCHES = 4;
+
+export function automationHandler(deps: Deps, options: { batchSize?: number; concurrency?: number } = {}): JobHandler {
   const env = sendEnv(deps);
   return {
     kind: AUTOMATION_RUN,
-    concurrency: 16,
-    // Longer than a send can take (sendDeadline); a run whose worker died comes back after it.
-    leaseMs: sendDeadline(env) + 60_000,
+    concurrency: options.concurrency ?? AUTOMATION_BATCHES,
+    batchSize: options.batchSize ?? AUTOMATION_BATCH,
+    // Longer than a batch can take (sendDeadline, and its provider calls PROVIDER_CALLS_AT_ONCE at
+    // a time); a run whose worker died comes back after it.
+    leaseMs: sendDeadline(env) + batchCallsMs(env, options.batchSize ?? AUTOMATION_BATCH) + 60_000,
     run: (job) => runAutomation(deps.sql, deps.clock, env, job.ref!),
+    runBatch: (jobs) => runAutomations(deps.sql, deps.clock, env, jobs),
   };
 }
 

@@ -122,3 +122,47 @@ export async function loadRunAppointment(sql: Sql, id: number): Promise<RunAppoi
     where a.id = ${id}`;
   return row ?? null;
 }
+
+/** A run as loadRun reads it, with its appointment (an appointment's run) as loadRunAppointment does. */
+export type RunWithAppointment = RunRow & { appt: RunAppointment | null };
+
+/** loadRun and loadRunAppointment for many runs in one statement (a batch of the scheduler's jobs). */
+export async function loadRuns(sql: Sql, ids: readonly number[]): Promise<RunWithAppointment[]> {
+  const rows = await unprepared(sql<(RunRow & { ap_id: number | null; ap_status: string; ap_slot_epoch: number; slot_minutes: number; calendar: string; business: string })[]>`
+    select r.id, r.automation_id, a.trigger, r.lead_id, r.subject_kind, r.subject_id, r.occurrence::float8 as occurrence,
+           r.merge, r.send_before, r.channel, r.subject, r.body, r.status, a.org_id, a.active,
+           ap.id as ap_id, ap.status as ap_status, ap.slot_epoch::float8 as ap_slot_epoch, c.slot_minutes, c.name as calendar,
+           coalesce(nullif(btrim(o.company), ''), o.name, '') as business
+    from automation_runs r join automations a on a.id = r.automation_id
+    left join appointments ap on r.subject_kind = 'appointment' and ap.id = r.subject_id
+    left join calendars c on c.id = ap.calendar_id left join orgs o on o.id = c.org_id
+    where r.id = any(${ids}::int8[])`);
+  return rows.map(({ ap_id, ap_status, ap_slot_epoch, slot_minutes, calendar, business, ...run }) => ({
+    ...run,
+    appt: ap_id === null ? null : { id: ap_id, status: ap_status, slot_epoch: ap_slot_epoch, slot_minutes, calendar, business },
+  }));
+}
+
+/**
+ * finishRun for many runs, and their jobs deleted, in one statement: a run's record and its job's
+ * removal cannot part (the job runner's `removed` outcome). A run already finished is left as it is.
+ */
+export async function finishRuns(sql: Sql, done: readonly { runId: number; jobId: number; outcome: RunOutcome }[], now: Date): Promise<void> {
+  if (done.length === 0) return;
+  const o = done.map((d) => d.outcome);
+  await unprepared(sql`
+    with u as (
+      select * from unnest(${done.map((d) => d.runId)}::int8[], ${o.map((x) => x.status)}::text[], ${o.map((x) => x.reason ?? "")}::text[],
+                           ${o.map((x) => (x.messageId === null ? "" : String(x.messageId)))}::text[],
+                           ${o.map((x) => (x.deferUntil === null ? "" : String(x.deferUntil.getTime())))}::text[],
+                           ${o.map((x) => (x.result === null ? "" : JSON.stringify(x.result)))}::text[])
+             as u(id, status, reason, message_id, defer_until, result)
+    ), fin as (
+      update automation_runs r
+      set status = u.status, reason = nullif(u.reason, ''), message_id = nullif(u.message_id, '')::bigint,
+          defer_until = to_timestamp(nullif(u.defer_until, '')::float8 / 1000), result = nullif(u.result, '')::jsonb,
+          finished_at = ${now}, merge = null
+      from u where r.id = u.id and r.status = 'pending'
+    )
+    delete from jobs where id = any(${done.map((d) => d.jobId)}::int8[])`);
+}

@@ -15,12 +15,13 @@ import { withoutTrailingSlashes } from "../config";
 import type { Clock } from "../clock";
 import type { Sql } from "../db/client";
 import { AppError } from "../errors";
-import type { Outcome } from "../jobs/queue";
+import type { Job, Outcome } from "../jobs/queue";
 import type { MessageResult, SendExtras, SendReason } from "../messages/model";
-import { sendMessage, type SendEnv } from "../messages/service";
+import { scopeOf, sendContexts } from "../messages/queries";
+import { sendBatch, sendMessage, type BatchSend, type SendEnv } from "../messages/service";
 import { AUTOMATION_RUN } from "./appointments";
 import { appointmentIcs } from "./ics";
-import { finishRun, loadRun, loadRunAppointment, type RunOutcome, type RunRow } from "./queries";
+import { finishRun, finishRuns, loadRun, loadRunAppointment, loadRuns, type RunAppointment, type RunOutcome, type RunRow } from "./queries";
 
 export { AUTOMATION_RUN };
 
@@ -60,7 +61,7 @@ export async function runAutomation(sql: Sql, clock: Clock, env: SendEnv, runId:
     await finishRun(sql, run.id, skipped("automation_inactive"), new Date(now));
     return { done: true };
   }
-  const about = await appointmentExtras(sql, run, env, now);
+  const about = extrasOf(run, run.subject_kind === "appointment" ? await loadRunAppointment(sql, run.subject_id) : null, env, now);
   if ("skip" in about) {
     await finishRun(sql, run.id, skipped(about.skip), new Date(now));
     return { done: true };
@@ -91,12 +92,11 @@ export async function runAutomation(sql: Sql, clock: Clock, env: SendEnv, runId:
 }
 
 /**
- * What an appointment's run adds to its send, read as the appointment is now; or why it is not
- * sent. Other runs add nothing.
+ * What an appointment's run adds to its send, from the appointment as it is now (`appt`, read
+ * with or after the run); or why it is not sent. Other runs add nothing.
  */
-async function appointmentExtras(sql: Sql, run: RunRow, env: SendEnv, now: number): Promise<{ extras?: SendExtras } | { skip: string }> {
+function extrasOf(run: RunRow, appt: RunAppointment | null, env: SendEnv, now: number): { extras?: SendExtras } | { skip: string } {
   if (run.subject_kind !== "appointment") return {};
-  const appt = await loadRunAppointment(sql, run.subject_id);
   if (appt === null) return { skip: "appointment_not_found" };
   if (appt.status === "cancelled") return { skip: "appointment_cancelled" };
   if (appt.status !== "pending" && appt.status !== "confirmed") return { skip: `appointment_${appt.status}` };
@@ -122,4 +122,55 @@ async function appointmentExtras(sql: Sql, run: RunRow, env: SendEnv, now: numbe
     );
   }
   return { extras };
+}
+
+/**
+ * A batch of run jobs (the scheduler's claim), as runAutomation would run each, with the common
+ * case batched: the runs and their appointments read in one statement, the sends' contexts in one
+ * per channel, the sends through sendBatch (one billing lock per organization for all of its
+ * sends), and the runs finished with their jobs deleted in one statement. Anything else — a note,
+ * an empty body, a lead gone, a send already recorded under the operation_id (a retry: replayed),
+ * a send the batch hands back (sendBatch's null) — runs alone through runAutomation, exactly as
+ * before. Outcomes in input order.
+ */
+export async function runAutomations(sql: Sql, clock: Clock, env: SendEnv, jobs: readonly Job[]): Promise<Outcome[]> {
+  const now = clock.now();
+  const runs = new Map((await loadRuns(sql, jobs.map((j) => j.ref!))).map((r) => [r.id, r]));
+  const outcomes: Outcome[] = new Array(jobs.length);
+  const finished: { i: number; runId: number; jobId: number; outcome: RunOutcome }[] = [];
+  const alone: number[] = [];
+  const sends: { i: number; run: RunRow; send: Omit<BatchSend, "ctx"> }[] = [];
+  jobs.forEach((job, i) => {
+    const run = runs.get(job.ref!);
+    if (!run || run.status !== "pending") {
+      outcomes[i] = { done: true };
+      return;
+    }
+    const finish = (outcome: RunOutcome) => finished.push({ i, runId: run.id, jobId: job.id, outcome });
+    if (!run.active) return finish(skipped("automation_inactive"));
+    const about = extrasOf(run, run.appt, env, now);
+    if ("skip" in about) return finish(skipped(about.skip));
+    if (run.channel === "note" || run.body.trim() === "") return alone.push(i);
+    const actor = systemActor("automation", String(run.automation_id), run.org_id);
+    const operationId = automationOperationId(run.automation_id, run.subject_id, run.subject_kind, run.occurrence);
+    sends.push({ i, run, send: { actor, input: { leadId: run.lead_id, channel: run.channel, body: run.body, subject: run.subject, operationId, extras: about.extras } } });
+  });
+  const contexts = await sendContexts(
+    sql,
+    sends.map(({ run, send }) => ({ orgId: run.org_id, scope: scopeOf(send.actor), leadId: run.lead_id, channel: run.channel as "sms" | "email", operationId: send.input.operationId })),
+  );
+  // A lead gone, or a send already recorded (a retry), goes alone: sendMessage answers not_found or replays.
+  const batched = sends.flatMap((s, k) => (contexts[k]!.lead && !contexts[k]!.prior ? [{ ...s, send: { ...s.send, ctx: contexts[k]! } }] : (alone.push(s.i), [])));
+  const results = await sendBatch(sql, batched.map((b) => b.send), now, env);
+  batched.forEach(({ i }, k) => {
+    const result = results[k];
+    if (result === null || result === undefined) return alone.push(i);
+    const outcome = runOutcome(result);
+    if (outcome === null) outcomes[i] = { retryAt: clock.now() + RETRY_MS, error: "the send is not settled yet" };
+    else finished.push({ i, runId: jobs[i]!.ref!, jobId: jobs[i]!.id, outcome });
+  });
+  await finishRuns(sql, finished, new Date(clock.now()));
+  for (const f of finished) outcomes[f.i] = { done: true, removed: true };
+  for (const i of alone) outcomes[i] = await runAutomation(sql, clock, env, jobs[i]!.ref!);
+  return outcomes;
 }

@@ -46,6 +46,14 @@ export interface JobHandler {
   /** How long a claim lasts before the job is due again, in ms; longer than a run can take (default 60 s). */
   leaseMs?: number;
   run(job: Job): Promise<Outcome>;
+  /**
+   * Runs the jobs of one claim together (the reminder scheduler: one billing lock for many sends),
+   * answering each one's outcome in input order; `concurrency` then counts batches. Absent: `run`
+   * one job at a time.
+   */
+  runBatch?(jobs: Job[]): Promise<Outcome[]>;
+  /** Jobs in one batch at most (with runBatch; default 100). */
+  batchSize?: number;
 }
 
 export interface NewJob {
@@ -187,9 +195,10 @@ export class JobRunner implements Worker {
     for (const kind of this.kinds) {
       const room = (kind.handler.concurrency ?? 4) - kind.running;
       if (room <= 0 || this.stopped) continue;
-      const jobs = await this.claim(kind, room);
-      if (jobs.length === room) more = true;
-      for (const job of jobs) this.launch(kind, job);
+      const size = kind.handler.runBatch ? (kind.handler.batchSize ?? 100) : 1;
+      const jobs = await this.claim(kind, room * size);
+      if (jobs.length === room * size) more = true;
+      for (let i = 0; i < jobs.length; i += size) this.launch(kind, jobs.slice(i, i + size));
     }
     return more;
   }
@@ -203,7 +212,7 @@ export class JobRunner implements Worker {
       where kind = ${kind.handler.kind} and run_at <= ${now}
         and (grp is null or grp <> all(${busy}::text[]))
       order by run_at, id
-      limit ${room * 4}`);
+      limit ${cap ? room * 4 : room}`);
     const picked: number[] = [];
     const taken = new Map<string, number>();
     for (const d of due) {
@@ -225,17 +234,22 @@ export class JobRunner implements Worker {
       returning j.id, j.kind, j.ref, j.grp, j.payload, j.attempts`);
   }
 
-  private launch(kind: Kind, job: Job): void {
+  /** Runs one job, or one batch of a batch handler, as one unit of the kind's concurrency. */
+  private launch(kind: Kind, jobs: Job[]): void {
     kind.running++;
-    this.claims.set(job.id, job.attempts);
-    if (job.grp !== null) kind.groups.set(job.grp, (kind.groups.get(job.grp) ?? 0) + 1);
-    const done = this.runOne(kind, job).finally(() => {
+    for (const job of jobs) {
+      this.claims.set(job.id, job.attempts);
+      if (job.grp !== null) kind.groups.set(job.grp, (kind.groups.get(job.grp) ?? 0) + 1);
+    }
+    const done = this.runUnit(kind, jobs).finally(() => {
       kind.running--;
-      this.claims.delete(job.id);
-      if (job.grp !== null) {
-        const n = kind.groups.get(job.grp)! - 1;
-        if (n > 0) kind.groups.set(job.grp, n);
-        else kind.groups.delete(job.grp);
+      for (const job of jobs) {
+        this.claims.delete(job.id);
+        if (job.grp !== null) {
+          const n = kind.groups.get(job.grp)! - 1;
+          if (n > 0) kind.groups.set(job.grp, n);
+          else kind.groups.delete(job.grp);
+        }
       }
       this.inflight.delete(done);
       this.wake();
@@ -243,17 +257,18 @@ export class JobRunner implements Worker {
     this.inflight.add(done);
   }
 
-  private async runOne(kind: Kind, job: Job): Promise<void> {
-    let outcome: Outcome;
+  private async runUnit(kind: Kind, jobs: Job[]): Promise<void> {
+    let outcomes: Outcome[];
     try {
-      outcome = await kind.handler.run(job);
+      const { handler } = kind;
+      outcomes = handler.runBatch ? await handler.runBatch(jobs) : [await handler.run(jobs[0]!)];
       this.jobFailures.succeeded();
     } catch (err) {
-      this.jobFailures.failed(err, { kind: job.kind, job: job.id });
+      this.jobFailures.failed(err, { kind: jobs[0]!.kind, job: jobs[0]!.id, jobs: jobs.length });
       // A thrown error is a bug or an outage: try again in a while rather than spin.
-      outcome = { retryAt: this.clock.now() + Math.min(3_600_000, 5_000 * 2 ** Math.min(job.attempts, 10)), error: String(err) };
+      outcomes = jobs.map((job) => ({ retryAt: this.clock.now() + Math.min(3_600_000, 5_000 * 2 ** Math.min(job.attempts, 10)), error: String(err) }));
     }
-    await this.record(job, outcome);
+    await Promise.all(jobs.map((job, i) => this.record(job, outcomes[i]!)));
   }
 
   /**

@@ -1,7 +1,8 @@
 // The gates of an SMS or email send, as pure functions of what the database said and the clock.
 // One place applies them: sendNow (service.ts), through which the API, automations and the
 // deferred-send worker all send; it calls contactGate before its billing transaction and
-// billingGate and quietGate inside it, in `gate`'s order. Notes are never gated.
+// heldGates inside it (billing, cap, quiet hours, send-before, for each send of an organization's
+// group in turn), in `gate`'s order. Notes are never gated.
 //
 // Order, first failure wins: channel → do-not-contact → consent → provider → billing → automation
 // cap → quiet hours → send-before. The organization's do-not-contact list (src/leads/dnc.ts) comes
@@ -211,4 +212,46 @@ export function gate(input: GateInput): GateResult {
   const billing = billingGate(input.channel, input.billing);
   if (!billing.ok) return billing;
   return { ok: true, to: contact.to, cost: billing.cost, deferUntil: quietGate(input.org, input.lead, input.now) };
+}
+
+/** One send of a group held under its organization's billing row lock (recordGroup, service.ts). */
+export interface HeldSend {
+  channel: SendChannel;
+  lead: LeadContact;
+  /** Subject to the org's daily automation cap (capGate). */
+  capped: boolean;
+  /** Epoch ms it must go before (sendBeforeGate), or null. */
+  sendBefore: number | null;
+}
+
+export type HeldVerdict = { ok: false; reason: GateReason } | { ok: true; cost: number; deferUntil: number | null };
+
+/**
+ * The gates applied under the billing row lock, for a group of one organization's sends in their
+ * order (a single send is a group of one): billing, automation cap, quiet hours, send-before, each
+ * send seeing the credits and the cap's count the sends before it took. So a group larger than the
+ * credits sends what they cover and refuses the rest `insufficient_credits`, exactly as sends one
+ * by one would. `capUsed`: the org's automation sends already counted today. Only a charged send
+ * spends credits (a deferred one is charged when it goes); a deferred one counts against the cap.
+ */
+export function heldGates(org: OrgSettings, billing: BillingState, capUsed: number, sends: readonly HeldSend[], now: number): HeldVerdict[] {
+  // Credits are numeric(14, 4): counted down in ten-thousandths, so that N charges taken from a
+  // float balance never drift below a cost the balance exactly covers.
+  const units = (v: number) => Math.round(v * 10_000);
+  let left = billing !== null && billing !== "unavailable" && Number.isFinite(billing.credits) ? units(billing.credits) : 0;
+  let used = capUsed;
+  return sends.map((s): HeldVerdict => {
+    const b = billingGate(s.channel, billing !== null && billing !== "unavailable" ? { ...billing, credits: left / 10_000 } : billing);
+    if (!b.ok) return b;
+    if (s.capped) {
+      const cap = capGate(org, used);
+      if (!cap.ok) return cap;
+    }
+    const until = quietGate(org, s.lead, now);
+    const due = sendBeforeGate(now, until, s.sendBefore);
+    if (!due.ok) return due;
+    if (s.capped) used++;
+    if (until === null) left -= units(b.cost);
+    return { ok: true, cost: b.cost, deferUntil: until };
+  });
 }

@@ -2,7 +2,7 @@
 // the unique index messages_operation (sql/0001, 0005); credits move only beside a ledger entry.
 import { inInputOrder } from "../db/batcher";
 import { outboxInsert } from "../events/envelope";
-import type { Sql, Tx } from "../db/client";
+import { unprepared, type Sql, type Tx } from "../db/client";
 import { leadAddress, listed } from "../leads/dnc";
 import { inRowTenant, inTenant, NO_ORG } from "../leads/scope";
 import { drawHit } from "../limits/fused";
@@ -149,6 +149,40 @@ export async function sendContext(
   return toContext(row);
 }
 
+/** One send's context to read in a batch (sendContexts): as sendContext's arguments. */
+export interface ContextRead {
+  orgId: number | null;
+  scope: number;
+  leadId: number;
+  channel: "sms" | "email";
+  operationId: string;
+}
+
+/**
+ * sendContext for many sends at once (the reminder scheduler's batches): one statement per
+ * channel, each send's context in input order.
+ */
+export async function sendContexts(sql: Sql, reads: readonly ContextRead[]): Promise<SendContext[]> {
+  const out: SendContext[] = new Array(reads.length);
+  for (const channel of ["sms", "email"] as const) {
+    const idx = reads.flatMap((r, i) => (r.channel === channel ? [i] : []));
+    if (idx.length === 0) continue;
+    const rs = idx.map((i) => reads[i]!);
+    // Unprepared: a plan kept from when messages was small joins it by scanning (see unprepared).
+    const rows = await unprepared(sql<(ContextRow & { i: number })[]>`
+      select u.i, ${leadColumns(sql)}, ${consentOf(sql, channel)} as consent, ${listedOf(sql, channel)} as listed,
+             p.id as p_id, p.request_hash as p_hash, p.result as p_result
+      from unnest(${rs.map((r) => r.orgId ?? NO_ORG)}::int8[], ${rs.map((r) => r.leadId)}::int8[],
+                  ${rs.map((r) => r.scope)}::int8[], ${rs.map((r) => r.operationId)}::text[])
+           with ordinality as u(org, id, scope, op, i)
+      left join leads l on l.id = u.id and ${inRowTenant(sql)}
+      left join orgs o on o.id = l.org_id
+      left join messages p on coalesce(p.op_scope, -1) = u.scope and p.operation_id = u.op`);
+    for (const r of rows) out[idx[Number(r.i) - 1]!] = toContext(r);
+  }
+  return out;
+}
+
 /** The first read of an API send: whether the lead is in the actor's scope, and the operation's prior send. */
 export interface Probe {
   leadFound: boolean;
@@ -286,30 +320,46 @@ export interface NewSend {
 const sendMeta = (s: { to: string; ics: string | null }) => (s.ics === null ? { to: s.to } : { to: s.to, ics: s.ics });
 
 /**
- * Records a send that passed every gate and charges for it: the message as `sending` with its
- * lease, the credits, the ledger entry, in one statement of the caller's transaction (which holds
- * the billing row). Null when the operation_id is taken.
+ * Records sends that passed every gate and charges for them, in one statement of the caller's
+ * transaction (which holds the billing row): for sends of one organization (a group; a single send
+ * is a group of one), the messages as `sending` with their lease, one deduction of their total
+ * from the credits, and a ledger entry each whose balance is the balance after it, as if they had
+ * been charged one by one in input order. Each send's message
+ * id in input order; null where its operation_id was taken (nothing is charged for it).
  */
-export async function insertCharged(tx: Tx, s: NewSend, cost: number, sendingUntil: Date): Promise<number | null> {
-  const [row] = await tx<{ id: number }[]>`
-    with ins as (
+export async function insertChargedMany(tx: Tx, orgId: number, sends: readonly { send: NewSend; cost: number }[], sendingUntil: Date, now: Date): Promise<(number | null)[]> {
+  if (sends.length === 0) return [];
+  const col = <T>(f: (s: NewSend, cost: number) => T) => sends.map((x) => f(x.send, x.cost));
+  const rows = await unprepared(tx<{ id: number; operation_id: string }[]>`
+    with u as (
+      select * from unnest(${col((s) => String(s.lead.id))}::text[], ${col((s) => s.channel)}::text[], ${col((s) => s.actor.type)}::text[],
+                           ${col((s) => s.actor.id)}::text[], ${col((s) => s.subject)}::text[], ${col((s) => s.body)}::text[],
+                           ${col((s) => JSON.stringify(sendMeta(s)))}::text[], ${col((s) => s.operationId)}::text[],
+                           ${col((s) => (s.actor.orgId === null ? "" : String(s.actor.orgId)))}::text[], ${col((s) => s.hash)}::text[],
+                           ${col((_, cost) => String(cost))}::text[])
+             with ordinality as u(lead_id, channel, actor_type, actor_id, subject, body, meta, operation_id, op_scope, request_hash, cost, i)
+    ), ins as (
       insert into messages (lead_id, org_id, channel, direction, actor_type, actor_id, subject, body, status, meta,
                             operation_id, op_scope, request_hash, cost, sending_until, created_at, updated_at)
-      values (${s.lead.id}, ${s.orgId}, ${s.channel}, 'out', ${s.actor.type}, ${s.actor.id}, ${s.subject}, ${s.body},
-              'sending', ${tx.json(sendMeta(s))}, ${s.operationId}, ${s.actor.orgId}::bigint, ${s.hash}, ${cost},
-              ${sendingUntil}, ${s.now}, ${s.now})
+      select u.lead_id::bigint, ${orgId}, u.channel, 'out', u.actor_type, u.actor_id, u.subject, u.body, 'sending', u.meta::jsonb,
+             u.operation_id, nullif(u.op_scope, '')::bigint, u.request_hash, u.cost::numeric, ${sendingUntil}, ${now}, ${now}
+      from u order by u.i
       on conflict (coalesce(op_scope, -1), operation_id) where operation_id is not null do nothing
-      returning id
+      returning id, operation_id, cost
     ), charged as (
-      update org_billing set credits = credits - ${cost}::numeric, updated_at = ${s.now}
-      where org_id = ${s.orgId} and ${cost}::numeric > 0 and exists (select 1 from ins)
+      update org_billing set credits = credits - (select sum(cost) from ins), updated_at = ${now}
+      where org_id = ${orgId} and (select sum(cost) from ins) > 0
       returning credits
     ), ledger as (
       insert into credit_ledger (org_id, message_id, kind, amount, balance, created_at)
-      select ${s.orgId}, ins.id, 'charge', -${cost}::numeric, charged.credits, ${s.now} from ins, charged
+      select ${orgId}, c.id, 'charge', -c.cost, charged.credits + c.later, ${now}
+      from (select id, cost, coalesce(sum(cost) over (order by id rows between 1 following and unbounded following), 0) as later
+            from ins where cost > 0) c, charged
+      order by c.id
     )
-    select id from ins`;
-  return row?.id ?? null;
+    select id, operation_id from ins`);
+  const ids = new Map(rows.map((r) => [r.operation_id, r.id]));
+  return sends.map((x) => ids.get(x.send.operationId) ?? null);
 }
 
 /**
@@ -465,17 +515,7 @@ export interface Outcome {
  * deferred message), or null when the message was no longer `sending`.
  */
 export async function recordOutcome(sql: Sql, id: number, o: Outcome): Promise<{ result: string; org_id: number | null } | null> {
-  if (o.ok) {
-    const [row] = await sql<{ result: string; org_id: number | null }[]>`
-      with m as (
-        update messages set status = 'sent', provider_id = ${o.providerId}, sending_until = null,
-                            result = coalesce(result, ${o.result}), updated_at = ${o.now}
-        where id = ${id} and status = 'sending'
-        returning *
-      ), evt as (${eventFrom(sql, "message.sent", o.now)})
-      select result, org_id from m`;
-    return row ?? null;
-  }
+  if (o.ok) return (await recordSent(sql, [{ id, providerId: o.providerId ?? "", result: o.result }], o.now))[0] ?? null;
   const [row] = await sql<{ result: string; org_id: number | null }[]>`
     with m as (
       update messages set status = 'failed', error = ${o.error}, sending_until = null,
@@ -485,6 +525,31 @@ export async function recordOutcome(sql: Sql, id: number, o: Outcome): Promise<{
     ), ${refundFrom(sql, o.now)}, evt as (${eventFrom(sql, "message.failed", o.now, o.reason)})
     select result, org_id from m`;
   return row ?? null;
+}
+
+/**
+ * The successful provider answers of many messages still `sending`, each with its message.sent
+ * event, in one statement (a batch's sends: recordOutcome's success for N). Per input, the stored
+ * result, or null when the message was no longer `sending`.
+ */
+export async function recordSent(
+  sql: Sql,
+  sent: readonly { id: number; providerId: string; result: string }[],
+  now: Date,
+): Promise<({ result: string; org_id: number | null } | null)[]> {
+  if (sent.length === 0) return [];
+  const rows = await unprepared(sql<{ id: number; result: string; org_id: number | null }[]>`
+    with m as (
+      update messages set status = 'sent', provider_id = u.provider_id, sending_until = null,
+                          result = coalesce(messages.result, u.result), updated_at = ${now}
+      from unnest(${sent.map((x) => x.id)}::int8[], ${sent.map((x) => x.providerId)}::text[], ${sent.map((x) => x.result)}::text[])
+           as u(id, provider_id, result)
+      where messages.id = u.id and messages.status = 'sending'
+      returning messages.*
+    ), evt as (${eventFrom(sql, "message.sent", now)})
+    select id, result, org_id from m`);
+  const byId = new Map(rows.map((r) => [Number(r.id), { result: r.result, org_id: r.org_id }]));
+  return sent.map((x) => byId.get(x.id) ?? null);
 }
 
 /** CTEs `refunded` and `ledger`: give back the cost of the message(s) in CTE `m`. */
@@ -509,11 +574,11 @@ export async function automationSendsOn(tx: Tx, orgId: number, day: string): Pro
   return row?.sends ?? 0;
 }
 
-/** One more automation send on the org's day, in the transaction that records it (rolled back with it). */
-export async function countAutomationSend(tx: Tx, orgId: number, day: string): Promise<void> {
+/** `n` more automation sends on the org's day, in the transaction that records them (rolled back with it). */
+export async function countAutomationSends(tx: Tx, orgId: number, day: string, n: number): Promise<void> {
   await tx`
-    insert into automation_daily_sends (org_id, day, sends) values (${orgId}, ${day}::date, 1)
-    on conflict (org_id, day) do update set sends = automation_daily_sends.sends + 1`;
+    insert into automation_daily_sends (org_id, day, sends) values (${orgId}, ${day}::date, ${n})
+    on conflict (org_id, day) do update set sends = automation_daily_sends.sends + excluded.sends`;
 }
 
 /** True for the first caller of an (org, day), across instances: the one that logs the cap's warning. */

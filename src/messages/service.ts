@@ -23,12 +23,10 @@ import { openSecret, SecretError } from "../secrets/seal";
 import { isSink } from "../sink";
 import {
   billingGate,
-  capGate,
+  heldGates,
   contactGate,
   emailConfig,
   orgDay,
-  quietGate,
-  sendBeforeGate,
   smsConfig,
   type ConsentState,
   type EmailConfig,
@@ -42,17 +40,18 @@ import { parseResult, requestHash, resultText, type Actor, type MessageResult, t
 import {
   automationSendsOn,
   chargeDeferred,
-  countAutomationSend,
+  countAutomationSends,
   countedProbes,
   failDeferred,
   firstCapWarning,
-  insertCharged,
+  insertChargedMany,
   insertDeferred,
   insertNote,
   loadDeferred,
   lockBilling,
   optOutPhone,
   recordOutcome,
+  recordSent,
   redefer,
   scopeOf,
   sendContext,
@@ -62,6 +61,7 @@ import {
   type PriorRow,
   type Probe,
   type ProbeRead,
+  type SendContext,
 } from "./queries";
 import { PROVIDER_TIMEOUT_MS, sendSms, TWILIO_UNSUBSCRIBED, type ProviderOutcome } from "./twilio";
 import { messageSends } from "../metrics/counters";
@@ -212,7 +212,24 @@ async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
   const ctx = await step(sendContext(sql, actor, input.leadId, channel, input.operationId));
   if (!ctx.lead) throw new AppError("not_found");
   if (ctx.prior) return replay(sql, ctx.prior, hash, now, env);
-  const lead = ctx.lead;
+  const [went] = await sendNow(sql, [newOutgoing(actor, input, hash, ctx, ctx.lead, now, recorded)], now, env);
+  if (went!.kind === "refused") {
+    // Refused after waiting for the billing row: a concurrent request with this operation_id may
+    // have recorded it meanwhile (and spent the last credit), and a retry answers what the first
+    // got, never a refusal of its own. Read again only then: a refusal without a wait is cheap.
+    if (went!.waited) {
+      const again = await step(sendContext(sql, actor, input.leadId, channel, input.operationId));
+      if (again.prior) return replay(sql, again.prior, hash, now, env);
+    }
+    return refusal(went!.reason);
+  }
+  if (went!.kind === "taken") return null;
+  return went!.result;
+}
+
+/** A new send as sendNow takes it, from what its context read said (the lead, its org, consent). */
+function newOutgoing(actor: Actor, input: SendInput, hash: string, ctx: SendContext, lead: LeadRow, now: number, recorded?: Recorded): Outgoing {
+  const channel = input.channel as "sms" | "email";
   const extras = input.extras;
   const ics = channel === "email" ? (extras?.ics ?? null) : null;
   const sendBefore = extras?.sendBefore ?? null;
@@ -230,48 +247,54 @@ async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
     ics,
     sendBefore: sendBefore === null ? null : new Date(sendBefore),
   });
+  return {
+    channel,
+    lead,
+    org: ctx.org,
+    consent: ctx.consent,
+    listed: ctx.listed,
+    text: { body: input.body, subject: input.subject ?? "", merged: false, values: extras?.values },
+    // A new automation send counts against the org's daily cap; a queued one was counted when recorded.
+    capped: actor.type === "automation",
+    sendBefore,
+    ics,
+    async defer(tx, org, until, to, text) {
+      const d = await insertDeferred(tx, row(org, to, text), new Date(until));
+      if (!d) return null;
+      // The worker's job, in the same transaction: a queued message always has one.
+      await enqueue(tx, { kind: DEFERRED_SEND, ref: d.id, runAt: until });
+      await recorded?.(tx, d.id, until);
+      return parseResult(d.result);
+    },
+    row,
+    charged: recorded && ((tx, id) => recorded(tx, id, null)),
+  };
+}
+
+/** One new send of a batch (sendBatch): its actor and input, and its context as the caller read it. */
+export interface BatchSend {
+  actor: Actor;
+  input: SendInput;
+  ctx: SendContext;
+}
+
+/**
+ * Many new SMS and email sends at once (the reminder scheduler's batches), each as sendMessage
+ * would make it but through one sendNow: the sends of one organization are gated, recorded and
+ * charged under one lock of its billing row, in one transaction. Each send's context was read by
+ * the caller (sendContexts) and has its lead and no prior send. The answers in input order; null
+ * for a send the caller must make alone with sendMessage, which reads again and replays or
+ * retries: its operation_id was taken meanwhile, or it was refused after the wait for the billing
+ * row (a concurrent send under its operation_id may have recorded it: see send).
+ */
+export async function sendBatch(sql: Sql, sends: readonly BatchSend[], now: number, env: SendEnv): Promise<(MessageResult | null)[]> {
   const went = await sendNow(
     sql,
-    {
-      channel,
-      lead,
-      org: ctx.org,
-      consent: ctx.consent,
-      listed: ctx.listed,
-      text: { body: input.body, subject: input.subject ?? "", merged: false, values: extras?.values },
-      // A new automation send counts against the org's daily cap; a queued one was counted when recorded.
-      capped: actor.type === "automation",
-      sendBefore,
-      ics,
-      async defer(tx, org, until, to, text) {
-        const d = await insertDeferred(tx, row(org, to, text), new Date(until));
-        if (!d) return null;
-        // The worker's job, in the same transaction: a queued message always has one.
-        await enqueue(tx, { kind: DEFERRED_SEND, ref: d.id, runAt: until });
-        await recorded?.(tx, d.id, until);
-        return parseResult(d.result);
-      },
-      async charge(tx, org, cost, to, text, sendingUntil) {
-        const id = await insertCharged(tx, row(org, to, text), cost, sendingUntil);
-        if (id !== null) await recorded?.(tx, id, null);
-        return id;
-      },
-    },
+    sends.map((s) => newOutgoing(s.actor, s.input, requestHash(s.input), s.ctx, s.ctx.lead!, now)),
     now,
     env,
   );
-  if (went.kind === "refused") {
-    // Refused after waiting for the billing row: a concurrent request with this operation_id may
-    // have recorded it meanwhile (and spent the last credit), and a retry answers what the first
-    // got, never a refusal of its own. Read again only then: a refusal without a wait is cheap.
-    if (went.waited) {
-      const again = await step(sendContext(sql, actor, input.leadId, channel, input.operationId));
-      if (again.prior) return replay(sql, again.prior, hash, now, env);
-    }
-    return refusal(went.reason);
-  }
-  if (went.kind === "taken") return null;
-  return went.result;
+  return went.map((w) => (w.kind === "taken" || (w.kind === "refused" && w.waited) ? null : w.kind === "refused" ? refusal(w.reason) : w.result));
 }
 
 /** The text of a message as it goes out (asSent), or as given when `merged` is false. */
@@ -303,8 +326,14 @@ interface Outgoing {
   ics: string | null;
   /** In the billing transaction: it waits until `until` (epoch ms); its answer, null when taken meanwhile. */
   defer(tx: Tx, org: OrgSettings, until: number, to: string, text: Text): Promise<MessageResult | null>;
-  /** In the billing transaction: recorded `sending` and charged; its message id, null when taken meanwhile. */
-  charge(tx: Tx, org: OrgSettings, cost: number, to: string, text: Text, sendingUntil: Date): Promise<number | null>;
+  /**
+   * A new send: its message row, which the group's charge inserts (insertChargedMany, one
+   * statement for every new send of the group), then `charged` in the same transaction.
+   */
+  row?: (org: OrgSettings, to: string, text: Text) => NewSend;
+  charged?: (tx: Tx, messageId: number) => Promise<void>;
+  /** A queued send: in the billing transaction, recorded `sending` and charged; its message id, null when taken meanwhile. */
+  charge?(tx: Tx, org: OrgSettings, cost: number, to: string, text: Text, sendingUntil: Date): Promise<number | null>;
 }
 
 /**
@@ -317,80 +346,172 @@ type Went =
   | { kind: "delivered"; result: MessageResult }
   | { kind: "taken" };
 
+/** A send past the contact gate: where it goes and the text it goes with. */
+interface Addressed {
+  i: number;
+  m: Outgoing;
+  to: string;
+  text: Text;
+}
+
+/** How a send fared in its group's billing transaction. */
+type Held = { kind: "refused"; reason: GateReason } | { kind: "queued"; until: number; result: MessageResult } | { kind: "charged"; id: number };
+
+/** How many provider calls of one batch are under way at once. */
+export const PROVIDER_CALLS_AT_ONCE = 32;
+
+/**
+ * How much longer than one send's a batch of `n` sends may take with its provider: its calls go
+ * PROVIDER_CALLS_AT_ONCE at a time. Added to the `sending` lease of its messages (so a call that
+ * starts late is not taken for one whose sender died) and to its jobs' lease.
+ */
+export const batchCallsMs = (env: SendEnv, n: number) => providerTimeoutOf(env) * Math.max(0, Math.ceil(n / PROVIDER_CALLS_AT_ONCE) - 1);
+
 /**
  * THE send: the gates in their order (gates.ts), the record, the provider, the outcome; the only
- * function that calls a gate or a provider. A send is recorded before the provider is called and
- * its outcome after, with no transaction or pooled connection held in between:
+ * function that calls a gate or a provider. It takes a batch (a single send is a batch of one)
+ * and answers each of its sends in input order. A send is recorded before the provider is called
+ * and its outcome after, with no transaction or pooled connection held in between:
  *   1. contact gate (address, do-not-contact list, consent/opt-out, provider settings), on what the caller read;
- *   2. one short transaction: lock the org's billing row, apply the billing gate, then quiet
- *      hours: either `defer` it, or `charge` it (recorded `sending` with its lease, the cost
- *      deducted beside a ledger entry). Concurrent sends of one org serialize on that row lock, so
- *      the balance never goes below zero however many race for it. Marking the message `sending`
- *      before the call is what keeps a process killed mid-call from ever sending it again;
+ *   2. per organization, one short transaction: lock the org's billing row, apply the gates held
+ *      under it (heldGates: billing, automation cap, quiet hours, send-before) to its sends in
+ *      order, then `defer` each deferred one, and charge the rest (recorded `sending` with their
+ *      lease, the credits deducted beside a ledger entry each) in one statement. Concurrent sends
+ *      of one org serialize on that row lock, so the balance never goes below zero however many
+ *      race for it, and a group takes it once however many sends it has. Marking a message
+ *      `sending` before the call is what keeps a process killed mid-call from ever sending it again;
  *   3. the provider, bounded in time (10 s), with the org's stored secret opened (callProvider);
- *   4. the outcome (settle): `sent`, or `failed` with the charge refunded.
+ *   4. the outcomes (settle): `sent`, or `failed` with the charge refunded.
  * A queued message goes through all of it again when its time comes: a lead who opted out
- * meanwhile is not texted, and billing is charged then.
+ * meanwhile is not texted, and billing is charged then. An operation_id taken meanwhile rolls its
+ * whole group back (`taken` for each of its sends: the callers read again).
  */
-async function sendNow(sql: Sql, m: Outgoing, now: number, env: SendEnv): Promise<Went> {
-  const contact = contactGate(m.channel, m.org, m.lead, m.consent, m.listed);
-  if (!contact.ok) return { kind: "refused", reason: contact.reason, busy: false, waited: false };
-  const org = m.org!; // the provider gate passed, so there is an org
-  const to = contact.to;
-  const text: Text = m.text.merged ? { body: m.text.body, subject: m.text.subject } : asSent(m.channel, m.text.body, m.text.subject, m.lead, org, m.text.values);
-  const lockMs = env.billingLockMs ?? BILLING_LOCK_MS;
-  let recorded: { kind: "queued"; until: number; result: MessageResult } | { kind: "charged"; id: number };
-  try {
-    // Not committed after the request has answered 503 (a charge nobody would send).
-    recorded = await beginWithin(
-      sql,
-      lockMs + DEADLINE_MS,
-      async (tx) => {
-        const billing = billingGate(m.channel, await lockBilling(tx, org.id, lockMs));
-        if (!billing.ok) throw new Refused(billing.reason);
-        if (m.capped) {
-          // Counted under the billing row's lock, which every send of the org holds while it
-          // records: exact across instances, however many automation sends race for the last one.
-          // The count moves in this transaction, so a send refused by a later gate, or taken
-          // meanwhile, rolls it back.
-          const { day } = orgDay(now, org.timezone);
-          const cap = capGate(org, await automationSendsOn(tx, org.id, day));
-          if (!cap.ok) throw new Refused(cap.reason);
-          await countAutomationSend(tx, org.id, day);
-        }
-        const until = quietGate(org, m.lead, now);
-        const due = sendBeforeGate(now, until, m.sendBefore);
-        if (!due.ok) throw new Refused(due.reason);
-        if (until !== null) {
-          const result = await m.defer(tx, org, until, to, text);
-          if (result === null) throw TAKEN;
-          return { kind: "queued" as const, until, result };
-        }
-        const id = await m.charge(tx, org, billing.cost, to, text, new Date(now + leaseOf(env)));
-        if (id === null) throw TAKEN;
-        return { kind: "charged" as const, id };
-      },
-    );
-  } catch (err) {
-    if (err instanceof Refused) {
-      if (err.reason === "automation_cap") await warnCapReached(sql, org, now);
-      return { kind: "refused", reason: err.reason, busy: false, waited: true };
+async function sendNow(sql: Sql, ms: readonly Outgoing[], now: number, env: SendEnv): Promise<Went[]> {
+  const went: Went[] = new Array(ms.length);
+  const groups = new Map<number, Addressed[]>();
+  ms.forEach((m, i) => {
+    const contact = contactGate(m.channel, m.org, m.lead, m.consent, m.listed);
+    if (!contact.ok) {
+      went[i] = { kind: "refused", reason: contact.reason, busy: false, waited: false };
+      return;
     }
-    if (isLockTimeout(err)) return { kind: "refused", reason: "billing_unavailable", busy: true, waited: true };
-    if (err === TAKEN) return { kind: "taken" };
-    throw err;
+    const org = m.org!; // the provider gate passed, so there is an org
+    const text: Text = m.text.merged ? { body: m.text.body, subject: m.text.subject } : asSent(m.channel, m.text.body, m.text.subject, m.lead, org, m.text.values);
+    const group = groups.get(org.id) ?? [];
+    group.push({ i, m, to: contact.to, text });
+    groups.set(org.id, group);
+  });
+  const lockMs = env.billingLockMs ?? BILLING_LOCK_MS;
+  const sendingUntil = new Date(now + leaseOf(env) + batchCallsMs(env, ms.length));
+  const calls: { a: Addressed; org: OrgSettings; id: number }[] = [];
+  for (const group of groups.values()) {
+    const org = group[0]!.m.org!;
+    let held: Held[];
+    try {
+      // Not committed after the request has answered 503 (a charge nobody would send).
+      // A large group's statements carry more rows: a deadline a second longer per 500 sends.
+      held = await beginWithin(sql, lockMs + DEADLINE_MS * Math.ceil(group.length / 500), async (tx) => {
+        const billing = await lockBilling(tx, org.id, lockMs);
+        // Counted under the billing row's lock, which every send of the org holds while it
+        // records: exact across instances, however many automation sends race for the last one.
+        // The count moves in this transaction, so sends taken meanwhile roll it back.
+        const { day } = orgDay(now, org.timezone);
+        const capped = group.filter((a) => a.m.capped).length;
+        const used = capped > 0 ? await automationSendsOn(tx, org.id, day) : 0;
+        const verdicts = heldGates(org, billing, used, group.map((a) => a.m), now);
+        const out: Held[] = new Array(group.length);
+        const fresh: { k: number; cost: number }[] = [];
+        let counted = 0;
+        for (let k = 0; k < group.length; k++) {
+          const v = verdicts[k]!;
+          const a = group[k]!;
+          if (!v.ok) {
+            out[k] = { kind: "refused", reason: v.reason };
+            continue;
+          }
+          if (a.m.capped) counted++;
+          if (v.deferUntil !== null) {
+            const result = await a.m.defer(tx, org, v.deferUntil, a.to, a.text);
+            if (result === null) throw TAKEN;
+            out[k] = { kind: "queued", until: v.deferUntil, result };
+          } else if (a.m.row) fresh.push({ k, cost: v.cost });
+          else {
+            const id = await a.m.charge!(tx, org, v.cost, a.to, a.text, sendingUntil);
+            if (id === null) throw TAKEN;
+            out[k] = { kind: "charged", id };
+          }
+        }
+        const ids = await insertChargedMany(
+          tx,
+          org.id,
+          fresh.map(({ k, cost }) => ({ send: group[k]!.m.row!(org, group[k]!.to, group[k]!.text), cost })),
+          sendingUntil,
+          new Date(now),
+        );
+        for (let f = 0; f < fresh.length; f++) {
+          const id = ids[f];
+          if (id === null || id === undefined) throw TAKEN;
+          const { k } = fresh[f]!;
+          await group[k]!.m.charged?.(tx, id);
+          out[k] = { kind: "charged", id };
+        }
+        if (counted > 0) await countAutomationSends(tx, org.id, day, counted);
+        return out;
+      });
+    } catch (err) {
+      const gone: Went | null = isLockTimeout(err)
+        ? { kind: "refused", reason: "billing_unavailable", busy: true, waited: true }
+        : err === TAKEN
+          ? { kind: "taken" }
+          : null;
+      if (gone === null) throw err;
+      for (const a of group) went[a.i] = gone;
+      continue;
+    }
+    let capRefused = false;
+    group.forEach((a, k) => {
+      const h = held[k]!;
+      if (h.kind === "refused") {
+        capRefused ||= h.reason === "automation_cap";
+        went[a.i] = { kind: "refused", reason: h.reason, busy: false, waited: true };
+      } else if (h.kind === "queued") went[a.i] = h;
+      else calls.push({ a, org, id: h.id });
+    });
+    if (capRefused) await warnCapReached(sql, org, now);
   }
-  if (recorded.kind === "queued") return recorded;
+  if (calls.length === 0) return went;
   // The text as stored: the provider gets exactly what the conversation shows.
-  const outcome = await callProvider(
-    m.channel,
-    org,
-    env,
-    recorded.id,
-    (sms) => sendSms(sms, { to, body: text.body, statusCallback: statusCallbackUrl(env.baseUrl) }, providerTimeoutOf(env)),
-    (email) => sendEmail(email, to, emailOf(text.subject, text.body), providerTimeoutOf(env), m.ics, unsubscribeLink(env, recorded.id, m.ics)),
+  const outcomes = await inParallel(calls, PROVIDER_CALLS_AT_ONCE, ({ a, org, id }) =>
+    callProvider(
+      a.m.channel,
+      org,
+      env,
+      id,
+      (sms) => sendSms(sms, { to: a.to, body: a.text.body, statusCallback: statusCallbackUrl(env.baseUrl) }, providerTimeoutOf(env)),
+      (email) => sendEmail(email, a.to, emailOf(a.text.subject, a.text.body), providerTimeoutOf(env), a.m.ics, unsubscribeLink(env, id, a.m.ics)),
+    ),
   );
-  return { kind: "delivered", result: await settle(sql, recorded.id, m.channel, to, org, outcome, now) };
+  const results = await settle(
+    sql,
+    calls.map(({ a, org, id }, c) => ({ id, channel: a.m.channel, to: a.to, org, outcome: outcomes[c]! })),
+    now,
+  );
+  calls.forEach(({ a }, c) => (went[a.i] = { kind: "delivered", result: results[c]! }));
+  return went;
+}
+
+/** `work` over `items`, at most `width` at once; the answers in input order. */
+async function inParallel<T, R>(items: readonly T[], width: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await work(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
+  return out;
 }
 
 /**
@@ -480,38 +601,58 @@ async function untilWritten<T>(write: () => Promise<T>, budgetMs: number): Promi
   }
 }
 
+/** A provider call's answer for one message, to record. */
+interface Answered {
+  id: number;
+  channel: "sms" | "email";
+  to: string;
+  org: OrgSettings;
+  outcome: ProviderOutcome;
+}
+
 /**
- * Records how the provider call ended (and a Twilio 21610 as the phone's opt-out); the message's
- * stored answer, which for a message queued first is its first answer.
+ * Records how the provider calls ended (and a Twilio 21610 as the phone's opt-out); each message's
+ * stored answer, which for a message queued first is its first answer. The sent ones in one
+ * statement (recordSent), a failure (rare: its refund and reason) in one of its own.
  */
-async function settle(sql: Sql, id: number, channel: "sms" | "email", to: string, org: OrgSettings, outcome: ProviderOutcome, now: number): Promise<MessageResult> {
-  messageSends.inc(channel, outcome.ok ? "sent" : "failed");
-  const result: MessageResult = outcome.ok ? { ok: true, message_id: id } : { ok: false, message_id: id, reason: outcome.reason };
+async function settle(sql: Sql, answered: readonly Answered[], now: number): Promise<MessageResult[]> {
   const at = new Date(now);
-  const record = () =>
-    recordOutcome(sql, id, {
-      ok: outcome.ok,
-      providerId: outcome.ok ? outcome.providerId : null,
-      reason: outcome.ok ? null : outcome.reason,
-      error: outcome.ok ? "" : outcome.error,
-      result: resultText(result),
-      now: at,
-    });
-  let stored: Awaited<ReturnType<typeof recordOutcome>>;
+  const results = answered.map(({ id, channel, outcome }): MessageResult => {
+    messageSends.inc(channel, outcome.ok ? "sent" : "failed");
+    return outcome.ok ? { ok: true, message_id: id } : { ok: false, message_id: id, reason: outcome.reason };
+  });
+  const sent = answered.flatMap((a, i) => (a.outcome.ok ? [{ id: a.id, providerId: a.outcome.providerId, result: resultText(results[i]!) }] : []));
+  const record = async () => {
+    const stored = new Map<number, string | null>();
+    const rows = await recordSent(sql, sent, at);
+    sent.forEach((x, k) => stored.set(x.id, rows[k]?.result ?? null));
+    for (const [i, a] of answered.entries()) {
+      if (a.outcome.ok) continue;
+      const row = await recordOutcome(sql, a.id, { ok: false, providerId: null, reason: a.outcome.reason, error: a.outcome.error, result: resultText(results[i]!), now: at });
+      stored.set(a.id, row?.result ?? null);
+    }
+    return stored;
+  };
+  let stored: Map<number, string | null>;
   try {
     // A database away for a moment (a restart) is waited for, so the request still gets its answer.
-    stored = await untilWritten(() => step(record()), IN_REQUEST_RETRY_MS);
+    // Both writes act only on a message still `sending`, so a repeat of what landed changes nothing.
+    stored = await untilWritten(() => step(record(), DEADLINE_MS * Math.ceil(answered.length / 500)), IN_REQUEST_RETRY_MS);
   } catch (err) {
-    // Away for longer, or slow: this request answers 503 and the outcome keeps being written in
-    // the background (recordOutcome acts only on a message still `sending`), so that the text that
+    // Away for longer, or slow: this request answers 503 and the outcomes keep being written in
+    // the background (recordOutcome acts only on a message still `sending`), so that a text that
     // went out is not left `sending` until its lease and then `unknown`. A retry of the send then
     // replays it.
     void recordLater(record);
     throw err;
   }
-  if (!outcome.ok && channel === "sms" && outcome.code === TWILIO_UNSUBSCRIBED) await step(optOutPhone(sql, org.id, to, "provider:21610", at));
-  const text = stored?.result ?? (await step(settledResult(sql, id, at)));
-  return text === null ? result : parseResult(text);
+  const out: MessageResult[] = [];
+  for (const [i, a] of answered.entries()) {
+    if (!a.outcome.ok && a.channel === "sms" && a.outcome.code === TWILIO_UNSUBSCRIBED) await step(optOutPhone(sql, a.org.id, a.to, "provider:21610", at));
+    const text = stored.get(a.id) ?? (await step(settledResult(sql, a.id, at)));
+    out.push(text === null ? results[i]! : parseResult(text));
+  }
+  return out;
 }
 
 /** The background tries of an outcome the request could not write: until OUTCOME_RETRY_MS from the answer. */
@@ -572,9 +713,9 @@ export async function sendDeferred(sql: Sql, messageId: number, now: number, env
   const row = await step(loadDeferred(sql, messageId));
   if (!row || !row.context.lead) return { done: true };
   if (row.defer_until && row.defer_until.getTime() > now) return { retryAt: row.defer_until.getTime() };
-  const went = await sendNow(
+  const [went] = await sendNow(
     sql,
-    {
+    [{
       channel: row.channel,
       lead: row.context.lead,
       org: row.context.org,
@@ -589,14 +730,14 @@ export async function sendDeferred(sql: Sql, messageId: number, now: number, env
         return { ok: true, message_id: messageId, defer_until: Math.ceil(until / 1000) };
       },
       charge: (tx, org, cost, to, text, sendingUntil) => chargeDeferred(tx, messageId, org.id, cost, to, text, at, sendingUntil),
-    },
+    }],
     now,
     env,
   );
-  if (went.kind === "queued") return { retryAt: went.until };
-  if (went.kind === "refused") {
-    if (went.busy) return { retryAt: now + BILLING_RETRY_MS };
-    await step(failDeferred(sql, messageId, went.reason, at));
+  if (went!.kind === "queued") return { retryAt: went!.until };
+  if (went!.kind === "refused") {
+    if (went!.busy) return { retryAt: now + BILLING_RETRY_MS };
+    await step(failDeferred(sql, messageId, went!.reason, at));
   }
   return { done: true };
 }
