@@ -152,8 +152,10 @@ describe.skipIf(missing)("the executable", () => {
   }, 60_000);
 
   test("extra arguments are refused with one line; migrate says what it did", async () => {
-    for (const args of [["serve", "now"], ["migrate", "twice"], ["version", "x"]]) {
-      const r = await run(args, { DATA_DIR: "./refused-data" });
+    const refused = [["serve", "now"], ["migrate", "twice"], ["version", "x"]];
+    const refusals = await Promise.all(refused.map((args) => run(args, { DATA_DIR: "./refused-data" })));
+    for (const [i, args] of refused.entries()) {
+      const r = refusals[i]!;
       expect(r.code).toBe(2);
       expect(r.out).toBe("");
       expect(r.err).toBe(`leadline: ${args[0]}: unexpected argument "${args[1]}"; see leadline ${args[0]} --help\n`);
@@ -173,8 +175,9 @@ describe.skipIf(missing)("the executable", () => {
       [{ BASE_URL: "ftp://leads.example.com" }, /^leadline: BASE_URL must be an http:\/\/ or https:\/\/ address without query, fragment or credentials, got "ftp:\/\/leads\.example\.com"\n$/],
       [{ BASE_URL: "https://leads.example.com/?x=1" }, /^leadline: BASE_URL must be/],
     ];
-    for (const [env, line] of cases) {
-      const r = await run(["serve"], { DATA_DIR: "./host-data", PORT: "0", ...env });
+    const runs = await Promise.all(cases.map(([env]) => run(["serve"], { DATA_DIR: "./host-data", PORT: "0", ...env })));
+    for (const [i, [env, line]] of cases.entries()) {
+      const r = runs[i]!;
       expect({ env, code: r.code }).toEqual({ env, code: 1 });
       expect(r.err).toMatch(line);
     }
