@@ -120,6 +120,9 @@ describe("console: inbox, leads, a lead (Chromium)", () => {
   test("a reply from the lead page reaches Twilio and the timeline; an inbound text appears without a reload", async () => {
     twilio.reset();
     const { ctx, page, problems } = await signedIn(manager);
+    // The page's timers on Playwright's clock: it runs in real time until the hidden tab's seconds
+    // are run through at once below.
+    await ctx.clock.install();
     await page.goto(`${app.base}/console/leads/${leadId}`);
     await page.getByLabel("Message").fill("Your estimate is booked, {first_name}.");
     await Promise.all([page.waitForURL(/sent=ok/), page.getByRole("button", { name: "Send", exact: true }).click()]);
@@ -137,7 +140,10 @@ describe("console: inbox, leads, a lead (Chromium)", () => {
       if (r.url().includes(`/console/api/leads/${leadId}/timeline`)) polls++;
     });
     await page.evaluate("Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' }); document.dispatchEvent(new Event('visibilitychange'))");
-    await Bun.sleep(9_000);
+    // Two of its 4 s ticks and more, run through on the page's clock instead of waited for. A
+    // request the page then makes is reported after any the ticks made: the count is complete.
+    await page.clock.runFor(9_000);
+    await Promise.all([page.waitForRequest((r) => r.url().endsWith("/healthz")), page.evaluate("fetch('/healthz')")]);
     expect(polls).toBe(0);
     const asked = page.waitForRequest((r) => r.url().includes(`/console/api/leads/${leadId}/timeline`), { timeout: 2_000 });
     await page.evaluate("Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'visible' }); document.dispatchEvent(new Event('visibilitychange'))");

@@ -265,43 +265,53 @@ describe.skipIf(!ready)("leadline dump", () => {
     const lines = dumpText.split("\n");
     const at = (line: string) => lines.indexOf(line) + 1;
     // Where the PostgreSQL server (another OS user) may write: the old restore ran `copy … to` there.
-    const outside = join(tmpdir(), `leadline-restore-wrote-${process.pid}-${Date.now()}`);
+    // One per case: the cases run side by side, and each must find its own file not written.
+    const outsideOf = (i: number) => join(tmpdir(), `leadline-restore-wrote-${process.pid}-${Date.now()}-${i}`);
     const migrationLine = lines.findIndex((l) => l.startsWith("create table orgs")) + 1;
     // The orgs block's first row (its columns are whatever the migrations give the table).
     const firstRow = lines.findIndex((l) => l.startsWith("copy public.orgs (")) + 2;
     expect(firstRow).toBeGreaterThan(1);
     /** [what, the dump's text changed, the line refused, the reason]. */
-    const cases: [string, (l: string[]) => string[], number, RegExp][] = [
+    const cases: [string, (l: string[], outside: string) => string[], number, RegExp][] = [
       ["copy … to a server file, right after the header",
-        (l) => l.toSpliced(at("begin;"), 0, `copy (select 'stolen') to '${outside}';`), at("begin;") + 1, /^expected the dump's header line ""/],
+        (l, outside) => l.toSpliced(at("begin;"), 0, `copy (select 'stolen') to '${outside}';`), at("begin;") + 1, /^expected the dump's header line ""/],
       ["dblink before the sequences",
-        (l) => l.toSpliced(at("-- sequences") - 1, 0, "create extension dblink;", "select dblink_exec('dbname=postgres', 'drop database x');"), at("-- sequences"), /^not a line leadline dump writes here .*"create extension dblink;"$/],
+        (l, outside) => l.toSpliced(at("-- sequences") - 1, 0, "create extension dblink;", "select dblink_exec('dbname=postgres', 'drop database x');"), at("-- sequences"), /^not a line leadline dump writes here .*"create extension dblink;"$/],
       ["a statement appended to a migration's line",
-        (l) => l.with(migrationLine - 1, `${l[migrationLine - 1]} copy (select 1) to '${outside}';`), migrationLine, /^migration 0001_init differs from this executable's at its line \d+$/],
+        (l, outside) => l.with(migrationLine - 1, `${l[migrationLine - 1]} copy (select 1) to '${outside}';`), migrationLine, /^migration 0001_init differs from this executable's at its line \d+$/],
       ["an unknown table",
-        (l) => l.map((x) => x.replace(/^(alter table|copy) public\.orgs /, "$1 public.orgs_copy ")), at("alter table public.orgs disable trigger user;") + 1, /^public\.orgs_copy is not a table of the dump's migrations$/],
+        (l, outside) => l.map((x) => x.replace(/^(alter table|copy) public\.orgs /, "$1 public.orgs_copy ")), at("alter table public.orgs disable trigger user;") + 1, /^public\.orgs_copy is not a table of the dump's migrations$/],
       ["an unknown column",
-        (l) => l.map((x) => x.replace("copy public.orgs (id, name,", "copy public.orgs (id, pg_read_file,")), firstRow - 1, /^the columns of public\.orgs are \(id, name, .*\), not \(id, pg_read_file, /],
+        (l, outside) => l.map((x) => x.replace("copy public.orgs (id, name,", "copy public.orgs (id, pg_read_file,")), firstRow - 1, /^the columns of public\.orgs are \(id, name, .*\), not \(id, pg_read_file, /],
       ["an unknown sequence",
-        (l) => l.toSpliced(at("-- sequences"), 0, "create sequence if not exists public.evil as bigint increment by 1 minvalue 1 maxvalue 9 start 1 cache 1 no cycle;", "select pg_catalog.setval('public.evil', 1, false);"), at("-- sequences") + 2, /^public\.evil is not a sequence of the dump's migrations$/],
+        (l, outside) => l.toSpliced(at("-- sequences"), 0, "create sequence if not exists public.evil as bigint increment by 1 minvalue 1 maxvalue 9 start 1 cache 1 no cycle;", "select pg_catalog.setval('public.evil', 1, false);"), at("-- sequences") + 2, /^public\.evil is not a sequence of the dump's migrations$/],
       ["an escape COPY knows and dump never writes",
-        (l) => l.with(firstRow - 1, l[firstRow - 1].replace("\t", "\t\\101")), firstRow, /^field 2 of a row of public\.orgs is not COPY text as leadline dump writes it$/],
+        (l, outside) => l.with(firstRow - 1, l[firstRow - 1].replace("\t", "\t\\101")), firstRow, /^field 2 of a row of public\.orgs is not COPY text as leadline dump writes it$/],
       ["schema_migrations rows leaving out a migration the dump applied",
-        (l) => l.toSpliced(at("copy public.schema_migrations (version, name, applied_at) from stdin;"), 1), at("copy public.schema_migrations (version, name, applied_at) from stdin;"),
+        (l, outside) => l.toSpliced(at("copy public.schema_migrations (version, name, applied_at) from stdin;"), 1), at("copy public.schema_migrations (version, name, applied_at) from stdin;"),
         /^schema_migrations lists \(2 0002_lead_placement, .*\), not the migrations the dump holds \(1 0001_init, /],
       ["a statement after commit",
-        (l) => l.toSpliced(l.length - 1, 0, `copy (select 1) to '${outside}';`), lines.length, /^nothing may follow the dump's commit; line/],
+        (l, outside) => l.toSpliced(l.length - 1, 0, `copy (select 1) to '${outside}';`), lines.length, /^nothing may follow the dump's commit; line/],
     ];
-    for (const [what, change, line, reason] of cases) {
-      const file = join(exe.dir, "tampered.sql");
-      writeFileSync(file, change(lines).join("\n"));
-      const url = await emptyDatabase();
-      const r = await exe.run(["restore", file], env({ DATABASE_URL: url }));
+    // Side by side, each with its own file, database and outside path: every restore is a process
+    // that mostly waits for a core on a busy machine (28 s one after the other).
+    const outcomes = await Promise.all(
+      cases.map(async ([what, change, line, reason], i) => {
+        const outside = outsideOf(i);
+        const file = join(exe.dir, `tampered-${i}.sql`);
+        writeFileSync(file, change(lines, outside).join("\n"));
+        const url = await emptyDatabase();
+        const r = await exe.run(["restore", file], env({ DATABASE_URL: url }), undefined, 150_000);
+        const written = { tables: await tablesIn(url), outside: existsSync(outside) };
+        rmSync(outside, { force: true });
+        return { what, line, reason, file, r, written };
+      }),
+    );
+    for (const { what, line, reason, file, r, written } of outcomes) {
       const prefix = `leadline: ${file} line ${line}: `;
       expect([what, r.code, r.err.startsWith(prefix), r.err.endsWith("\n") && !r.err.slice(0, -1).includes("\n")]).toEqual([what, 1, true, true]);
       expect([what, r.err.slice(prefix.length, -1)]).toEqual([what, expect.stringMatching(reason)]);
-      expect([what, await tablesIn(url), existsSync(outside)]).toEqual([what, 0, false]);
-      rmSync(outside, { force: true });
+      expect([what, written.tables, written.outside]).toEqual([what, 0, false]);
     }
   }, 240_000);
 
