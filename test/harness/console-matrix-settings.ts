@@ -80,6 +80,7 @@ export const SETTINGS_ROUTES: Record<string, ConsoleRoute> = {
     refusals: { noSession: { status: 303 } },
     crossOrg: { none: "changes the signed-in user's own password; takes no id" },
   },
+  consoleSettingsFirstSteps: managers("GET /console/settings/first-steps", get("/console/settings/first-steps"), { none: "counts the viewer's own organization's objects; takes no id, tested in test/console-settings2.test.ts" }),
   consoleSettingsOrg: managers("GET /console/settings/org", get("/console/settings/org"), asOrg("/console/settings/org")),
   consoleSettingsOrgSave: byId("POST /console/settings/org/{id}", "POST", (id) => `/console/settings/org/${id}`, () => 2, MISSING, { name: "Taken over" }),
   consoleSettingsUsers: managers("GET /console/settings/users", get("/console/settings/users"), asOrg("/console/settings/users")),

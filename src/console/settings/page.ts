@@ -1,9 +1,10 @@
 // What the settings pages share: their tabs, a labelled field, the problems of a refused form.
 import { html, notice, type Html } from "../html";
 
-export type SettingsTab = "org" | "users" | "webhooks" | "automations" | "calendars" | "pools";
+export type SettingsTab = "first-steps" | "org" | "users" | "webhooks" | "automations" | "calendars" | "pools";
 
 const TABS: readonly { id: SettingsTab; label: string; href: string }[] = [
+  { id: "first-steps", label: "First steps", href: "/console/settings/first-steps" },
   { id: "org", label: "Organization", href: "/console/settings/org" },
   { id: "webhooks", label: "Webhook endpoints", href: "/console/webhooks" },
   { id: "automations", label: "Automations", href: "/console/settings/automations" },
