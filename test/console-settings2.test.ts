@@ -6,6 +6,9 @@ import { startApp, type TestApp } from "./harness/app";
 import { makeUser, signIn, type ConsoleClient } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
+import type { Actor } from "../src/auth/actor";
+import { applyProvisioning, PROVISIONING_OPERATOR } from "../src/provision/service";
+import type { ProvisioningFile } from "../src/provision/model";
 
 setDefaultTimeout(60_000);
 
@@ -45,5 +48,92 @@ describe("first steps", () => {
     expect(ticks(text(await bolt.get("/console/settings/first-steps")))).toEqual(["Organization: done", "Calendar and booking link: done", "Number pool: done", "Webhook endpoint: done", "Invite users: done"]);
     // The admin's scope is every organization.
     expect(text(await admin.get("/console/settings/first-steps"))).toContain("Everything is set up");
+  });
+});
+
+describe("booking links", () => {
+  const ACME_CAL = 8701;
+  const linksOf = async (id: number) => (await db.sql<{ slug: string }[]>`select slug from calendar_links where calendar_id = ${id} order by slug`).map((r) => r.slug);
+  const audits = () => db.sql<{ actor_id: string; details: { changes: { links: { from: unknown; to: unknown } } } }[]>`
+    select actor_id, details from audit_log where target = ${`calendar:${ACME_CAL}`} and action = 'calendar.update' order by id`;
+  beforeAll(async () => {
+    await db.sql`insert into calendars (id, org_id, name, timezone, hours) values (${ACME_CAL}, 1, 'Acme estimates', 'America/Chicago', '{"mon": [["09:00", "17:00"]]}'), (8702, 1, 'Acme crew', 'America/Chicago', '{}')`;
+    await db.sql`insert into calendar_links (slug, calendar_id) values ('acme-crew', 8702), ('bolt-held', 8801)`;
+  });
+
+  test("added in any case through the provisioning service (lowercased, audited), shown in full with a copy button; the booking page opens", async () => {
+    const r = await acme.post(`/console/settings/calendars/${ACME_CAL}/links`, { slug: "  Acme-Estimate " });
+    expect(r.status).toBe(303);
+    expect(r.headers.get("location")).toBe(`/console/settings/calendars/${ACME_CAL}?done=link-added`);
+    expect(await linksOf(ACME_CAL)).toEqual(["acme-estimate"]);
+    expect((await audits()).map((a) => a.details.changes.links)).toEqual([{ from: [], to: [{ slug: "acme-estimate" }] }]);
+    const page = text(await acme.get(`/console/settings/calendars/${ACME_CAL}?done=link-added`));
+    expect(page).toMatch(/<code id="link-0">https?:\/\/[^<]+\/book\/acme-estimate<\/code>/);
+    expect(page).toContain('data-copy="link-0"');
+    expect(page).toContain("copy-tag.js");
+    expect((await fetch(`${app.base}/book/acme-estimate`)).status).toBe(200);
+    // The same link again changes nothing; the other calendar of the same organization can take it.
+    expect((await acme.post(`/console/settings/calendars/${ACME_CAL}/links`, { slug: "acme-estimate" })).headers.get("location")).toContain("done=unchanged");
+  });
+
+  test("bad slugs are the form again with the reason (422), never a 500; nothing written", async () => {
+    for (const slug of ["", "a b", "acme_estimate", "é", "x".repeat(65), "a\u0000b"]) {
+      const r = await acme.post(`/console/settings/calendars/${ACME_CAL}/links`, { slug });
+      expect(r.status).toBe(422);
+    }
+    expect(await linksOf(ACME_CAL)).toEqual(["acme-estimate"]);
+  });
+
+  test("a slug another organization's calendar holds never moves here: 409 from the console, naming no one", async () => {
+    const r = await acme.post(`/console/settings/calendars/${ACME_CAL}/links`, { slug: "BOLT-Held" });
+    expect(r.status).toBe(409);
+    expect(text(r)).toContain("The link /book/bolt-held is taken");
+    expect(text(r)).not.toContain("Bolt");
+    expect(text(r)).not.toContain("8801");
+    expect(await linksOf(8801)).toEqual(["bolt-first", "bolt-held"]);
+    expect(await linksOf(ACME_CAL)).toEqual(["acme-estimate"]);
+  });
+
+  test("nor from a provisioning file: a tenant's manager's or the operator's; within one organization a slug moves", async () => {
+    const manager: Actor = { orgId: 1, type: "user", id: "acme-manager", agent: null, keyId: null };
+    const file = (slug: string) => ({ calendars: [{ id: ACME_CAL, org_id: 1, links: [{ slug }] }] }) as unknown as ProvisioningFile;
+    for (const actor of [manager, PROVISIONING_OPERATOR]) {
+      const err = await applyProvisioning(db.sql, file("bolt-held"), { actor }).catch((e: Error & { problems?: string[] }) => e);
+      expect((err as { problems?: string[] }).problems).toEqual(['calendars[0].links: slug "bolt-held" is taken by another organization\'s calendar']);
+    }
+    expect(await linksOf(8801)).toEqual(["bolt-first", "bolt-held"]);
+    await applyProvisioning(db.sql, file("acme-crew"), { actor: manager });
+    expect(await linksOf(ACME_CAL)).toEqual(["acme-crew", "acme-estimate"]);
+    expect(await linksOf(8702)).toEqual([]);
+  });
+
+  test("removed only after the confirmation, audited; the booking page is gone", async () => {
+    const path = `/console/settings/calendars/${ACME_CAL}/links/remove`;
+    const confirm = await acme.get(`${path}?slug=acme-crew`);
+    expect(confirm.status).toBe(200);
+    expect(text(confirm)).toContain("Yes, remove this link");
+    const stray = await acme.post(path, { slug: "acme-crew" });
+    expect(stray.status).toBe(303);
+    expect(stray.headers.get("location")).toBe(`${path}?slug=acme-crew`);
+    expect(await linksOf(ACME_CAL)).toEqual(["acme-crew", "acme-estimate"]);
+    const done = await acme.post(path, { slug: "acme-crew", confirm: "1" });
+    expect(done.headers.get("location")).toBe(`/console/settings/calendars/${ACME_CAL}?done=link-removed`);
+    expect(await linksOf(ACME_CAL)).toEqual(["acme-estimate"]);
+    expect((await audits()).at(-1)!.details.changes.links).toEqual({ from: [{ slug: "acme-crew" }, { slug: "acme-estimate" }], to: [{ slug: "acme-estimate" }] });
+    expect((await audits()).at(-1)!.actor_id).not.toBe("operator");
+    expect((await fetch(`${app.base}/book/acme-crew`)).status).toBe(404);
+    // A slug not on this calendar (or nowhere) is the 404 page.
+    expect((await acme.get(`${path}?slug=acme-crew`)).status).toBe(404);
+    expect((await acme.post(path, { slug: "bolt-held", confirm: "1" })).status).toBe(404);
+  });
+
+  test("another organization's manager posting this organization's ids: 404, nothing changed", async () => {
+    expect((await bolt.get(`/console/settings/calendars/${ACME_CAL}/links/remove?slug=acme-estimate`)).status).toBe(404);
+    expect((await bolt.post(`/console/settings/calendars/${ACME_CAL}/links/remove`, { slug: "acme-estimate", confirm: "1" })).status).toBe(404);
+    expect((await bolt.post(`/console/settings/calendars/${ACME_CAL}/links`, { slug: "bolt-new" })).status).toBe(404);
+    // Nor can they take this organization's link onto their own calendar.
+    expect((await bolt.post(`/console/settings/calendars/8801/links`, { slug: "acme-estimate" })).status).toBe(409);
+    expect(await linksOf(ACME_CAL)).toEqual(["acme-estimate"]);
+    expect(await linksOf(8801)).toEqual(["bolt-first", "bolt-held"]);
   });
 });

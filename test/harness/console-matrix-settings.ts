@@ -22,6 +22,7 @@ function boltSettings(sql: Sql): Promise<void> {
                 values (${ids.endpoint}, 2, 'https://hooks.bolt.example/settings', ${"whsec_" + Buffer.from("0123456789abcdef").toString("base64")}, '{*}')`;
       await sql`insert into automations (id, org_id, trigger, channel, body) values (${ids.automation}, 2, 'new_lead', 'sms', 'Hi {first_name}')`;
       await sql`insert into calendars (id, org_id, name, timezone, hours) values (${ids.calendar}, 2, 'Bolt settings', 'America/Chicago', '{}')`;
+      await sql`insert into calendar_links (slug, calendar_id) values ('bolt-settings', ${ids.calendar})`;
       ids.user = (await makeUser(sql, { role: "agent", orgId: 2 })).id;
     })();
     made.set(sql, p);
@@ -115,4 +116,7 @@ export const SETTINGS_ROUTES: Record<string, ConsoleRoute> = {
   }),
   consoleSettingsCalendar: byId("GET /console/settings/calendars/{id}", "GET", (id) => `/console/settings/calendars/${id}`, () => ids.calendar, MISSING),
   consoleSettingsCalendarSave: byId("POST /console/settings/calendars/{id}", "POST", (id) => `/console/settings/calendars/${id}`, () => ids.calendar, MISSING, { name: "Taken over", timezone: "America/Chicago" }),
+  consoleSettingsCalendarLinkAdd: byId("POST /console/settings/calendars/{id}/links", "POST", (id) => `/console/settings/calendars/${id}/links`, () => ids.calendar, MISSING, { slug: "taken-over" }),
+  consoleSettingsCalendarLinkRemoveConfirm: byId("GET /console/settings/calendars/{id}/links/remove", "GET", (id) => `/console/settings/calendars/${id}/links/remove?slug=bolt-settings`, () => ids.calendar, MISSING),
+  consoleSettingsCalendarLinkRemove: byId("POST /console/settings/calendars/{id}/links/remove", "POST", (id) => `/console/settings/calendars/${id}/links/remove`, () => ids.calendar, MISSING, { slug: "bolt-settings", confirm: "on" }),
 };
