@@ -6,6 +6,7 @@ import { startApp, type TestApp } from "./harness/app";
 import { makeUser, signIn, type ConsoleClient } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { seedWorld } from "./harness/factory";
+import { startFakeSmtp, type FakeSmtp } from "./harness/fake-smtp";
 import type { Actor } from "../src/auth/actor";
 import { applyProvisioning, PROVISIONING_OPERATOR } from "../src/provision/service";
 import type { ProvisioningFile } from "../src/provision/model";
@@ -17,6 +18,7 @@ let app: TestApp;
 let acme: ConsoleClient;
 let bolt: ConsoleClient;
 let admin: ConsoleClient;
+let smtp: FakeSmtp;
 
 const text = (r: { body: unknown }) => String(r.body);
 const ticks = (page: string) => [...page.matchAll(/<li class="(done|todo)">.*?<a href="[^"]+">([^<]+)<\/a>/g)].map((m) => `${m[2]}: ${m[1]}`);
@@ -24,12 +26,15 @@ const ticks = (page: string) => [...page.matchAll(/<li class="(done|todo)">.*?<a
 beforeAll(async () => {
   db = await testDatabase();
   await seedWorld(db.sql);
+  smtp = await startFakeSmtp();
+  await db.sql`update orgs set email = ${db.sql.json({ smtp_url: smtp.url("acme", "acme-smtp-pass-1"), from: "Acme <team@acme.example>" })} where id = 1`;
   app = await startApp(db.url);
   const [m, b, s] = await Promise.all([makeUser(db.sql, { role: "manager", orgId: 1 }), makeUser(db.sql, { role: "manager", orgId: 2 }), makeUser(db.sql, { role: "admin", orgId: null })]);
   [acme, bolt, admin] = await Promise.all([signIn(app.base, m.email, m.password), signIn(app.base, b.email, b.password), signIn(app.base, s.email, s.password)]);
 }, 60_000);
 afterAll(async () => {
   await app?.stop();
+  await smtp?.stop();
   await db?.drop();
 });
 
@@ -135,5 +140,78 @@ describe("booking links", () => {
     expect((await bolt.post(`/console/settings/calendars/8801/links`, { slug: "acme-estimate" })).status).toBe(409);
     expect(await linksOf(ACME_CAL)).toEqual(["acme-estimate"]);
     expect(await linksOf(8801)).toEqual(["bolt-first", "bolt-held"]);
+  });
+});
+
+describe("invitations by email", () => {
+  /** The link in a mail, opened as a browser does: the 303 with the invite cookie, then the form. */
+  const linkIn = (i: number) => /https?:\/\/\S+\/console\/invite\/[A-Za-z0-9_-]{43}/.exec(smtp.mails[i]!.parsed.text ?? "")![0];
+  const open = async (url: string) => {
+    const r = await fetch(url.replace(/^https?:\/\/[^/]+/, app.base), { redirect: "manual" });
+    const cookie = (r.headers.get("set-cookie") ?? "").split(";")[0]!;
+    return { status: r.status, cookie };
+  };
+  const counts = async () => (await db.sql<{ n: number }[]>`select (select count(*) from messages)::int + (select count(*) from credit_ledger)::int as n`)[0]!.n;
+
+  test("the invite form's \"also email it\": the mail arrives through the organization's SMTP with the link, which works once; no lead message, nothing billed", async () => {
+    smtp.reset();
+    const before = await counts();
+    const r = await acme.post("/console/settings/users", { email: "Mia.Manager@acme.example", name: "Mia", role: "manager", email_link: "1" });
+    expect(r.status).toBe(200);
+    expect(text(r)).toContain("Emailed to mia.manager@acme.example.");
+    await smtp.waitFor(1);
+    const mail = smtp.mails[0]!;
+    expect(mail.envelope.to).toEqual(["mia.manager@acme.example"]);
+    expect(mail.user).toBe("acme");
+    expect(mail.parsed.subject).toBe("You are invited to Acme on Leadline");
+    const link = linkIn(0);
+    // The page shows the same link once.
+    expect(text(r)).toContain(link.slice(link.lastIndexOf("/")));
+    const opened = await open(link);
+    expect(opened.status).toBe(303);
+    expect((await fetch(`${app.base}/console/invite`, { headers: { cookie: opened.cookie } })).status).toBe(200);
+    expect((await open(link)).status).toBe(404);
+    expect(await counts()).toBe(before);
+    const [a] = await db.sql<{ details: Record<string, unknown> }[]>`select details from audit_log where action = 'user.invite_email' order by id desc limit 1`;
+    expect(a!.details).toEqual({ to: "mia.manager@acme.example", sent: true });
+    expect(JSON.stringify(a)).not.toContain("/console/invite/");
+  });
+
+  test("resend by email: a new link arrives, the older one stops working", async () => {
+    smtp.reset();
+    await acme.post("/console/settings/users", { email: "ari.agent@acme.example", role: "agent", email_link: "1" });
+    await smtp.waitFor(1);
+    const first = linkIn(0);
+    const [u] = await db.sql<{ id: string }[]>`select id from users where email = 'ari.agent@acme.example'`;
+    const again = await acme.post(`/console/settings/users/${u!.id}/invite`, { email_link: "1" });
+    expect(again.status).toBe(200);
+    expect(text(again)).toContain("Emailed to ari.agent@acme.example.");
+    await smtp.waitFor(2);
+    const second = linkIn(1);
+    expect(second).not.toBe(first);
+    expect((await open(first)).status).toBe(404);
+    expect((await open(second)).status).toBe(303);
+  });
+
+  test("without an email sender, or for an administrator, the link is shown and the page says it was not emailed", async () => {
+    smtp.reset();
+    const r = await bolt.post("/console/settings/users", { email: "bo@bolt.example", role: "agent", email_link: "1" });
+    expect(r.status).toBe(200);
+    expect(text(r)).toContain("The organization has no email sender set up");
+    expect(text(r)).toMatch(/\/console\/invite\/[A-Za-z0-9_-]{43}/);
+    const a = await admin.post("/console/settings/users", { email: "second.admin@example.test", role: "admin", email_link: "1" });
+    expect(text(a)).toContain("An administrator belongs to no organization");
+    expect(smtp.mails.length).toBe(0);
+  });
+
+  test("another organization's manager resending this organization's user's link: 404, nothing sent, the link still works", async () => {
+    smtp.reset();
+    await acme.post("/console/settings/users", { email: "kit@acme.example", role: "agent", email_link: "1" });
+    await smtp.waitFor(1);
+    const link = linkIn(0);
+    const [u] = await db.sql<{ id: string }[]>`select id from users where email = 'kit@acme.example'`;
+    expect((await bolt.post(`/console/settings/users/${u!.id}/invite`, { email_link: "1" })).status).toBe(404);
+    expect(smtp.mails.length).toBe(1);
+    expect((await open(link)).status).toBe(303);
   });
 });
