@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { startApp, type TestApp } from "./harness/app";
 import { makeUser, signIn, type ConsoleClient } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
-import { seedWorld } from "./harness/factory";
+import { makeLead, seedWorld } from "./harness/factory";
 import { startFakeSmtp, type FakeSmtp } from "./harness/fake-smtp";
 import type { Actor } from "../src/auth/actor";
 import { applyProvisioning, PROVISIONING_OPERATOR } from "../src/provision/service";
@@ -213,5 +213,68 @@ describe("invitations by email", () => {
     expect((await bolt.post(`/console/settings/users/${u!.id}/invite`, { email_link: "1" })).status).toBe(404);
     expect(smtp.mails.length).toBe(1);
     expect((await open(link)).status).toBe(303);
+  });
+});
+
+describe("lead statuses", () => {
+  const stored = async (id: number) => (await db.sql<{ lead_statuses: { code: string; label: string }[] | null }[]>`select lead_statuses from orgs where id = ${id}`)[0]!.lead_statuses;
+  const statusAudits = () => db.sql<{ details: { from: unknown[]; to: { code: string; label: string }[] } }[]>`select details from audit_log where action = 'lead_statuses.update' and org_id = 1 order by id`;
+  beforeAll(async () => {
+    for (const [phone, status] of [["5125550101", "CONTACTED"], ["5125550102", "CONTACTED"], ["5125550103", "WON"]] as const) {
+      const id = await makeLead(db.sql, { phone });
+      await db.sql`update leads set status = ${status} where id = ${id}`;
+    }
+  });
+
+  test("the list with how many leads have each; the manager's own organization whatever `org` says", async () => {
+    const r = await acme.get("/console/settings/statuses?org=2");
+    expect(r.headers.get("location")).toBe("/console/settings/statuses/1");
+    const page = text(await acme.get("/console/settings/statuses/1"));
+    expect(page).toMatch(/<code>CONTACTED<\/code><\/td>[\s\S]*?<td>2<\/td>/);
+    expect(page).toMatch(/<code>WON<\/code><\/td>[\s\S]*?<td>1<\/td>/);
+    expect(page).toContain("the default list");
+  });
+
+  test("add (code in any case) and rename through the provisioning service, audited with the previous and new lists; bad input is the form again", async () => {
+    const added = await acme.post("/console/settings/statuses/1/add", { code: "callback_later", label: "Call back later" });
+    expect(added.headers.get("location")).toBe("/console/settings/statuses/1?done=added");
+    expect((await stored(1))!.at(-1)).toEqual({ code: "CALLBACK_LATER", label: "Call back later" });
+    const renamed = await acme.post("/console/settings/statuses/1/rename", { code: "WON", label: "Sold" });
+    expect(renamed.headers.get("location")).toBe("/console/settings/statuses/1?done=renamed");
+    expect((await stored(1))!.find((s) => s.code === "WON")).toEqual({ code: "WON", label: "Sold" });
+    const audits = await statusAudits();
+    expect(audits.length).toBe(2);
+    expect(audits[1]!.details.to.find((s) => s.code === "WON")!.label).toBe("Sold");
+    for (const form of [{ code: "9BAD", label: "x" }, { code: "LOST", label: "Again" }, { code: "OTHER", label: "sold" }, { code: "OK", label: "" }, { code: "A\u0000", label: "x" }]) {
+      expect((await acme.post("/console/settings/statuses/1/add", form)).status).toBe(422);
+    }
+    expect((await acme.post("/console/settings/statuses/1/rename", { code: "NOPE", label: "x" })).status).toBe(422);
+    expect((await statusAudits()).length).toBe(2);
+  });
+
+  test("a status leads have is never removed: the page says how many; an unused one is removed after the confirmation", async () => {
+    const inUse = await acme.get("/console/settings/statuses/1/remove?code=CONTACTED");
+    expect(inUse.status).toBe(200);
+    expect(text(inUse)).toContain("2 leads have this status");
+    expect(text(inUse)).not.toContain("Yes, remove");
+    expect((await acme.post("/console/settings/statuses/1/remove", { code: "CONTACTED", confirm: "1" })).status).toBe(422);
+    expect(text(await acme.get("/console/settings/statuses/1/remove?code=NEW"))).toContain("rename it instead");
+    expect((await stored(1))!.some((s) => s.code === "CONTACTED")).toBe(true);
+    const stray = await acme.post("/console/settings/statuses/1/remove", { code: "LOST" });
+    expect(stray.headers.get("location")).toBe("/console/settings/statuses/1/remove?code=LOST");
+    expect((await stored(1))!.some((s) => s.code === "LOST")).toBe(true);
+    const gone = await acme.post("/console/settings/statuses/1/remove", { code: "LOST", confirm: "1" });
+    expect(gone.headers.get("location")).toBe("/console/settings/statuses/1?done=removed");
+    expect((await stored(1))!.some((s) => s.code === "LOST")).toBe(false);
+  });
+
+  test("another organization's manager posting this organization's id: 404, nothing changed", async () => {
+    const before = JSON.stringify(await stored(1));
+    expect((await bolt.get("/console/settings/statuses/1")).status).toBe(404);
+    expect((await bolt.post("/console/settings/statuses/1/add", { code: "HIJACK", label: "Hijack" })).status).toBe(404);
+    expect((await bolt.post("/console/settings/statuses/1/rename", { code: "WON", label: "Hijack" })).status).toBe(404);
+    expect((await bolt.post("/console/settings/statuses/1/remove", { code: "CALLBACK_LATER", confirm: "1" })).status).toBe(404);
+    expect(JSON.stringify(await stored(1))).toBe(before);
+    expect(await stored(2)).toBeNull();
   });
 });

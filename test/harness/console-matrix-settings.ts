@@ -119,4 +119,10 @@ export const SETTINGS_ROUTES: Record<string, ConsoleRoute> = {
   consoleSettingsCalendarLinkAdd: byId("POST /console/settings/calendars/{id}/links", "POST", (id) => `/console/settings/calendars/${id}/links`, () => ids.calendar, MISSING, { slug: "taken-over" }),
   consoleSettingsCalendarLinkRemoveConfirm: byId("GET /console/settings/calendars/{id}/links/remove", "GET", (id) => `/console/settings/calendars/${id}/links/remove?slug=bolt-settings`, () => ids.calendar, MISSING),
   consoleSettingsCalendarLinkRemove: byId("POST /console/settings/calendars/{id}/links/remove", "POST", (id) => `/console/settings/calendars/${id}/links/remove`, () => ids.calendar, MISSING, { slug: "bolt-settings", confirm: "on" }),
+  consoleSettingsStatuses: managers("GET /console/settings/statuses", get("/console/settings/statuses"), asOrg("/console/settings/statuses")),
+  consoleSettingsOrgStatuses: byId("GET /console/settings/statuses/{id}", "GET", (id) => `/console/settings/statuses/${id}`, () => 2, MISSING),
+  consoleSettingsStatusAdd: byId("POST /console/settings/statuses/{id}/add", "POST", (id) => `/console/settings/statuses/${id}/add`, () => 2, MISSING, { code: "TAKEN", label: "Taken over" }),
+  consoleSettingsStatusRename: byId("POST /console/settings/statuses/{id}/rename", "POST", (id) => `/console/settings/statuses/${id}/rename`, () => 2, MISSING, { code: "LOST", label: "Taken over" }),
+  consoleSettingsStatusRemoveConfirm: byId("GET /console/settings/statuses/{id}/remove", "GET", (id) => `/console/settings/statuses/${id}/remove?code=LOST`, () => 2, MISSING),
+  consoleSettingsStatusRemove: byId("POST /console/settings/statuses/{id}/remove", "POST", (id) => `/console/settings/statuses/${id}/remove`, () => 2, MISSING, { code: "LOST", confirm: "on" }),
 };
