@@ -64,7 +64,7 @@ function row(v: UsersView, u: UserRow): Html {
   const actions = self
     ? html`<span class="muted">you</span>`
     : html`<div class="row-actions">
-<form method="post" action="/console/settings/users/${u.id}/invite">${v.csrf}<button class="btn" type="submit" aria-label="New link for ${who}">New link</button> <button class="btn" type="submit" name="email_link" value="1" aria-label="Email a new link to ${who}">Email new link</button></form>
+<form method="post" action="/console/settings/users/${u.id}/invite">${v.csrf}<button class="btn" type="submit" aria-label="New link for ${who}">New link</button> <button class="btn" type="submit" name="email_link" value="1" aria-label="Email new link to ${who}">Email new link</button></form>
 ${u.two_step ? html`<form method="post" action="/console/settings/users/${u.id}/two-step" data-confirm="Turn off two-step sign-in for ${who}? Their sessions end.">${v.csrf}<button class="btn" type="submit" aria-label="Reset two-step for ${who}">Reset two-step</button></form>` : ""}
 <a class="btn btn-danger" href="/console/settings/users/${u.id}/disable" aria-label="Disable ${who}">Disable</a>
 </div>`;
