@@ -95,7 +95,7 @@ describe("an owner's first day", () => {
       await Promise.all([page.waitForURL((u) => u.searchParams.get("done") === "link-added"), page.getByRole("button", { name: "Add link" }).click()]);
       expect(await page.locator("#link-0").textContent()).toMatch(/^https?:\/\/\S+\/book\/acme-estimate$/);
       await page.locator('button[data-copy="link-0"]').click();
-      await page.locator("#link-0-status").getByText("Copied.").waitFor();
+      await page.locator('button[data-copy="link-0"]', { hasText: "Copied" }).waitFor();
       await check("calendar-link");
       const [cal] = await db.sql`select c.buffer_before_minutes as before, c.buffer_after_minutes as after from calendars c join calendar_links l on l.calendar_id = c.id where l.slug = 'acme-estimate'`;
       expect(cal).toEqual({ before: 15, after: 30 });

@@ -54,7 +54,7 @@ function linksCard(c: CalendarRow, base: string, csrf: Html, linkProblems: strin
 ${links.length === 0
     ? html`<p class="muted">None yet: people book through a link such as <code>${base}/book/your-name</code>.</p>`
     : html`<ul class="booking-links">${links.map(
-        (s, i) => html`<li><code id="link-${i}">${base}/book/${s}</code> <button type="button" class="btn" data-copy="link-${i}" hidden>Copy</button> <a class="btn" href="/console/settings/calendars/${c.id}/links/remove?slug=${s}" aria-label="Remove the link ${s}">Remove</a> <span id="link-${i}-status" role="status"></span></li>`,
+        (s, i) => html`<li><code id="link-${i}">${base}/book/${s}</code> <button type="button" class="btn" data-copy="link-${i}" hidden>Copy</button> <a class="btn" href="/console/settings/calendars/${c.id}/links/remove?slug=${s}" aria-label="Remove the link ${s}">Remove</a></li>`,
       )}</ul>`}
 ${problemsBox(linkProblems)}
 <form method="post" action="/console/settings/calendars/${c.id}/links" class="settings-form">${csrf}
