@@ -86,7 +86,7 @@ export function calendarSettingsRoutes(deps: Deps): Route[] {
     ),
     defineRoute(
       deps,
-      spec("consoleSettingsCalendarLinkAdd", "Add a booking link to a calendar (form: slug) through the provisioning service; a slug another organization holds answers 409 and names no one; audited calendar.update", "/console/settings/calendars/{id}/links", "POST", {
+      spec("consoleSettingsLinkAdd", "Add a booking link to a calendar (form: slug) through the provisioning service; a slug another organization holds answers 409 and names no one; audited calendar.update", "/console/settings/calendars/{id}/links", "POST", {
         params: idParam,
         body: formBody(LinkForm),
         answers: { 409: { description: "The slug is another organization's link (whose is not said): the page, saying so", contentType: "text/html; charset=utf-8" } },
@@ -102,7 +102,7 @@ export function calendarSettingsRoutes(deps: Deps): Route[] {
     ),
     defineRoute(
       deps,
-      spec("consoleSettingsCalendarLinkRemoveConfirm", "The confirmation page of removing a calendar's booking link (query: slug)", "/console/settings/calendars/{id}/links/remove", "GET", {
+      spec("consoleSettingsLinkRemoveConfirm", "The confirmation page of removing a calendar's booking link (query: slug)", "/console/settings/calendars/{id}/links/remove", "GET", {
         params: idParam,
         query: pageQuery(t.Object({ slug: t.Optional(t.String()) })),
       }),
@@ -115,7 +115,7 @@ export function calendarSettingsRoutes(deps: Deps): Route[] {
     ),
     defineRoute(
       deps,
-      spec("consoleSettingsCalendarLinkRemove", "Remove a calendar's booking link (form: slug, confirm, checked on the confirmation page); audited calendar.update", "/console/settings/calendars/{id}/links/remove", "POST", {
+      spec("consoleSettingsLinkRemove", "Remove a calendar's booking link (form: slug, confirm, checked on the confirmation page); audited calendar.update", "/console/settings/calendars/{id}/links/remove", "POST", {
         params: idParam,
         body: formBody(RemoveForm),
       }),
