@@ -100,7 +100,7 @@ describe("the installer link", () => {
 
     const made = await post(ADMIN, app.base);
     expect(made.status).toBe(303);
-    expect(made.headers.get("location")).toBe("/console/inbox");
+    expect(made.headers.get("location")).toBe("/console/settings/first-steps");
     const cookies = made.headers.getSetCookie();
     expect(cookies.some((c) => c.startsWith("leadline_install=;") && c.includes("Max-Age=0"))).toBe(true);
     const session = cookies.find((c) => c.startsWith("leadline_session="))!.split(";")[0]!;
@@ -179,7 +179,7 @@ describe("the installer link", () => {
     expect(await issueInstallerLink(sql, clock.now())).toBeNull();
   });
 
-  test("the form in Chromium: no serious or critical axe finding; it ends signed in on the inbox", async () => {
+  test("the form in Chromium: no serious or critical axe finding; it ends signed in on the first steps", async () => {
     const { app, sql, clock } = await installation();
     const token = (await issueInstallerLink(sql, clock.now()))!;
     const browser = await launchBrowser();
@@ -195,8 +195,10 @@ describe("the installer link", () => {
       await page.getByLabel("Name").fill(ADMIN.name);
       await page.getByLabel("Password", { exact: true }).fill(ADMIN.password);
       await page.getByLabel("The same again").fill(ADMIN.password);
-      await Promise.all([page.waitForURL((u) => u.pathname === "/console/inbox"), page.getByRole("button", { name: "Create the admin and sign in" }).click()]);
-      expect(await page.locator("h1").first().textContent()).toContain("Inbox");
+      await Promise.all([page.waitForURL((u) => u.pathname === "/console/settings/first-steps"), page.getByRole("button", { name: "Create the admin and sign in" }).click()]);
+      expect(await page.locator("h1").first().textContent()).toContain("First steps");
+      expect(await page.locator(".first-steps li.todo", { hasText: "Invite users" }).count()).toBe(1);
+      expect(await axeProblems(page)).toEqual([]);
       expect(problems).toEqual([]);
     } finally {
       await browser.close();

@@ -192,12 +192,12 @@ export function installerRoutes(deps: Deps): Route[] {
       publicPageSpec(deps, {
         id: "consoleInstaller",
         summary: "Create the first admin and sign in",
-        description: `Form fields \`email\`, \`name\`, \`password\` and \`confirm\` (${PASSWORD_MIN} to ${PASSWORD_MAX} characters), with the installer cookie. Creates the admin, uses the link up and signs the admin in (303 to the inbox with the session cookie).`,
+        description: `Form fields \`email\`, \`name\`, \`password\` and \`confirm\` (${PASSWORD_MIN} to ${PASSWORD_MAX} characters), with the installer cookie. Creates the admin, uses the link up and signs the admin in (303 to the first-steps page with the session cookie).`,
         method: "POST",
         path: "/console/install",
         body: formBody(AdminForm, 16 * 1024),
         answers: {
-          303: { description: "Created and signed in: on to the inbox" },
+          303: { description: "Created and signed in: on to the first steps (/console/settings/first-steps)" },
           403: { description: "The form came from another site, or the Host is not BASE_URL's", contentType: HTML },
           404: { description: "No live installer link (used, expired, or someone can already sign in)", contentType: HTML },
           422: { description: "The email or password is refused (the form again, saying why)", contentType: HTML },
@@ -215,7 +215,7 @@ export function installerRoutes(deps: Deps): Route[] {
           return plainPage("Create the first admin", adminForm(notice(`Not created: ${made.problem}.`, "error"), form.email ?? "", form.name ?? ""), 422);
         }
         const { token: session } = await createSession(deps.sql, made.userId, address, deps.clock.now());
-        const headers = new Headers({ location: "/console/inbox", "cache-control": "no-store" });
+        const headers = new Headers({ location: "/console/settings/first-steps", "cache-control": "no-store" });
         headers.append("set-cookie", sessionCookie(session, secure));
         headers.append("set-cookie", installCookie("", 0));
         return new Response(null, { status: 303, headers });

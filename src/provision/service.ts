@@ -15,6 +15,7 @@ import { putSavedReply, type SavedReplyFields } from "../replies/service";
 import { checkStoredSecrets } from "../secrets/stored";
 import { DEFAULT_MIN_SECS, feedSecretHash, type FeedAction } from "../conversions/model";
 import type { Fields } from "./fields";
+import { takenLinkProblems, writeLinks } from "./links";
 import { columnsOf, type Row } from "./merge";
 import { TABLES, type ProvisioningFile, type TableName } from "./model";
 import { planKeys, planSettings, planTable, takenEmails, type PlanContext, type Planned, type PlannedKey } from "./plan";
@@ -115,6 +116,9 @@ export async function applyProvisioning(sql: Sql, file: ProvisioningFile, opts: 
       planned.push(...plan.objects);
       problems.push(...plan.problems);
     }
+    // A tenant's run (a manager's console form) never takes another organization's booking link;
+    // the platform's (the operator's file, an admin) upserts links by slug, as operations.md §3 says.
+    if (ctx.actor.orgId !== null) problems.push(...(await takenLinkProblems(tx, planned.filter((o) => o.section === "calendars"))));
     if (opts.createOnly) for (const o of planned) if (!o.created) problems.push(`${o.path}: ${EXISTS}`);
     if (opts.expect && problems.length === 0) problems.push(...opts.expect(planned));
     if (problems.length > 0) throw new ProvisioningError(problems);
@@ -411,12 +415,6 @@ async function writeNumbers(tx: Tx, pools: Planned[]): Promise<void> {
   }
   const rows = pools.flatMap((p) => (p.row.numbers as string[]).map((number) => ({ pool_key: p.key as string, number, active: true })));
   await upsertRows(tx, "dni_numbers", ["pool_key", "number"], rows);
-}
-
-/** A slug names one calendar; naming it under another calendar moves it. */
-async function writeLinks(tx: Tx, calendars: Planned[], now: Date): Promise<void> {
-  const rows = calendars.flatMap((c) => (c.row.links as { slug: string }[]).map((l) => ({ slug: l.slug, calendar_id: c.key as number })));
-  await upsertRows(tx, "calendar_links", ["slug"], rows, { column: "updated_at", at: now });
 }
 
 /**

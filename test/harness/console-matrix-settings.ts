@@ -22,6 +22,7 @@ function boltSettings(sql: Sql): Promise<void> {
                 values (${ids.endpoint}, 2, 'https://hooks.bolt.example/settings', ${"whsec_" + Buffer.from("0123456789abcdef").toString("base64")}, '{*}')`;
       await sql`insert into automations (id, org_id, trigger, channel, body) values (${ids.automation}, 2, 'new_lead', 'sms', 'Hi {first_name}')`;
       await sql`insert into calendars (id, org_id, name, timezone, hours) values (${ids.calendar}, 2, 'Bolt settings', 'America/Chicago', '{}')`;
+      await sql`insert into calendar_links (slug, calendar_id) values ('bolt-settings', ${ids.calendar})`;
       ids.user = (await makeUser(sql, { role: "agent", orgId: 2 })).id;
     })();
     made.set(sql, p);
@@ -80,6 +81,7 @@ export const SETTINGS_ROUTES: Record<string, ConsoleRoute> = {
     refusals: { noSession: { status: 303 } },
     crossOrg: { none: "changes the signed-in user's own password; takes no id" },
   },
+  consoleSettingsFirstSteps: managers("GET /console/settings/first-steps", get("/console/settings/first-steps"), { none: "counts the viewer's own organization's objects; takes no id, tested in test/console-settings2.test.ts" }),
   consoleSettingsOrg: managers("GET /console/settings/org", get("/console/settings/org"), asOrg("/console/settings/org")),
   consoleSettingsOrgSave: byId("POST /console/settings/org/{id}", "POST", (id) => `/console/settings/org/${id}`, () => 2, MISSING, { name: "Taken over" }),
   consoleSettingsUsers: managers("GET /console/settings/users", get("/console/settings/users"), asOrg("/console/settings/users")),
@@ -114,4 +116,13 @@ export const SETTINGS_ROUTES: Record<string, ConsoleRoute> = {
   }),
   consoleSettingsCalendar: byId("GET /console/settings/calendars/{id}", "GET", (id) => `/console/settings/calendars/${id}`, () => ids.calendar, MISSING),
   consoleSettingsCalendarSave: byId("POST /console/settings/calendars/{id}", "POST", (id) => `/console/settings/calendars/${id}`, () => ids.calendar, MISSING, { name: "Taken over", timezone: "America/Chicago" }),
+  consoleSettingsLinkAdd: byId("POST /console/settings/calendars/{id}/links", "POST", (id) => `/console/settings/calendars/${id}/links`, () => ids.calendar, MISSING, { slug: "taken-over" }),
+  consoleSettingsLinkRemoveConfirm: byId("GET /console/settings/calendars/{id}/links/remove", "GET", (id) => `/console/settings/calendars/${id}/links/remove?slug=bolt-settings`, () => ids.calendar, MISSING),
+  consoleSettingsLinkRemove: byId("POST /console/settings/calendars/{id}/links/remove", "POST", (id) => `/console/settings/calendars/${id}/links/remove`, () => ids.calendar, MISSING, { slug: "bolt-settings", confirm: "on" }),
+  consoleSettingsStatuses: managers("GET /console/settings/statuses", get("/console/settings/statuses"), asOrg("/console/settings/statuses")),
+  consoleSettingsOrgStatuses: byId("GET /console/settings/statuses/{id}", "GET", (id) => `/console/settings/statuses/${id}`, () => 2, MISSING),
+  consoleSettingsStatusAdd: byId("POST /console/settings/statuses/{id}/add", "POST", (id) => `/console/settings/statuses/${id}/add`, () => 2, MISSING, { code: "TAKEN", label: "Taken over" }),
+  consoleSettingsStatusRename: byId("POST /console/settings/statuses/{id}/rename", "POST", (id) => `/console/settings/statuses/${id}/rename`, () => 2, MISSING, { code: "LOST", label: "Taken over" }),
+  consoleSettingsStatusRemoveConfirm: byId("GET /console/settings/statuses/{id}/remove", "GET", (id) => `/console/settings/statuses/${id}/remove?code=LOST`, () => 2, MISSING),
+  consoleSettingsStatusRemove: byId("POST /console/settings/statuses/{id}/remove", "POST", (id) => `/console/settings/statuses/${id}/remove`, () => 2, MISSING, { code: "LOST", confirm: "on" }),
 };

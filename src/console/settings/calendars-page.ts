@@ -2,7 +2,7 @@
 // come from the provisioning field table (calendars-service.ts PLAIN_FIELDS).
 import { html, type Html } from "../html";
 import { DAYS } from "../../provision/model";
-import { flashOf, problemsBox, selectField, textField } from "./page";
+import { checkField, flashOf, problemsBox, selectField, textField } from "./page";
 import { hoursText, PLAIN_FIELDS, type CalendarForm, type CalendarRow } from "./calendars-service";
 
 const DAY_NAME: Record<string, string> = { mon: "Monday", tue: "Tuesday", wed: "Wednesday", thu: "Thursday", fri: "Friday", sat: "Saturday", sun: "Sunday" };
@@ -47,12 +47,38 @@ ${fields(v.form ?? {}, v.orgs)}
 </form></section>`;
 }
 
-export function editBody(v: { calendar: CalendarRow; form: CalendarForm; csrf: Html; problems: string[] | null; done: string | null }): Html {
-  const c = v.calendar;
+/** The booking links: each full address with a copy button and a remove action; the add form. */
+function linksCard(c: CalendarRow, base: string, csrf: Html, linkProblems: string[] | null, slug: string): Html {
   const links = c.values.links as string[];
+  return html`<section class="card" aria-labelledby="links-h"><h2 id="links-h">Booking links</h2>
+${links.length === 0
+    ? html`<p class="muted">None yet: people book through a link such as <code>${base}/book/your-name</code>.</p>`
+    : html`<ul class="booking-links">${links.map(
+        (s, i) => html`<li><code id="link-${i}">${base}/book/${s}</code> <button type="button" class="btn" data-copy="link-${i}" hidden>Copy</button> <a class="btn" href="/console/settings/calendars/${c.id}/links/remove?slug=${s}" aria-label="Remove the link ${s}">Remove</a></li>`,
+      )}</ul>`}
+${problemsBox(linkProblems)}
+<form method="post" action="/console/settings/calendars/${c.id}/links" class="settings-form">${csrf}
+${textField({ id: "c-link", name: "slug", label: "New link name", value: slug, hint: "a-z, 0-9 and -, up to 64 characters; unique across this installation (any case is the same link)" })}
+<button class="btn" type="submit">Add link</button>
+</form></section>`;
+}
+
+export function removeLinkConfirm(c: CalendarRow, slug: string, base: string, csrf: Html): Html {
+  return html`<p><a href="/console/settings/calendars/${c.id}">Back to the calendar</a></p>
+<section class="card" aria-labelledby="rm-h"><h2 id="rm-h">Remove the link ${slug}?</h2>
+<p><code>${base}/book/${slug}</code> stops working for anyone who has it; appointments already booked through it stay.</p>
+<form method="post" action="/console/settings/calendars/${c.id}/links/remove" class="settings-form">${csrf}
+<input type="hidden" name="slug" value="${slug}">
+${checkField({ id: "rm-confirm", name: "confirm", label: "Yes, remove this link", checked: false })}
+<button class="btn btn-danger" type="submit">Remove link</button>
+</form></section>`;
+}
+
+export function editBody(v: { calendar: CalendarRow; form: CalendarForm; csrf: Html; problems: string[] | null; done: string | null; base: string; linkProblems?: string[] | null; slug?: string }): Html {
+  const c = v.calendar;
   return html`<p><a href="/console/settings/calendars">Back to the calendars</a> · ${c.org_id === null ? "House (platform)" : `Organization ${c.org_id}`}</p>
 ${flashOf(v.done)}${problemsBox(v.problems)}
-<p>Booking links: ${links.length === 0 ? html`<span class="muted">none (add one with the provisioning file's <code>links</code>)</span>` : links.map((s) => html`<a href="/book/${s}"><code>/book/${s}</code></a> `)}</p>
+${linksCard(c, v.base, v.csrf, v.linkProblems ?? null, v.slug ?? "")}
 <form method="post" action="/console/settings/calendars/${c.id}" class="settings-form">${v.csrf}
 ${fields(v.form, null)}
 <button class="btn btn-primary" type="submit">Save calendar</button>

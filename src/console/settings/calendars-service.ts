@@ -2,14 +2,18 @@
 // read from the provisioning field table (CALENDAR_FIELDS): every integer or text field besides
 // the organization, the hours and the links gets an input, so a field added to the table (a
 // booking rule) appears in the console without a change here. Hours are one line per weekday
-// ("09:00-12:00, 13:00-17:00"); booking links are shown, added with the provisioning file.
+// ("09:00-12:00, 13:00-17:00"). Booking links are added one at a time (a provisioning fragment
+// with that slug: a slug another organization holds is refused there, src/provision/links.ts) and
+// removed here (provisioning never removes one), audited as calendar.update like a file's change.
 // Writes are provisioning fragments (apply.ts); every calendar is found confined in SQL.
 import type { TSchema } from "@sinclair/typebox";
 import type { Actor } from "../../auth/actor";
-import type { Sql } from "../../db/client";
+import type { Sql, Tx } from "../../db/client";
 import type { Deps } from "../../http/deps";
 import type { Field } from "../../provision/fields";
+import { SLUG_TAKEN } from "../../provision/links";
 import { CALENDAR_FIELDS, DAYS, type ProvisioningFile } from "../../provision/model";
+import { audit } from "../audit";
 import { applySettings, createNext, given } from "./apply";
 
 export interface CalendarRow {
@@ -43,7 +47,7 @@ export const PLAIN_FIELDS: PlainField[] = Object.entries(CALENDAR_FIELDS as Reco
   return [{ name, label: labelOf(name), kind: s.type === "integer" ? "integer" : "text", min: s.minimum, max: s.maximum, clearable: f.clearable }];
 });
 
-const scope = (sql: Sql, actor: Actor) => sql`(${actor.orgId}::bigint is null or c.org_id = ${actor.orgId}::bigint)`;
+const scope = (sql: Sql | Tx, actor: Actor) => sql`(${actor.orgId}::bigint is null or c.org_id = ${actor.orgId}::bigint)`;
 
 async function rows(sql: Sql, actor: Actor, id: number | null): Promise<CalendarRow[]> {
   const found = await sql<{ id: number; org_id: number | null; row: Record<string, unknown>; links: string[] }[]>`
@@ -98,3 +102,40 @@ export const addCalendar = (deps: Deps, actor: Actor, orgId: number | null, f: C
 
 export const saveCalendar = (deps: Deps, actor: Actor, c: CalendarRow, f: CalendarForm) =>
   applySettings(deps, actor, { calendars: [{ id: c.id, org_id: c.org_id, ...calendarFields(f) }] } as unknown as ProvisioningFile);
+
+export type LinkAnswer = { ok: true; changed: boolean } | { ok: false; taken: boolean; problems: string[] };
+
+/**
+ * Adds a booking link to the calendar through the provisioning service. Typed in any case (a slug
+ * is stored lowercased, so two spellings are one link); one this organization's other calendar has
+ * moves here, one another organization holds is refused as taken without saying whose it is.
+ */
+export async function addLink(deps: Deps, actor: Actor, c: CalendarRow, typed: string): Promise<LinkAnswer> {
+  const slug = typed.trim().toLowerCase();
+  if (slug === "") return { ok: false, taken: false, problems: ["Type the link's name (a-z, 0-9 and -, up to 64 characters)."] };
+  const r = await applySettings(deps, actor, { calendars: [{ id: c.id, org_id: c.org_id, links: [{ slug }] }] } as unknown as ProvisioningFile);
+  if (r.ok) return { ok: true, changed: (r.summary.counts.calendars?.updated ?? 0) > 0 };
+  const taken = r.problems.some((p) => p.endsWith(SLUG_TAKEN));
+  return { ok: false, taken, problems: taken ? [`The link /book/${slug} is taken: choose another name.`] : r.problems };
+}
+
+/**
+ * Removes one booking link of the calendar (the page it opens stops working; appointments made
+ * through it keep their slug). Confined in SQL to the viewer's organization; audited in the same
+ * transaction as calendar.update with the previous and new lists, as a provisioning change is.
+ */
+export async function removeLink(deps: Deps, actor: Actor, c: CalendarRow, slug: string): Promise<boolean> {
+  return deps.sql.begin(async (tx) => {
+    const gone = await tx`
+      delete from calendar_links l using calendars c
+      where l.slug = ${slug} and l.calendar_id = ${c.id} and c.id = l.calendar_id and ${scope(tx, actor)}
+      returning l.slug`;
+    if (gone.length === 0) return false;
+    // Read in the transaction, after the delete: the lists the audit row names are this moment's.
+    const left = (await tx<{ slug: string }[]>`select slug from calendar_links where calendar_id = ${c.id} order by slug`).map((r) => r.slug);
+    const after = left.map((s) => ({ slug: s }));
+    const before = [...left, slug].sort().map((s) => ({ slug: s }));
+    await audit(tx, actor, "calendar.update", `calendar:${c.id}`, { changes: { links: { from: before, to: after } } }, c.org_id);
+    return true;
+  });
+}

@@ -1,14 +1,16 @@
 // What the settings pages share: their tabs, a labelled field, the problems of a refused form.
 import { html, notice, type Html } from "../html";
 
-export type SettingsTab = "org" | "users" | "webhooks" | "automations" | "calendars" | "pools";
+export type SettingsTab = "first-steps" | "org" | "users" | "webhooks" | "automations" | "calendars" | "pools" | "statuses";
 
 const TABS: readonly { id: SettingsTab; label: string; href: string }[] = [
+  { id: "first-steps", label: "First steps", href: "/console/settings/first-steps" },
   { id: "org", label: "Organization", href: "/console/settings/org" },
   { id: "webhooks", label: "Webhook endpoints", href: "/console/webhooks" },
   { id: "automations", label: "Automations", href: "/console/settings/automations" },
   { id: "calendars", label: "Calendars", href: "/console/settings/calendars" },
   { id: "pools", label: "Number pools", href: "/console/settings/pools" },
+  { id: "statuses", label: "Lead statuses", href: "/console/settings/statuses" },
   { id: "users", label: "Users", href: "/console/settings/users" },
 ];
 

@@ -4,11 +4,13 @@ import type { Deps } from "../../http/deps";
 import type { Route } from "../../http/route";
 import { automationSettingsRoutes } from "./automations";
 import { calendarSettingsRoutes } from "./calendars";
+import { firstStepsRoutes } from "./first-steps";
 import { orgSettingsRoutes } from "./org";
 import { poolSettingsRoutes } from "./pools";
+import { statusSettingsRoutes } from "./statuses";
 import { userSettingsRoutes } from "./users";
 import { webhookSettingsRoutes } from "./webhooks";
 
 export function settingsRoutes(deps: Deps): Route[] {
-  return [...orgSettingsRoutes(deps), ...userSettingsRoutes(deps), ...webhookSettingsRoutes(deps), ...automationSettingsRoutes(deps), ...calendarSettingsRoutes(deps), ...poolSettingsRoutes(deps)];
+  return [...firstStepsRoutes(deps), ...orgSettingsRoutes(deps), ...userSettingsRoutes(deps), ...webhookSettingsRoutes(deps), ...automationSettingsRoutes(deps), ...calendarSettingsRoutes(deps), ...poolSettingsRoutes(deps), ...statusSettingsRoutes(deps)];
 }

@@ -4,6 +4,7 @@ import { html, notice, when, type Html } from "../html";
 import type { Role } from "../users";
 import { orgPicker } from "./org-page";
 import { checkField, flashOf, selectField, settingsTabs, textField } from "./page";
+import type { Mailed } from "./invite-mail";
 import type { Invited, InviteRequest, UserRow } from "./users-service";
 
 export interface UsersView {
@@ -16,22 +17,25 @@ export interface UsersView {
   csrf: Html;
   form: InviteRequest | null;
   invited: Invited | null;
+  /** Whether the link was also emailed, when asked to. */
+  mailed: Mailed | null;
   done: string | null;
   error: string | null;
 }
 
 const ROLE_TEXT: Record<Role, string> = { agent: "Agent", manager: "Manager", admin: "Admin (every organization)" };
 
-function linkBox(i: Invited): Html {
+function linkBox(i: Invited, mailed: Mailed | null): Html {
   return html`<section class="card issued" aria-labelledby="link-h">
 <h2 id="link-h">Sign-in link for ${i.user.email}</h2>
-<p>Send this link to them: it is shown only this once, works once, and expires ${when(i.expiresAt, "UTC")} UTC. Older links of this user no longer work.</p>
+${mailed === null ? "" : mailed.ok ? notice(`Emailed to ${mailed.to}.`) : notice(mailed.message, "error")}
+<p>${mailed?.ok ? "It was emailed; you may also send it yourself:" : "Send this link to them:"} it is shown only this once, works once, and expires ${when(i.expiresAt, "UTC")} UTC. Older links of this user no longer work.</p>
 <div class="copy-row"><pre class="secret" tabindex="0" aria-label="The one-time link"><code id="invite-link">${i.link}</code></pre><button type="button" class="btn" data-copy="invite-link">Copy</button></div>
 </section>`;
 }
 
 function inviteForm(v: UsersView): Html {
-  const f = v.form ?? { email: "", name: "", role: "agent", org: v.org === null ? "" : String(v.org) };
+  const f = v.form ?? { email: "", name: "", role: "agent", org: v.org === null ? "" : String(v.org), email_link: false };
   return html`<section class="card" aria-labelledby="invite-h">
 <h2 id="invite-h">Invite a user</h2>
 <form method="post" action="/console/settings/users" class="settings-form">${v.csrf}
@@ -41,9 +45,10 @@ ${selectField({ id: "u-role", name: "role", label: "Role", value: f.role, option
 ${v.orgs.length > 0
     ? selectField({ id: "u-org", name: "org", label: "Organization (not for an admin)", value: f.org, options: [["", "—"], ...v.orgs.map((o) => [String(o.id), `${o.id} · ${o.name}`] as const)] })
     : ""}
+${checkField({ id: "u-email-link", name: "email_link", label: "Also email the link to them (through the organization's email sender)", checked: f.email_link })}
 <button class="btn btn-primary" type="submit">Invite</button>
 </form>
-<p class="muted">The answer shows a one-time link to set a password; send it to the person.</p>
+<p class="muted">The answer shows a one-time link to set a password; send it to the person, or have it emailed.</p>
 </section>`;
 }
 
@@ -59,7 +64,7 @@ function row(v: UsersView, u: UserRow): Html {
   const actions = self
     ? html`<span class="muted">you</span>`
     : html`<div class="row-actions">
-<form method="post" action="/console/settings/users/${u.id}/invite">${v.csrf}<button class="btn" type="submit" aria-label="New link for ${who}">New link</button></form>
+<form method="post" action="/console/settings/users/${u.id}/invite">${v.csrf}<button class="btn" type="submit" aria-label="New link for ${who}">New link</button> <button class="btn" type="submit" name="email_link" value="1" aria-label="Email new link to ${who}">Email new link</button></form>
 ${u.two_step ? html`<form method="post" action="/console/settings/users/${u.id}/two-step" data-confirm="Turn off two-step sign-in for ${who}? Their sessions end.">${v.csrf}<button class="btn" type="submit" aria-label="Reset two-step for ${who}">Reset two-step</button></form>` : ""}
 <a class="btn btn-danger" href="/console/settings/users/${u.id}/disable" aria-label="Disable ${who}">Disable</a>
 </div>`;
@@ -79,7 +84,7 @@ export function usersBody(v: UsersView): Html {
   return html`${settingsTabs("users", v.org !== null && v.orgs.length > 0 ? `?org=${v.org}` : "")}
 ${v.orgs.length > 0 ? orgPicker(v.orgs, v.org, "/console/settings/users", true) : ""}
 ${flashOf(v.done)}${v.error ? notice(v.error, "error") : ""}
-${v.invited ? linkBox(v.invited) : ""}
+${v.invited ? linkBox(v.invited, v.mailed) : ""}
 ${inviteForm(v)}
 <h2>Users</h2>
 ${v.users.length === 0

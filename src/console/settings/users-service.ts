@@ -60,10 +60,14 @@ export interface InviteRequest {
   name: string;
   role: string;
   org: string;
+  /** Also email the link (invite-mail.ts). */
+  email_link: boolean;
 }
 
 export interface Invited {
   user: { id: string; email: string };
+  /** The user's organization, whose email sender may mail the link. */
+  orgId: number | null;
   link: string;
   expiresAt: Date;
 }
@@ -88,7 +92,7 @@ export async function inviteNew(deps: Deps, viewer: Viewer, r: InviteRequest): P
       return u;
     });
     const invite = await inviteUser(deps.sql, user.email, deps.clock.now());
-    return { ok: true, value: { user, link: linkOf(deps, invite.token), expiresAt: invite.expiresAt } };
+    return { ok: true, value: { user, orgId: user.orgId, link: linkOf(deps, invite.token), expiresAt: invite.expiresAt } };
   } catch (err) {
     // The CLI's one-line refusals ("users: x is already user …"), without the command's name.
     if (err instanceof UsageError) return refused(err.message.replace(/^users: /, ""));
@@ -110,7 +114,7 @@ export async function resendInvite(deps: Deps, viewer: Viewer, id: string): Prom
   if (!t.ok) return t;
   const invite = await inviteUser(deps.sql, t.value.email, deps.clock.now());
   await audit(deps.sql, viewer.actor, "user.invite", `user:${t.value.id}`, {}, t.value.org_id);
-  return { ok: true, value: { user: t.value, link: linkOf(deps, invite.token), expiresAt: invite.expiresAt } };
+  return { ok: true, value: { user: t.value, orgId: t.value.org_id, link: linkOf(deps, invite.token), expiresAt: invite.expiresAt } };
 }
 
 /** A role between agent and manager (an admin's is the CLI's), through provisioning: audited user.update. */

@@ -9,6 +9,7 @@ import { textParam, type Route } from "../../http/route";
 import { consoleHtml, csrfField, notFoundPage, seeOther } from "../html";
 import { idParam as queryId } from "../period";
 import { formBody, MANAGERS, pageQuery, pageSpec, type Viewer } from "../route";
+import { emailInvite, type Mailed } from "./invite-mail";
 import { orgList } from "./org-service";
 import { disableConfirm, usersBody, type UsersView } from "./users-page";
 import { changeRole, disable, grantable, inviteNew, resendInvite, resetTwoStep, scopedUser, usersOf, type UserAnswer } from "./users-service";
@@ -21,10 +22,10 @@ const DONE: Record<string, string> = {
   "two-step": "Two-step sign-in turned off; their sessions have ended. They set it up again from their account page.",
 };
 
-async function usersPage(deps: Deps, viewer: Viewer, org: number | null, extra: Pick<UsersView, "form" | "invited" | "done" | "error">, status = 200): Promise<Response> {
+async function usersPage(deps: Deps, viewer: Viewer, org: number | null, extra: Pick<UsersView, "form" | "invited" | "done" | "error"> & { mailed?: Mailed | null }, status = 200): Promise<Response> {
   const admin = viewer.actor.orgId === null;
   const [users, orgs] = await Promise.all([usersOf(deps.sql, viewer.actor, admin ? org : null), admin ? orgList(deps.sql) : []]);
-  const body = usersBody({ users, me: viewer.user.id, roles: grantable(viewer), orgs, org: admin ? org : viewer.actor.orgId, csrf: csrfField(viewer), ...extra });
+  const body = usersBody({ users, me: viewer.user.id, roles: grantable(viewer), orgs, org: admin ? org : viewer.actor.orgId, csrf: csrfField(viewer), mailed: null, ...extra });
   return consoleHtml(deps, viewer, { title: "Users", nav: "settings", body, styles: STYLES, status, headers: { "cache-control": "no-store" } });
 }
 
@@ -33,6 +34,7 @@ const InviteForm = t.Object({
   name: t.Optional(t.String()),
   role: t.Optional(t.String({ description: "agent, manager, or (admins) admin" })),
   org: t.Optional(t.String({ description: "admins: the organization of an agent or manager" })),
+  email_link: t.Optional(t.String({ description: "present: also email the link through the organization's email sender" })),
 });
 
 export function userSettingsRoutes(deps: Deps): Route[] {
@@ -61,21 +63,26 @@ export function userSettingsRoutes(deps: Deps): Route[] {
         body: formBody(InviteForm),
       }),
       async ({ body }, { grant: viewer }) => {
-        const form = { email: body.email ?? "", name: body.name ?? "", role: body.role ?? "", org: body.org ?? "" };
+        const form = { email: body.email ?? "", name: body.name ?? "", role: body.role ?? "", org: body.org ?? "", email_link: body.email_link !== undefined };
         const r = await inviteNew(deps, viewer, form);
-        if (r.ok) return usersPage(deps, viewer, null, { form: null, invited: r.value, done: null, error: null });
+        if (r.ok) {
+          const mailed = form.email_link ? await emailInvite(deps, viewer.actor, r.value) : null;
+          return usersPage(deps, viewer, null, { form: null, invited: r.value, mailed, done: null, error: null });
+        }
         return usersPage(deps, viewer, null, { form, invited: null, done: null, error: r.message }, 422);
       },
     ),
     defineRoute(
       deps,
-      spec("consoleSettingsUserLink", "A new one-time sign-in link for a user (older ones stop working); shown once; audited user.invite", "/console/settings/users/{user}/invite", "POST", {
+      spec("consoleSettingsUserLink", "A new one-time sign-in link for a user (older ones stop working); shown once, and emailed through their organization's email sender when `email_link` is given; audited user.invite (and user.invite_email)", "/console/settings/users/{user}/invite", "POST", {
         params: userParam,
+        body: formBody(t.Object({ email_link: t.Optional(t.String({ description: "present: also email the new link" })) })),
       }),
-      async ({ params: id }, { grant: viewer }) => {
+      async ({ params: id, body }, { grant: viewer }) => {
         const r = await resendInvite(deps, viewer, id);
         if (!r.ok) return refusedAnswer(viewer, r);
-        return usersPage(deps, viewer, null, { form: null, invited: r.value, done: null, error: null });
+        const mailed = body.email_link !== undefined ? await emailInvite(deps, viewer.actor, r.value) : null;
+        return usersPage(deps, viewer, null, { form: null, invited: r.value, mailed, done: null, error: null });
       },
     ),
     defineRoute(
