@@ -10,7 +10,7 @@ import { axeProblems, launchBrowser, pageProblems } from "./harness/browser";
 import { ManualClock } from "./harness/clock";
 import { browserSignIn, makeUser, shoot, type MadeUser } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
-import { seedWorld } from "./harness/factory";
+import { acmeTexting, seedWorld } from "./harness/factory";
 import { postCallback, startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
 
 setDefaultTimeout(90_000);
@@ -30,11 +30,7 @@ beforeAll(async () => {
   db = await testDatabase();
   await seedWorld(db.sql);
   twilio = await startFakeTwilio();
-  await db.sql`
-    update orgs set timezone = 'America/Chicago', quiet_start = '21:00', quiet_end = '08:00',
-      sms = ${db.sql.json({ base_url: twilio.url, account_sid: "ACacme", auth_token: "acme-token", from: "5125550100" })}
-    where id = 1`;
-  await db.sql`insert into org_billing (org_id, status, subscription, credits, sms_cost, email_cost) values (1, 'active', 'active', 10, 0.01, 0.001)`;
+  await acmeTexting(db.sql, twilio.url);
   [{ id: busy }] = await db.sql<{ id: number }[]>`insert into leads (list_id, phone, first_name, last_name, state) values (101, '5125550188', 'Busy', 'Bee', 'TX') returning id`;
   // 120 texts, one every 7 minutes, the newest an inbound one (its conversation is open).
   await db.sql`insert into messages (lead_id, org_id, channel, direction, body, status, created_at)

@@ -10,7 +10,7 @@ import { axeProblems, launchBrowser, pageProblems } from "./harness/browser";
 import { ManualClock } from "./harness/clock";
 import { browserSignIn, makeUser, shoot, type MadeUser } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
-import { seedWorld } from "./harness/factory";
+import { acmeTexting, seedWorld } from "./harness/factory";
 import { postCallback, startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
 
 setDefaultTimeout(90_000);
@@ -37,11 +37,7 @@ beforeAll(async () => {
   db = await testDatabase();
   await seedWorld(db.sql);
   twilio = await startFakeTwilio();
-  await db.sql`
-    update orgs set timezone = 'America/Chicago', quiet_start = '21:00', quiet_end = '08:00',
-      sms = ${db.sql.json({ base_url: twilio.url, account_sid: "ACacme", auth_token: "acme-token", from: "5125550100" })}
-    where id = 1`;
-  await db.sql`insert into org_billing (org_id, status, subscription, credits, sms_cost, email_cost) values (1, 'active', 'active', 10, 0.01, 0.001)`;
+  await acmeTexting(db.sql, twilio.url);
   app = await startApp(db.url, { BASE_URL: PUBLIC }, { clock });
   agent = await makeUser(db.sql, { role: "agent", orgId: 1, id: "agent7" });
   browser = await launchBrowser();

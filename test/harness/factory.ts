@@ -52,3 +52,16 @@ export async function makeLead(
     returning id`;
   return row.id;
 }
+
+/**
+ * Acme (org 1 of seedWorld) texting through a fake Twilio at `twilioUrl`: Chicago time, quiet hours
+ * 21:00-08:00, sender 5125550100 (token `acme-token`), and 10 credits at 1 cent a text — the
+ * console's workspace tests' common ground.
+ */
+export async function acmeTexting(sql: Sql, twilioUrl: string): Promise<void> {
+  await sql`
+    update orgs set timezone = 'America/Chicago', quiet_start = '21:00', quiet_end = '08:00',
+      sms = ${sql.json({ base_url: twilioUrl, account_sid: "ACacme", auth_token: "acme-token", from: "5125550100" })}
+    where id = 1`;
+  await sql`insert into org_billing (org_id, status, subscription, credits, sms_cost, email_cost) values (1, 'active', 'active', 10, 0.01, 0.001)`;
+}
