@@ -69,7 +69,7 @@ describe("the console's door in Chromium", () => {
     const page = await ctx.newPage();
     await browserSignIn(page, app.base, agent.email, agent.password, "/console/account");
     const items = await page.locator("nav[aria-label=Console] a").allTextContents();
-    expect(items.map((t) => t.replace(/\d+/, "").trim())).toEqual(["Inbox", "Leads", "Calls", "Appointments"]);
+    expect(items.map((t) => t.replace(/\d+/, "").trim())).toEqual(["Inbox", "My work", "Leads", "Calls", "Appointments"]);
     await ctx.close();
   });
 
