@@ -65,6 +65,15 @@ describe("entry and sign-in", () => {
     const page = await fetch(`${app.base}/console/account?x=1`, { redirect: "manual" });
     expect(page.status).toBe(303);
     expect(page.headers.get("location")).toBe("/console/login?next=%2Fconsole%2Faccount%3Fx%3D1");
+    // htmx asking for a part of a page (older entries) is told to send the tab to sign in, back to
+    // the page it shows, instead of getting the sign-in page to put inside that page.
+    const part = (headers: Record<string, string>) => fetch(`${app.base}/console/leads/1/timeline/older?before=1`, { redirect: "manual", headers });
+    const hx = await part({ "hx-request": "true", "hx-current-url": `${app.base}/console/leads/1?before=5` });
+    expect([hx.status, hx.headers.get("hx-redirect"), await hx.text()]).toEqual([401, "/console/login?next=%2Fconsole%2Fleads%2F1%3Fbefore%3D5", ""]);
+    const elsewhere = await part({ "hx-request": "true", "hx-current-url": "https://evil.example/phish" });
+    expect(elsewhere.headers.get("hx-redirect")).toBe("/console/login?next=%2Fconsole%2Fleads%2F1%2Ftimeline%2Folder%3Fbefore%3D1");
+    const plain = await part({});
+    expect([plain.status, plain.headers.get("hx-redirect")]).toEqual([303, null]);
     const login = await fetch(`${app.base}/console/login`);
     expect(login.status).toBe(200);
     expect(login.headers.get("content-security-policy")).toContain("default-src 'none'; script-src 'self'");

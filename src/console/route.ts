@@ -128,8 +128,29 @@ export function hostChecked(deps: Deps, doc: Extract<Access, { kind: "public" }>
 
 const signInAgain = (request: Request) => {
   const url = new URL(request.url);
+  if (request.headers.get("hx-request") === "true") {
+    // htmx fetching a part of a page (older entries, the inbox's list) would follow a 303 and put
+    // the sign-in page inside the page: it is told to go there instead (HX-Redirect, which htmx
+    // follows whatever the status), and back to the page the tab shows, not to the part.
+    const next = currentPage(request.headers.get("hx-current-url"), url) ?? url.pathname + url.search;
+    return new Response(null, {
+      status: 401,
+      headers: { "hx-redirect": `/console/login?next=${encodeURIComponent(next)}`, "cache-control": "no-store" },
+    });
+  }
   return seeOther(`/console/login?next=${encodeURIComponent(url.pathname + url.search)}`);
 };
+
+/** The console page a tab shows (htmx's HX-Current-URL), when it is one of this console's. */
+function currentPage(header: string | null, request: URL): string | null {
+  if (header === null) return null;
+  try {
+    const page = new URL(header, request);
+    return page.pathname.startsWith("/console/") ? page.pathname + page.search : null;
+  } catch {
+    return null;
+  }
+}
 
 export const unavailablePage = () =>
   plainPage("Temporarily unavailable", html`<p>The console cannot reach its database just now. Try again in a moment.</p>`, 503, { "retry-after": "5" });
@@ -208,6 +229,7 @@ export function pageAnswers(method: "GET" | "POST", extra?: Readonly<Record<numb
   const answers: Record<number, Answer> = {
     200: { description: "The page", contentType: HTML },
     303: { description: method === "POST" ? "Done: on to the page that shows it" : "Not signed in: on to /console/login" },
+    401: { description: "Not signed in, asked by htmx for a part of a page: HX-Redirect to /console/login, back to the page shown" },
     404: { description: "Missing, another organization's, or not for this role", contentType: HTML },
     422: { description: "Input the console cannot use (text PostgreSQL cannot hold, such as a NUL)", contentType: HTML },
     503: { description: 'The database is unreachable or too slow: the console\'s "Temporarily unavailable" page', contentType: HTML },
