@@ -16,7 +16,7 @@ import { ORG_FORM_FIELDS, orgFragment, orgList, orgSettings, type OrgForm } from
 
 const STYLES = ["operations.css"];
 const DONE: Record<string, string> = {
-  created: "Organization created. Set its SMS and email senders below; without billing its sends are refused.",
+  created: "Organization created. Set its SMS and email senders below; while its billing is not configured, its sends are refused.",
   saved: "Organization saved.", unchanged: "Nothing to change: the organization already had these settings." };
 
 const OrgFormSchema = t.Object(Object.fromEntries(ORG_FORM_FIELDS.map((k) => [k, t.Optional(t.String())])));
