@@ -55,6 +55,16 @@ const managers = (name: string, request: ConsoleRoute["request"], crossOrg: Cons
   crossOrg,
 });
 
+/** An admin's page or form (a new organization): managers, like agents, get the 404 page. */
+const admins = (name: string, request: ConsoleRoute["request"], why: string): ConsoleRoute => ({
+  name,
+  session: as("manager", request.method === "POST"),
+  withoutPermission: as("manager", request.method === "POST"),
+  request,
+  refusals: { noSession: { status: 303 }, noPermission: { status: 404 } },
+  crossOrg: { none: why },
+});
+
 /** A page or form of one object by its id: another organization's is the missing one's 404. */
 const byId = (name: string, method: "GET" | "POST", path: (id: number | string) => string, id: () => number | string, missing: number | string, form: Record<string, string> = {}) =>
   managers(name, method === "GET" ? get(path(missing)) : post(path(missing), form), {
@@ -83,6 +93,8 @@ export const SETTINGS_ROUTES: Record<string, ConsoleRoute> = {
   },
   consoleSettingsFirstSteps: managers("GET /console/settings/first-steps", get("/console/settings/first-steps"), { none: "counts the viewer's own organization's objects; takes no id, tested in test/console-settings2.test.ts" }),
   consoleSettingsOrg: managers("GET /console/settings/org", get("/console/settings/org"), asOrg("/console/settings/org")),
+  consoleSettingsOrgNew: admins("GET /console/settings/orgs/new", get("/console/settings/orgs/new"), "the new-organization form: admins only; takes no id"),
+  consoleSettingsOrgCreate: admins("POST /console/settings/orgs/new", post("/console/settings/orgs/new", { id: "3", name: "Manager's own" }), "creates an organization: admins only (a manager's post creates nothing: test/console-settings-new-org.test.ts)"),
   consoleSettingsOrgSave: byId("POST /console/settings/org/{id}", "POST", (id) => `/console/settings/org/${id}`, () => 2, MISSING, { name: "Taken over" }),
   consoleSettingsUsers: managers("GET /console/settings/users", get("/console/settings/users"), asOrg("/console/settings/users")),
   consoleSettingsUserInvite: managers("POST /console/settings/users", post("/console/settings/users", { email: "matrix@example.test", role: "agent" }), {

@@ -37,14 +37,14 @@ export async function applySettings(deps: Deps, actor: Actor, fragment: Provisio
 }
 
 /**
- * A new object of a section keyed by an integer id (webhooks, automations, calendars): the next
+ * A new object of a section keyed by an integer id (webhooks, automations, calendars, orgs): the next
  * free id, applied create-only; taken meanwhile by another run (the provisioning lock decides),
  * the next is tried. Answers the id used.
  */
 export async function createNext(
   deps: Deps,
   actor: Actor,
-  section: "webhooks" | "automations" | "calendars",
+  section: "webhooks" | "automations" | "calendars" | "orgs",
   object: Record<string, unknown>,
 ): Promise<{ ok: true; id: number } | { ok: false; problems: string[] }> {
   for (let tries = 0; tries < 5; tries++) {

@@ -48,7 +48,8 @@ function steps(s: FirstSteps, admin: boolean): Step[] {
     {
       done: s.orgs > 0,
       title: "Organization",
-      href: "/console/settings/org",
+      // An admin with no organization yet goes straight to the form that creates one.
+      href: admin && s.orgs === 0 ? "/console/settings/orgs/new" : "/console/settings/org",
       text: admin ? "Add the business (name, time zone, quiet hours, SMS and email senders)." : "Check the name, time zone, quiet hours and senders.",
     },
     { done: s.calendars > 0 && s.links > 0, title: "Calendar and booking link", href: "/console/settings/calendars", text: "Hours, slot length, buffers, and the link people book with." },

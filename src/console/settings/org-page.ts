@@ -43,7 +43,7 @@ export function orgBody(v: OrgView): Html {
   };
   const val = (k: keyof OrgForm) => f[k] ?? "";
   return html`${settingsTabs("org", v.admin ? `?org=${o.id}` : "")}
-${v.admin ? orgPicker(v.orgs, o.id, "/console/settings/org") : ""}
+${v.admin ? html`${orgPicker(v.orgs, o.id, "/console/settings/org")}<p><a class="btn" href="/console/settings/orgs/new">New organization</a></p>` : ""}
 ${flashOf(v.done)}${problemsBox(v.problems)}
 <form method="post" action="/console/settings/org/${o.id}" class="settings-form">${v.csrf}
 <fieldset><legend>Organization ${o.id}</legend>

@@ -1,6 +1,7 @@
 // /console/settings/org: an organization's settings through the provisioning service (apply.ts).
 // Managers edit their own organization; admins pick one and also set its billing status. Another
-// organization's id answers the same 404 page as a missing one, and nothing is written.
+// organization's id answers the same 404 page as a missing one, and nothing is written. Admins
+// also create organizations here (org-new.ts); a manager gets the 404 page for that form.
 import { Type as t } from "@sinclair/typebox";
 import { defineRoute } from "../../http/define";
 import type { Deps } from "../../http/deps";
@@ -9,13 +10,18 @@ import { consoleHtml, csrfField, html, notFoundPage, seeOther } from "../html";
 import { idParam as queryId } from "../period";
 import { formBody, MANAGERS, pageQuery, pageSpec, type Viewer } from "../route";
 import { applySettings } from "./apply";
+import { createOrg, NEW_ORG_FIELDS, newOrgBody, nextOrgId, type NewOrgForm } from "./org-new";
 import { orgBody } from "./org-page";
 import { ORG_FORM_FIELDS, orgFragment, orgList, orgSettings, type OrgForm } from "./org-service";
 
 const STYLES = ["operations.css"];
-const DONE: Record<string, string> = { saved: "Organization saved.", unchanged: "Nothing to change: the organization already had these settings." };
+const DONE: Record<string, string> = {
+  created: "Organization created. Set its SMS and email senders below; while its billing is not configured, its sends are refused.",
+  saved: "Organization saved.", unchanged: "Nothing to change: the organization already had these settings." };
 
 const OrgFormSchema = t.Object(Object.fromEntries(ORG_FORM_FIELDS.map((k) => [k, t.Optional(t.String())])));
+const NewOrgSchema = t.Object(Object.fromEntries(NEW_ORG_FIELDS.map((k) => [k, t.Optional(t.String())])));
+const ADMINS = ["admin"] as const;
 
 async function orgPage(deps: Deps, viewer: Viewer, id: number | null, extra: { form: OrgForm | null; done: string | null; problems: string[] | null }, status = 200): Promise<Response> {
   const admin = viewer.actor.orgId === null;
@@ -24,7 +30,7 @@ async function orgPage(deps: Deps, viewer: Viewer, id: number | null, extra: { f
   const org = wanted === null ? null : await orgSettings(deps.sql, viewer.actor, wanted);
   if (org === null) {
     if (admin && orgs.length === 0) {
-      return consoleHtml(deps, viewer, { title: "Settings", nav: "settings", body: html`<p class="empty">No organization yet: create one with <code>leadline provision</code>.</p>`, styles: STYLES });
+      return consoleHtml(deps, viewer, { title: "Settings", nav: "settings", body: html`<p class="empty">No organization yet: <a href="/console/settings/orgs/new">create the first one</a> (or with <code>leadline provision</code>).</p>`, styles: STYLES });
     }
     return notFoundPage(deps, viewer);
   }
@@ -73,5 +79,31 @@ export function orgSettingsRoutes(deps: Deps): Route[] {
     },
   );
 
-  return [show, save];
+  const newPage = (viewer: Viewer, form: NewOrgForm, problems: string[] | null, status = 200) =>
+    consoleHtml(deps, viewer, { title: "New organization", nav: "settings", body: newOrgBody({ form, csrf: csrfField(viewer), problems }), styles: STYLES, status });
+
+  const blank = defineRoute(
+    deps,
+    pageSpec(deps, { id: "consoleSettingsOrgNew", summary: "New organization: the form, its id the next free one (admins only)", method: "GET", path: "/console/settings/orgs/new", roles: ADMINS }),
+    async (_input, { grant: viewer }) => newPage(viewer, { id: String(await nextOrgId(deps)), timezone: "America/New_York", consent: "implied", billing_subscription: "none" }, null),
+  );
+
+  const create = defineRoute(
+    deps,
+    pageSpec(deps, {
+      id: "consoleSettingsOrgCreate",
+      summary: "Create an organization through the provisioning service, create-only; audited as org.create (admins only)",
+      description: "An id taken meanwhile is refused on the form (422), never overwritten; an empty id takes the next free one. Refused input answers 422 with the form, its values kept, and its problems; nothing is written.",
+      method: "POST",
+      path: "/console/settings/orgs/new",
+      roles: ADMINS,
+      body: formBody(NewOrgSchema),
+    }),
+    async ({ body: form }, { grant: viewer }) => {
+      const r = await createOrg(deps, viewer.actor, form);
+      return r.ok ? seeOther(`/console/settings/org?org=${r.id}&done=created`) : newPage(viewer, form, r.problems, 422);
+    },
+  );
+
+  return [show, save, blank, create];
 }
