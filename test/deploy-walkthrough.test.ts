@@ -239,7 +239,7 @@ function firstAdmin(link: string, email: string): void {
   const password = randomBytes(12).toString("hex");
   const fields = { email, name: "First Admin", password, confirm: password };
   const form = Object.entries(fields).map(([k, v]) => `--data-urlencode "${k}=${v}"`).join(" ");
-  expect(curl(`-H "Origin: https://$SITE" ${form} "https://$SITE:${tls}/console/install"`)).toBe(`303 https://${site}:${tls}/console/inbox`);
+  expect(curl(`-H "Origin: https://$SITE" ${form} "https://$SITE:${tls}/console/install"`)).toBe(`303 https://${site}:${tls}/console/settings/first-steps`);
   const account = run(`curl -fsSk --resolve "$SITE:${tls}:127.0.0.1" -b ${jar} "https://$SITE:${tls}/console/account"`);
   expect(account).toContain(email);
   expect(curl(`"https://$SITE:${tls}/console/inbox"`)).toBe("200 ");
