@@ -2,8 +2,10 @@
 // blanks made one space; on a lead it is unique by its lowercase form (its key), the spelling of
 // its first use kept. Added and removed through updateLead (edit.ts), which audits and emits
 // lead.updated; suggested from the organization's tags by prefix, most used first (org_tags,
-// counted by triggers).
+// counted by triggers). An organization's manager renames a tag on all its leads at once, merges it
+// into another (a rename to a tag the organization has), or deletes it from all its leads.
 import type { Actor } from "../auth/actor";
+import { audit } from "../auth/audit";
 import type { Sql, Tx } from "../db/client";
 import { AppError } from "../errors";
 import { cleanText } from "../http/fields";
@@ -61,4 +63,80 @@ export async function suggestTags(sql: Sql, actor: Actor, orgId: number | null, 
     where org_key = ${orgId ?? -1} and uses > 0 and starts_with(tag_key, ${key})
     order by uses desc, tag_key
     limit ${Math.max(1, Math.min(limit, 50))}`;
+}
+
+export interface OrgTag extends Tag {
+  /** Leads of the organization carrying it now (org_tags' count). */
+  leads: number;
+}
+
+const confined = (actor: Actor, orgId: number) => {
+  if (actor.orgId !== null && orgId !== actor.orgId) throw new AppError("not_found");
+};
+
+/** The organization's tags with how many leads carry each, in key order. */
+export async function orgTags(sql: Sql, actor: Actor, orgId: number): Promise<OrgTag[]> {
+  confined(actor, orgId);
+  return sortTags(await sql<OrgTag[]>`select tag, tag_key as key, uses as leads from org_tags where org_key = ${orgId} and uses > 0`);
+}
+
+export type TagRename =
+  | { ok: true; changed: false }
+  | { ok: true; changed: true; merged: boolean; tag: string; leads: number }
+  | { ok: false; reason: "invalid_tag"; problem: string };
+
+/**
+ * Tag `fromKey` of the organization's leads becomes `to`, audited `tag.rename` (or `tag.merge`
+ * when the organization already has `to`'s key: the leads carrying both keep one, in the spelling
+ * the organization already uses) with the previous and new spelling and how many leads. A lead's
+ * tag rows are deleted and inserted again, never updated in place, so org_tags' triggers count
+ * both keys. The org_tags rows of both keys are locked first: two renames of one tag run one after
+ * the other, the second finding it gone (`not_found`). A lead tagged `fromKey` by an edit that
+ * commits meanwhile keeps it (the tag then lists that lead again), as after any later edit.
+ */
+export function renameTag(sql: Sql, actor: Actor, orgId: number, fromKey: string, to: unknown): Promise<TagRename> {
+  confined(actor, orgId);
+  const next = tagOf(to);
+  if ("problem" in next) return Promise.resolve({ ok: false, reason: "invalid_tag", problem: next.problem });
+  return sql.begin(async (tx) => {
+    // Both rows locked in one statement, in key order: a rename of A to B and one of B to A at the
+    // same moment wait for each other instead of deadlocking.
+    const rows = await tx<Tag[]>`
+      select tag, tag_key as key from org_tags
+      where org_key = ${orgId} and tag_key in ${tx([fromKey, next.key])} and uses > 0
+      order by tag_key collate "C" for update`;
+    const from = rows.find((r) => r.key === fromKey);
+    if (!from) throw new AppError("not_found");
+    if (next.key === from.key && next.tag === from.tag) return { ok: true, changed: false } as const;
+    const target = next.key === from.key ? undefined : rows.find((r) => r.key === next.key);
+    const tag = target?.tag ?? next.tag;
+    const moved = await tx<{ lead_id: number; created_at: Date }[]>`
+      delete from lead_tags where org_id = ${orgId} and tag_key = ${from.key} returning lead_id, created_at`;
+    if (moved.length > 0) {
+      await tx`
+        insert into lead_tags ${tx(moved.map((m) => ({ lead_id: m.lead_id, org_id: orgId, tag, tag_key: next.key, created_at: m.created_at })))}
+        on conflict do nothing`;
+    }
+    const merged = target !== undefined;
+    await audit(tx, actor, merged ? "tag.merge" : "tag.rename", `tag:${from.key}`, { from: from.tag, to: tag, leads: moved.length }, orgId);
+    return { ok: true, changed: true, merged, tag, leads: moved.length } as const;
+  }) as Promise<TagRename>;
+}
+
+/** Removes tag `key` from every lead of the organization, audited `tag.delete` with how many. */
+export function deleteTag(sql: Sql, actor: Actor, orgId: number, key: string): Promise<{ tag: string; leads: number }> {
+  confined(actor, orgId);
+  return sql.begin(async (tx) => {
+    const t = await lockedTag(tx, orgId, key);
+    const gone = await tx`delete from lead_tags where org_id = ${orgId} and tag_key = ${t.key}`;
+    await audit(tx, actor, "tag.delete", `tag:${t.key}`, { tag: t.tag, leads: gone.count }, orgId);
+    return { tag: t.tag, leads: gone.count };
+  }) as Promise<{ tag: string; leads: number }>;
+}
+
+/** The organization's tag row, locked for the rest of the transaction; a tag no lead carries is `not_found`. */
+async function lockedTag(tx: Tx, orgId: number, key: string): Promise<Tag> {
+  const [row] = await tx<Tag[]>`select tag, tag_key as key from org_tags where org_key = ${orgId} and tag_key = ${key} and uses > 0 for update`;
+  if (!row) throw new AppError("not_found");
+  return row;
 }

@@ -10,7 +10,7 @@ import { makeUser } from "./console";
 
 const MISSING = 999_999_999;
 const NOBODY = `nobody-${MISSING}`;
-const ids = { endpoint: 9301, automation: 9301, calendar: 9301, user: "" };
+const ids = { endpoint: 9301, automation: 9301, calendar: 9301, reply: 9301, user: "" };
 const made = new WeakMap<Sql, Promise<void>>();
 
 /** Organization 2's records, made once per database. */
@@ -23,6 +23,9 @@ function boltSettings(sql: Sql): Promise<void> {
       await sql`insert into automations (id, org_id, trigger, channel, body) values (${ids.automation}, 2, 'new_lead', 'sms', 'Hi {first_name}')`;
       await sql`insert into calendars (id, org_id, name, timezone, hours) values (${ids.calendar}, 2, 'Bolt settings', 'America/Chicago', '{}')`;
       await sql`insert into calendar_links (slug, calendar_id) values ('bolt-settings', ${ids.calendar})`;
+      const [lead] = await sql<{ id: number }[]>`insert into leads (list_id, phone) values (201, '5125559301') returning id`;
+      await sql`insert into lead_tags (lead_id, org_id, tag, tag_key) values (${lead!.id}, 2, 'Bolt settings', 'bolt settings')`;
+      await sql`insert into saved_replies (id, org_id, name, body) values (${ids.reply}, 2, 'Bolt settings', 'Hi {first_name}')`;
       ids.user = (await makeUser(sql, { role: "agent", orgId: 2 })).id;
     })();
     made.set(sql, p);
@@ -137,4 +140,16 @@ export const SETTINGS_ROUTES: Record<string, ConsoleRoute> = {
   consoleSettingsStatusRename: byId("POST /console/settings/statuses/{id}/rename", "POST", (id) => `/console/settings/statuses/${id}/rename`, () => 2, MISSING, { code: "LOST", label: "Taken over" }),
   consoleSettingsStatusRemoveConfirm: byId("GET /console/settings/statuses/{id}/remove", "GET", (id) => `/console/settings/statuses/${id}/remove?code=LOST`, () => 2, MISSING),
   consoleSettingsStatusRemove: byId("POST /console/settings/statuses/{id}/remove", "POST", (id) => `/console/settings/statuses/${id}/remove`, () => 2, MISSING, { code: "LOST", confirm: "on" }),
+  consoleSettingsReplies: managers("GET /console/settings/replies", get("/console/settings/replies"), asOrg("/console/settings/replies")),
+  consoleSettingsOrgReplies: byId("GET /console/settings/replies/{id}", "GET", (id) => `/console/settings/replies/${id}`, () => 2, MISSING),
+  consoleSettingsReplyAdd: byId("POST /console/settings/replies/{id}/add", "POST", (id) => `/console/settings/replies/${id}/add`, () => 2, MISSING, { name: "Taken over", body: "Hi", "channel.sms": "1" }),
+  consoleSettingsReplyEdit: byId("GET /console/settings/replies/{id}/edit", "GET", (id) => `/console/settings/replies/${id}/edit?reply=${ids.reply}`, () => 2, MISSING),
+  consoleSettingsReplySave: byId("POST /console/settings/replies/{id}/edit", "POST", (id) => `/console/settings/replies/${id}/edit`, () => 2, MISSING, { reply: String(ids.reply), name: "Taken over", body: "Hi", "channel.sms": "1" }),
+  consoleSettingsReplyDeleteConfirm: byId("GET /console/settings/replies/{id}/delete", "GET", (id) => `/console/settings/replies/${id}/delete?reply=${ids.reply}`, () => 2, MISSING),
+  consoleSettingsReplyDelete: byId("POST /console/settings/replies/{id}/delete", "POST", (id) => `/console/settings/replies/${id}/delete`, () => 2, MISSING, { reply: String(ids.reply), confirm: "on" }),
+  consoleSettingsTags: managers("GET /console/settings/tags", get("/console/settings/tags"), asOrg("/console/settings/tags")),
+  consoleSettingsOrgTags: byId("GET /console/settings/tags/{id}", "GET", (id) => `/console/settings/tags/${id}`, () => 2, MISSING),
+  consoleSettingsTagRename: byId("POST /console/settings/tags/{id}/rename", "POST", (id) => `/console/settings/tags/${id}/rename`, () => 2, MISSING, { tag: "bolt settings", to: "Taken over" }),
+  consoleSettingsTagDeleteConfirm: byId("GET /console/settings/tags/{id}/delete", "GET", (id) => `/console/settings/tags/${id}/delete?tag=bolt%20settings`, () => 2, MISSING),
+  consoleSettingsTagDelete: byId("POST /console/settings/tags/{id}/delete", "POST", (id) => `/console/settings/tags/${id}/delete`, () => 2, MISSING, { tag: "bolt settings", confirm: "on" }),
 };

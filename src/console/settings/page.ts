@@ -1,7 +1,7 @@
 // What the settings pages share: their tabs, a labelled field, the problems of a refused form.
 import { html, notice, type Html } from "../html";
 
-export type SettingsTab = "first-steps" | "org" | "users" | "webhooks" | "automations" | "calendars" | "pools" | "statuses";
+export type SettingsTab = "first-steps" | "org" | "users" | "webhooks" | "automations" | "calendars" | "pools" | "statuses" | "replies" | "tags";
 
 const TABS: readonly { id: SettingsTab; label: string; href: string }[] = [
   { id: "first-steps", label: "First steps", href: "/console/settings/first-steps" },
@@ -11,6 +11,8 @@ const TABS: readonly { id: SettingsTab; label: string; href: string }[] = [
   { id: "calendars", label: "Calendars", href: "/console/settings/calendars" },
   { id: "pools", label: "Number pools", href: "/console/settings/pools" },
   { id: "statuses", label: "Lead statuses", href: "/console/settings/statuses" },
+  { id: "replies", label: "Saved replies", href: "/console/settings/replies" },
+  { id: "tags", label: "Tags", href: "/console/settings/tags" },
   { id: "users", label: "Users", href: "/console/settings/users" },
 ];
 

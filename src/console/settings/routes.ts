@@ -7,10 +7,12 @@ import { calendarSettingsRoutes } from "./calendars";
 import { firstStepsRoutes } from "./first-steps";
 import { orgSettingsRoutes } from "./org";
 import { poolSettingsRoutes } from "./pools";
+import { replySettingsRoutes } from "./replies";
 import { statusSettingsRoutes } from "./statuses";
+import { tagSettingsRoutes } from "./tags";
 import { userSettingsRoutes } from "./users";
 import { webhookSettingsRoutes } from "./webhooks";
 
 export function settingsRoutes(deps: Deps): Route[] {
-  return [...firstStepsRoutes(deps), ...orgSettingsRoutes(deps), ...userSettingsRoutes(deps), ...webhookSettingsRoutes(deps), ...automationSettingsRoutes(deps), ...calendarSettingsRoutes(deps), ...poolSettingsRoutes(deps), ...statusSettingsRoutes(deps)];
+  return [...firstStepsRoutes(deps), ...orgSettingsRoutes(deps), ...userSettingsRoutes(deps), ...webhookSettingsRoutes(deps), ...automationSettingsRoutes(deps), ...calendarSettingsRoutes(deps), ...poolSettingsRoutes(deps), ...statusSettingsRoutes(deps), ...replySettingsRoutes(deps), ...tagSettingsRoutes(deps)];
 }
