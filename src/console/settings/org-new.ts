@@ -7,6 +7,7 @@ import type { Actor } from "../../auth/actor";
 import type { Deps } from "../../http/deps";
 import { html, type Html } from "../html";
 import { applySettings, createNext } from "./apply";
+import { orgNameFields, sendingRules } from "./org-page";
 import { orgFragment, type OrgForm } from "./org-service";
 import { problemsBox, selectField, settingsTabs, textField } from "./page";
 
@@ -48,15 +49,9 @@ ${problemsBox(v.problems)}
 <form method="post" action="/console/settings/orgs/new" class="settings-form">${v.csrf}
 <fieldset><legend>New organization</legend>
 ${textField({ id: "n-id", name: "id", label: "Id", value: val("id"), hint: "A whole number; the API, the provisioning file and reports name the organization by it. It cannot be changed later." })}
-${textField({ id: "n-name", name: "name", label: "Name", value: val("name"), required: true })}
-${textField({ id: "n-company", name: "company", label: "Company", value: val("company"), hint: "The legal name messages are signed with." })}
-${textField({ id: "n-timezone", name: "timezone", label: "Time zone", value: val("timezone"), required: true, hint: "An IANA name such as America/New_York: quiet hours, reports and the console's times use it." })}
+${orgNameFields("n", val)}
 </fieldset>
-<fieldset><legend>Sending rules</legend>
-<div class="pair">${textField({ id: "n-quiet-start", name: "quiet_start", label: "Quiet hours from", value: val("quiet_start"), type: "time" })}${textField({ id: "n-quiet-end", name: "quiet_end", label: "Quiet hours until", value: val("quiet_end"), type: "time" })}</div>
-<p class="muted">In the organization's time zone; no SMS is sent within them. Leave both empty for none.</p>
-${selectField({ id: "n-consent", name: "consent", label: "Consent", value: val("consent"), options: [["implied", "Implied (a lead who contacted us may be messaged)"], ["explicit", "Explicit (only leads who opted in)"]] })}
-</fieldset>
+${sendingRules("n", val)}
 <fieldset><legend>Billing</legend>
 ${selectField({ id: "n-billing", name: "billing_status", label: "Billing status", value: val("billing_status"), options: [["", "Not configured (sends refused)"], ["active", "Active"], ["frozen", "Frozen (sends refused)"]], hint: "Without billing the organization works in every other way (leads, calls, booking, webhooks), but every SMS and email is refused until it is set." })}
 ${selectField({ id: "n-subscription", name: "billing_subscription", label: "Subscription", value: val("billing_subscription"), options: [["none", "None (pay per message from credits)"], ["active", "Active"]] })}

@@ -47,15 +47,9 @@ ${v.admin ? html`${orgPicker(v.orgs, o.id, "/console/settings/org")}<p><a class=
 ${flashOf(v.done)}${problemsBox(v.problems)}
 <form method="post" action="/console/settings/org/${o.id}" class="settings-form">${v.csrf}
 <fieldset><legend>Organization ${o.id}</legend>
-${textField({ id: "o-name", name: "name", label: "Name", value: val("name"), required: true })}
-${textField({ id: "o-company", name: "company", label: "Company", value: val("company"), hint: "The legal name messages are signed with." })}
-${textField({ id: "o-timezone", name: "timezone", label: "Time zone", value: val("timezone"), required: true, hint: "An IANA name such as America/New_York: quiet hours, reports and the console's times use it." })}
+${orgNameFields("o", val)}
 </fieldset>
-<fieldset><legend>Sending rules</legend>
-<div class="pair">${textField({ id: "o-quiet-start", name: "quiet_start", label: "Quiet hours from", value: val("quiet_start"), type: "time" })}${textField({ id: "o-quiet-end", name: "quiet_end", label: "Quiet hours until", value: val("quiet_end"), type: "time" })}</div>
-<p class="muted">In the organization's time zone; no SMS is sent within them. Leave both empty for none.</p>
-${selectField({ id: "o-consent", name: "consent", label: "Consent", value: val("consent"), options: [["implied", "Implied (a lead who contacted us may be messaged)"], ["explicit", "Explicit (only leads who opted in)"]] })}
-</fieldset>
+${sendingRules("o", val)}
 <fieldset><legend>SMS sender (Twilio)</legend>
 ${textField({ id: "o-sms-base", name: "sms_base_url", label: "API base URL", value: val("sms_base_url"), placeholder: "https://api.twilio.com" })}
 ${textField({ id: "o-sms-sid", name: "sms_account_sid", label: "Account SID", value: val("sms_account_sid") })}
@@ -76,4 +70,22 @@ ${selectField({ id: "o-subscription", name: "billing_subscription", label: "Subs
     : html`<p class="muted">Billing: ${o.billing ? `${o.billing.status}, subscription ${o.billing.subscription}` : "not configured"} (set by an administrator).</p>`}
 <button class="btn btn-primary" type="submit">Save organization</button>
 </form>`;
+}
+
+type OrgBasics = "name" | "company" | "timezone" | "quiet_start" | "quiet_end" | "consent";
+
+/** An organization's name, company and time zone fields (ids prefixed `p-`): its page's and the new-organization form's. */
+export function orgNameFields(p: string, val: (k: OrgBasics) => string): Html {
+  return html`${textField({ id: `${p}-name`, name: "name", label: "Name", value: val("name"), required: true })}
+${textField({ id: `${p}-company`, name: "company", label: "Company", value: val("company"), hint: "The legal name messages are signed with." })}
+${textField({ id: `${p}-timezone`, name: "timezone", label: "Time zone", value: val("timezone"), required: true, hint: "An IANA name such as America/New_York: quiet hours, reports and the console's times use it." })}`;
+}
+
+/** The quiet hours and consent fieldset (ids prefixed `p-`). */
+export function sendingRules(p: string, val: (k: OrgBasics) => string): Html {
+  return html`<fieldset><legend>Sending rules</legend>
+<div class="pair">${textField({ id: `${p}-quiet-start`, name: "quiet_start", label: "Quiet hours from", value: val("quiet_start"), type: "time" })}${textField({ id: `${p}-quiet-end`, name: "quiet_end", label: "Quiet hours until", value: val("quiet_end"), type: "time" })}</div>
+<p class="muted">In the organization's time zone; no SMS is sent within them. Leave both empty for none.</p>
+${selectField({ id: `${p}-consent`, name: "consent", label: "Consent", value: val("consent"), options: [["implied", "Implied (a lead who contacted us may be messaged)"], ["explicit", "Explicit (only leads who opted in)"]] })}
+</fieldset>`;
 }
