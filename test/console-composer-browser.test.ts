@@ -193,8 +193,10 @@ describe("the composer's saved replies", () => {
     expect(await page.locator("#replies-list [aria-selected=true]").textContent()).toBe("Opening hours");
     expect(await filter.getAttribute("aria-activedescendant")).toMatch(/^reply-opt-\d+$/);
     await page.keyboard.press("Enter");
-    await expect(body.evaluate((el) => el === el.ownerDocument.activeElement)).resolves.toBe(true);
+    // The merged text comes from the server; once it is in, the focus is back on the message (the
+    // same step of composer.js), not before.
     await page.waitForFunction(`document.querySelector("#composer textarea[name=body]").value !== ""`);
+    await expect(body.evaluate((el) => el === el.ownerDocument.activeElement)).resolves.toBe(true);
     expect(await body.inputValue()).toBe("Hi José, we are open 8–6.");
     expect(await page.locator("#composer-replies").getAttribute("open")).toBeNull();
     // The counter follows the filled text.

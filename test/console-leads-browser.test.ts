@@ -149,8 +149,8 @@ describe("console: inbox, leads, a lead (Chromium)", () => {
   }, 60_000);
 
   // With the console's script the second click is swallowed in the page; without it Chromium (156)
-  // also posts the form once. Two posts of one form (one operation_id) reaching the server are
-  // tested over HTTP in test/console-leads.test.ts: the second is answered, not sent.
+  // usually posts the form once, sometimes twice. Two posts of one form (one operation_id) reaching
+  // the server are tested over HTTP in test/console-leads.test.ts: the second is answered, not sent.
   for (const script of [true, false]) {
     test(`a double-clicked send sends once (${script ? "with" : "without"} the page's script)`, async () => {
       twilio.reset();
@@ -162,11 +162,16 @@ describe("console: inbox, leads, a lead (Chromium)", () => {
       page.on("request", (r) => {
         if (r.method() === "POST" && r.url().endsWith(`/console/leads/${leadId}/send`)) posts++;
       });
-      const sent = page.waitForURL(/sent=ok/);
+      // Without the script, Chromium may abort the first submission's navigation for the second
+      // (ERR_ABORTED): the page then lands on the second's answer.
+      const sent = page.waitForURL(/sent=ok/).catch(() => page.waitForURL(/sent=ok/));
       await page.getByRole("button", { name: "Send", exact: true }).dblclick();
       await sent;
       await Bun.sleep(500); // let a second request, if any, land
-      expect(posts).toBe(1);
+      // With the script the page posts once; without it the browser may post twice, and the
+      // server sends once all the same (one operation_id per form: below).
+      if (script) expect(posts).toBe(1);
+      else expect(posts).toBeLessThanOrEqual(2);
       expect(twilio.requests.map((r) => r.form.Body)).toEqual([text]);
       const [{ n }] = await db.sql<{ n: number }[]>`select count(*)::int as n from messages where body = ${text}`;
       expect(n).toBe(1);
