@@ -123,8 +123,24 @@ describe("older entries load upward in place", () => {
     const { ctx, page, problems } = await signedIn(agent, { height: 800 });
     await page.goto(`${app.base}/console/inbox?view=open&open=${conv}`);
     expect(await page.locator("#timeline > li").count()).toBe(50);
+    // The live refresh answered while the older entries are on their way must not replace the
+    // timeline they are meant for: the first older request is held until a refresh has landed.
+    let hold: () => void = () => {};
+    const held = new Promise<void>((resolve) => (hold = resolve));
+    let asked = 0;
+    await page.route("**/timeline/older**", async (route) => {
+      if (asked++ === 0) await held;
+      await route.continue();
+    });
+    const older = page.waitForRequest((r) => r.url().includes("/timeline/older"));
     await page.evaluate(`document.getElementById("pane-timeline").scrollTop = 0`);
     const was = await topOf(page, "Text number 71.");
+    await older;
+    const refreshed = page.waitForResponse((r) => r.url().includes("/console/inbox?") && r.request().method() === "GET");
+    await page.evaluate(`htmx.trigger(document.getElementById("inbox-refresh"), "sse:change")`);
+    await refreshed;
+    await page.waitForTimeout(100); // the refresh's answer is swapped in once read
+    hold();
     await entries(page, 100);
     expect(await inView(page, "Text number 71.", "#pane-timeline")).toBe(true);
     expect(Math.abs((await topOf(page, "Text number 71.")) - was)).toBeLessThan(2);
