@@ -111,6 +111,9 @@ export async function shoot(page: Page, name: string, widths: readonly number[] 
   for (const width of widths) {
     await page.setViewportSize({ width, height: 800 });
     await page.screenshot({ path: join(SHOTS_DIR, `console-${name}-${width}.png`), fullPage: true });
+    // Nothing pushes the page sideways at any width (wide tables scroll in their own box).
+    const wide = (await page.evaluate("document.documentElement.scrollWidth")) as number;
+    if (wide > width) throw new Error(`console-${name}: the page is ${wide} px wide at a ${width} px window`);
   }
   await page.setViewportSize(size);
 }
