@@ -312,6 +312,9 @@ describe("booking on the lead's behalf", () => {
     const lead_ = (await agent.get(`/console/leads/${id}`)).body as string;
     expect(lead_.slice(lead_.indexOf('id="h-appts"'))).toContain("Roof estimates");
     expect(lead_).toContain("Appointment booked for");
+    // The event names its person as a person reads it, never the kind of actor stored.
+    expect(lead_).toContain('<div class="muted">by Dana Diaz</div>');
+    expect(lead_).not.toContain("(user)");
   });
 
   test("the capacity guard: a slot just taken goes back to the open times, nothing booked twice", async () => {

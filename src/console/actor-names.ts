@@ -17,6 +17,12 @@ export async function actorNames(sql: Sql, entries: readonly Entry[]): Promise<A
       else if (e.actor_type === "api_key" && /^\d{1,15}$/.test(e.actor_id)) keys.add(Number(e.actor_id));
       else if (e.actor_type === "automation" && /^\d{1,15}$/.test(e.actor_id)) autos.add(Number(e.actor_id));
     } else if (e.kind === "call" && e.agent) users.add(e.agent);
+    else if (e.kind === "event" && e.actor) {
+      // An event's actor is an id or already a name, depending on its writer: ids are looked up.
+      if (e.actor_role === "user") users.add(e.actor);
+      else if (e.actor_role === "api_key" && /^\d{1,15}$/.test(e.actor)) keys.add(Number(e.actor));
+      else if (e.actor_role === "automation" && /^\d{1,15}$/.test(e.actor)) autos.add(Number(e.actor));
+    }
   }
   if (users.size + keys.size + autos.size === 0) return new Map();
   const rows = await sql<{ k: string; name: string }[]>`
@@ -35,6 +41,17 @@ const KINDS: Record<string, string> = {
   operator: "an operator",
   recipient: "the recipient",
 };
+
+/**
+ * The words for an event's actor (`actor`, `actor_role` as its writer stored them): a person by
+ * name, "API key: …", "Automation: …", the booking page's visitor by the name they gave.
+ */
+export function eventActorWords(actor: string, role: string, names: ActorNames): string {
+  if (role === "user" || role === "api_key" || role === "automation") return actorWords(role, actor, names);
+  if (role === "booking") return `the booking link ${actor}`;
+  if (role === "" || KINDS[role] === actor) return actor;
+  return `${actor} (${KINDS[role] ?? role})`;
+}
 
 /** The words for a message's actor. */
 export function actorWords(type: string, id: string, names: ActorNames): string {

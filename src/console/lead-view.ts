@@ -11,7 +11,7 @@ import type { FirstTouch } from "../dni/attribution";
 import { DNC_NOTE_MAX, type DncEntry, type DncStatus } from "../leads/dnc";
 import { formatNumber } from "../dni/rules";
 import { htmlToText } from "../messages/merge";
-import { actorWords, type ActorNames } from "./actor-names";
+import { actorWords, eventActorWords, type ActorNames } from "./actor-names";
 import { composerHtml, type ComposerState } from "./composer";
 import { html, when, type Html } from "./html";
 
@@ -83,7 +83,7 @@ export function entryHtml(e: Entry, zone: string, names: ActorNames = new Map())
     case "event":
       return html`<li class="tl tl-event">
         <div class="tl-head"><span class="badge">EVENT</span> <strong>${e.label || e.event}</strong> ${at}</div>
-        ${e.actor ? html`<div class="muted">by ${e.actor}${e.actor_role ? html` (${e.actor_role})` : null}</div>` : null}
+        ${e.actor ? html`<div class="muted">by ${eventActorWords(e.actor, e.actor_role, names)}</div>` : null}
         ${e.note ? html`<div class="tl-body">${e.note}</div>` : null}
       </li>`;
   }
