@@ -13,6 +13,7 @@ import { answerOf, parseResult, parseSendInput, resultText, type Actor, type Mes
 import { recoverInterrupted } from "../src/messages/queries";
 import { sendDeferred, sendMessage, type SendEnv } from "../src/messages/service";
 import { testDatabase, type TestDatabase } from "./harness/db";
+import { TEST_DEADLINE_MS } from "./harness/deadline";
 import { seedWorld } from "./harness/factory";
 import { startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
 import { startProxy } from "./harness/proxy";
@@ -73,7 +74,8 @@ describe("structure", () => {
 let db: TestDatabase;
 let other: Sql;
 let twilio: FakeTwilio;
-const env: SendEnv = { baseUrl: "https://leadline.example" };
+// Database steps bounded as the tests' instances bound their requests (harness/deadline.ts).
+const env: SendEnv = { baseUrl: "https://leadline.example", deadlineMs: TEST_DEADLINE_MS };
 const acme: Actor = { orgId: 1, type: "api_key", id: "11", agent: null, keyId: 11 };
 // 2026-01-15 11:00 in Texas; 22:00 there (inside 21:00–08:00); 08:00 the next morning.
 const DAY = Date.UTC(2026, 0, 15, 17);

@@ -81,6 +81,8 @@ export interface SendEnv {
    * without List-Unsubscribe (a test's env). `serve` always has one (src/app/settings.ts).
    */
   unsubscribeKey?: Buffer | null;
+  /** The bound on each database step (default the contract's DEADLINE_MS; Config.deadlineMs). */
+  deadlineMs?: number;
 }
 
 /** What the send path needs of the configuration and of what `serve` loaded at start. */
@@ -89,6 +91,7 @@ export const sendEnv = (deps: { config: Config; unsubscribeKey: Buffer }): SendE
   secretKey: deps.config.secretKey,
   unsubscribeKey: deps.unsubscribeKey,
   ...(deps.config.providerTimeoutMs === null ? {} : { providerTimeoutMs: deps.config.providerTimeoutMs }),
+  ...(deps.config.deadlineMs === null ? {} : { deadlineMs: deps.config.deadlineMs }),
 });
 
 export const BILLING_LOCK_MS = 2_000;
@@ -107,13 +110,15 @@ const replayWaitOf = (env: SendEnv) => 2 * providerTimeoutOf(env);
  * The longest a send can take: the billing lock, a provider wait or a retry's wait for the first
  * answer, and its database steps. The API's deadline for r=messages.
  */
-export const sendDeadline = (env: SendEnv) => replayWaitOf(env) + (env.billingLockMs ?? BILLING_LOCK_MS) + 3 * DEADLINE_MS;
+export const sendDeadline = (env: SendEnv) => replayWaitOf(env) + (env.billingLockMs ?? BILLING_LOCK_MS) + 3 * deadlineOf(env);
 
 /**
  * Each database step of a send is bounded like any request's database work (a database that is
  * away or stuck answers 503 in about a second); only the provider wait is long.
  */
-const step = <T>(work: Promise<T>, ms = DEADLINE_MS) => withDeadline(work, ms);
+const step = <T>(env: SendEnv, work: Promise<T>, times = 1) => withDeadline(work, deadlineOf(env) * times);
+/** The bound on one database step of a send (SendEnv.deadlineMs, else the contract's second). */
+const deadlineOf = (env: SendEnv) => env.deadlineMs ?? DEADLINE_MS;
 
 export const statusCallbackUrl = (baseUrl: string) => `${withoutTrailingSlashes(baseUrl)}/hooks/sms_status.php`;
 
@@ -144,7 +149,7 @@ export async function sendFromApi(sql: Sql, probes: Probes, hit: KeyHit, actor: 
     await probes.countAlone(hit);
     throw read instanceof AppError ? read : new AppError("not_found");
   }
-  const probe = await step(probes.load(hit, { orgId: actor.orgId, scope: scopeOf(actor), leadId: read.leadId, operationId: read.operationId }));
+  const probe = await step(env, probes.load(hit, { orgId: actor.orgId, scope: scopeOf(actor), leadId: read.leadId, operationId: read.operationId }));
   return sendMessage(sql, actor, read, now, env, probe);
 }
 
@@ -174,7 +179,7 @@ export async function sendMessage(
   let first: Probe;
   if (probe) first = probe;
   else {
-    const c = await step(sendContext(sql, actor, input.leadId, "note", input.operationId));
+    const c = await step(env, sendContext(sql, actor, input.leadId, "note", input.operationId));
     first = { leadFound: c.lead !== null, prior: c.prior };
   }
   // The lead is checked first: an empty body for someone else's lead is still a 404.
@@ -195,8 +200,8 @@ async function note(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
   const insert = (q: Sql) => insertNote(q, actor, input.leadId!, input.body, input.subject ?? "", input.operationId, hash, new Date(now));
   const r =
     recorded === undefined
-      ? await step(insert(sql))
-      : await beginWithin(sql, DEADLINE_MS, async (tx) => {
+      ? await step(env, insert(sql))
+      : await beginWithin(sql, deadlineOf(env), async (tx) => {
           const row = await insert(tx as unknown as Sql);
           if (row.id !== null) await recorded(tx, row.id, null);
           return row;
@@ -209,7 +214,7 @@ async function note(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
 /** A new SMS or email: read its recipient, then sendNow records it as a new message. Null: read again. */
 async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now: number, env: SendEnv, recorded?: Recorded): Promise<MessageResult | null> {
   const channel = input.channel as "sms" | "email";
-  const ctx = await step(sendContext(sql, actor, input.leadId, channel, input.operationId));
+  const ctx = await step(env, sendContext(sql, actor, input.leadId, channel, input.operationId));
   if (!ctx.lead) throw new AppError("not_found");
   if (ctx.prior) return replay(sql, ctx.prior, hash, now, env);
   const [went] = await sendNow(sql, [newOutgoing(actor, input, hash, ctx, ctx.lead, now, recorded)], now, env);
@@ -218,7 +223,7 @@ async function send(sql: Sql, actor: Actor, input: SendInput, hash: string, now:
     // have recorded it meanwhile (and spent the last credit), and a retry answers what the first
     // got, never a refusal of its own. Read again only then: a refusal without a wait is cheap.
     if (went!.waited) {
-      const again = await step(sendContext(sql, actor, input.leadId, channel, input.operationId));
+      const again = await step(env, sendContext(sql, actor, input.leadId, channel, input.operationId));
       if (again.prior) return replay(sql, again.prior, hash, now, env);
     }
     return refusal(went!.reason);
@@ -410,7 +415,7 @@ async function sendNow(sql: Sql, ms: readonly Outgoing[], now: number, env: Send
     try {
       // Not committed after the request has answered 503 (a charge nobody would send).
       // A large group's statements carry more rows: a deadline a second longer per 500 sends.
-      held = await beginWithin(sql, lockMs + DEADLINE_MS * Math.ceil(group.length / 500), async (tx) => {
+      held = await beginWithin(sql, lockMs + deadlineOf(env) * Math.ceil(group.length / 500), async (tx) => {
         const billing = await lockBilling(tx, org.id, lockMs);
         // Counted under the billing row's lock, which every send of the org holds while it
         // records: exact across instances, however many automation sends race for the last one.
@@ -477,7 +482,7 @@ async function sendNow(sql: Sql, ms: readonly Outgoing[], now: number, env: Send
       } else if (h.kind === "queued") went[a.i] = h;
       else calls.push({ a, org, id: h.id });
     });
-    if (capRefused) await warnCapReached(sql, org, now);
+    if (capRefused) await warnCapReached(sql, org, now, env);
   }
   if (calls.length === 0) return went;
   // The text as stored: the provider gets exactly what the conversation shows.
@@ -495,6 +500,7 @@ async function sendNow(sql: Sql, ms: readonly Outgoing[], now: number, env: Send
     sql,
     calls.map(({ a, org, id }, c) => ({ id, channel: a.m.channel, to: a.to, org, outcome: outcomes[c]! })),
     now,
+    env,
   );
   calls.forEach(({ a }, c) => (went[a.i] = { kind: "delivered", result: results[c]! }));
   return went;
@@ -544,10 +550,10 @@ export function asSent(channel: "sms" | "email", body: string, subject: string, 
  * logged by whichever instance records the (org, day) first; later refusals that day log nothing.
  * Never fails the send's answer: the refusal stands whether or not the warning could be written.
  */
-async function warnCapReached(sql: Sql, org: OrgSettings, now: number): Promise<void> {
+async function warnCapReached(sql: Sql, org: OrgSettings, now: number, env: SendEnv): Promise<void> {
   const { day } = orgDay(now, org.timezone);
   try {
-    if (!(await step(firstCapWarning(sql, org.id, day, new Date(now))))) return;
+    if (!(await step(env, firstCapWarning(sql, org.id, day, new Date(now))))) return;
   } catch {
     return;
   }
@@ -571,7 +577,7 @@ async function replay(sql: Sql, prior: PriorRow, hash: string, now: number, env:
   const deadline = performance.now() + replayWaitOf(env);
   for (let first = true; performance.now() < deadline; first = false) {
     if (!first) await Bun.sleep(20);
-    const result = await step(settledResult(sql, prior.id, new Date(now)));
+    const result = await step(env, settledResult(sql, prior.id, new Date(now)));
     if (result !== null) return parseResult(result);
   }
   return { ok: false, message_id: prior.id, reason: "in_progress" };
@@ -615,7 +621,7 @@ interface Answered {
  * stored answer, which for a message queued first is its first answer. The sent ones in one
  * statement (recordSent), a failure (rare: its refund and reason) in one of its own.
  */
-async function settle(sql: Sql, answered: readonly Answered[], now: number): Promise<MessageResult[]> {
+async function settle(sql: Sql, answered: readonly Answered[], now: number, env: SendEnv): Promise<MessageResult[]> {
   const at = new Date(now);
   const results = answered.map(({ id, channel, outcome }): MessageResult => {
     messageSends.inc(channel, outcome.ok ? "sent" : "failed");
@@ -637,7 +643,7 @@ async function settle(sql: Sql, answered: readonly Answered[], now: number): Pro
   try {
     // A database away for a moment (a restart) is waited for, so the request still gets its answer.
     // Both writes act only on a message still `sending`, so a repeat of what landed changes nothing.
-    stored = await untilWritten(() => step(record(), DEADLINE_MS * Math.ceil(answered.length / 500)), IN_REQUEST_RETRY_MS);
+    stored = await untilWritten(() => step(env, record(), Math.ceil(answered.length / 500)), IN_REQUEST_RETRY_MS);
   } catch (err) {
     // Away for longer, or slow: this request answers 503 and the outcomes keep being written in
     // the background (recordOutcome acts only on a message still `sending`), so that a text that
@@ -648,8 +654,8 @@ async function settle(sql: Sql, answered: readonly Answered[], now: number): Pro
   }
   const out: MessageResult[] = [];
   for (const [i, a] of answered.entries()) {
-    if (!a.outcome.ok && a.channel === "sms" && a.outcome.code === TWILIO_UNSUBSCRIBED) await step(optOutPhone(sql, a.org.id, a.to, "provider:21610", at));
-    const text = stored.get(a.id) ?? (await step(settledResult(sql, a.id, at)));
+    if (!a.outcome.ok && a.channel === "sms" && a.outcome.code === TWILIO_UNSUBSCRIBED) await step(env, optOutPhone(sql, a.org.id, a.to, "provider:21610", at));
+    const text = stored.get(a.id) ?? (await step(env, settledResult(sql, a.id, at)));
     out.push(text === null ? results[i]! : parseResult(text));
   }
   return out;
@@ -710,7 +716,7 @@ const BILLING_RETRY_MS = 30_000;
  */
 export async function sendDeferred(sql: Sql, messageId: number, now: number, env: SendEnv): Promise<DeferredStep> {
   const at = new Date(now);
-  const row = await step(loadDeferred(sql, messageId));
+  const row = await step(env, loadDeferred(sql, messageId));
   if (!row || !row.context.lead) return { done: true };
   if (row.defer_until && row.defer_until.getTime() > now) return { retryAt: row.defer_until.getTime() };
   const [went] = await sendNow(
@@ -737,7 +743,7 @@ export async function sendDeferred(sql: Sql, messageId: number, now: number, env
   if (went!.kind === "queued") return { retryAt: went!.until };
   if (went!.kind === "refused") {
     if (went!.busy) return { retryAt: now + BILLING_RETRY_MS };
-    await step(failDeferred(sql, messageId, went!.reason, at));
+    await step(env, failDeferred(sql, messageId, went!.reason, at));
   }
   return { done: true };
 }
