@@ -9,6 +9,7 @@ import { ENDPOINT_CONCURRENCY } from "../src/events/jobs";
 import { call, startApp, type TestApp } from "./harness/app";
 import { spawnCli } from "./harness/capture";
 import { ManualClock } from "./harness/clock";
+import { TEST_DEADLINE_MS } from "./harness/deadline";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { makeKey, seedWorld } from "./harness/factory";
 import { WebhookReceiver } from "./harness/webhook-receiver";
@@ -172,7 +173,7 @@ describe("several instances", () => {
 async function spawnServe(): Promise<{ proc: Subprocess; base: string }> {
   const proc = Bun.spawn([process.execPath, "src/main.ts", "serve"], {
     cwd: resolve(import.meta.dir, ".."),
-    env: { ...process.env, ...ENV, DATABASE_URL: db.url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info" },
+    env: { ...process.env, ...ENV, DATABASE_URL: db.url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", REQUEST_DEADLINE_MS: String(TEST_DEADLINE_MS) },
     stdout: "pipe",
     stderr: "pipe",
   });

@@ -2,6 +2,7 @@
 // providers as real servers on 127.0.0.1, Twilio's callbacks signed as Twilio signs them, time set
 // on an injected clock.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { TEST_DEADLINE_MS } from "./harness/deadline";
 import type { Subprocess } from "bun";
 import { call, startApp, type TestApp } from "./harness/app";
 import { ManualClock } from "./harness/clock";
@@ -801,7 +802,7 @@ describe("a process killed between the provider call and recording its outcome",
     twilio.setMode({ kind: "hang" });
     const child: Subprocess<"ignore", "pipe", "inherit"> = Bun.spawn([process.execPath, "src/main.ts", "serve"], {
       cwd: new URL("..", import.meta.url).pathname,
-      env: { ...process.env, DATABASE_URL: db.url, PORT: "0", HOST: "127.0.0.1", BASE_URL: PUBLIC, LOG_LEVEL: "info" },
+      env: { ...process.env, DATABASE_URL: db.url, PORT: "0", HOST: "127.0.0.1", BASE_URL: PUBLIC, LOG_LEVEL: "info", REQUEST_DEADLINE_MS: String(TEST_DEADLINE_MS) },
       stdin: "ignore",
       stdout: "pipe",
       stderr: "inherit",

@@ -5,6 +5,7 @@
 // daily automation cap, two instances racing over the same due reminders, and a process SIGKILLed
 // between its batch's claim and its provider calls.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { TEST_DEADLINE_MS } from "./harness/deadline";
 import type { Subprocess } from "bun";
 import { systemActor } from "../src/auth/actor";
 import { AUTOMATION_RUN, runAutomation, runAutomations } from "../src/automations/service";
@@ -240,7 +241,7 @@ describe("a process killed between its batch's claim and its provider calls", ()
     twilio.setMode({ kind: "hang" });
     const child: Subprocess<"ignore", "pipe", "inherit"> = Bun.spawn([process.execPath, "src/main.ts", "serve"], {
       cwd: new URL("..", import.meta.url).pathname,
-      env: { ...process.env, DATABASE_URL: db.url, PORT: "0", HOST: "127.0.0.1", BASE_URL: env.baseUrl, LOG_LEVEL: "error" },
+      env: { ...process.env, DATABASE_URL: db.url, PORT: "0", HOST: "127.0.0.1", BASE_URL: env.baseUrl, LOG_LEVEL: "error", REQUEST_DEADLINE_MS: String(TEST_DEADLINE_MS) },
       stdin: "ignore",
       stdout: "pipe",
       stderr: "inherit",

@@ -3,6 +3,7 @@
 // inbound signature check working through the sealed values; rotation; serve refusing a key that
 // does not open them; and the same installation without a key, in clear, with one warning.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { TEST_DEADLINE_MS } from "./harness/deadline";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -182,7 +183,7 @@ async function serveOnce(url: string, env: Record<string, string>): Promise<{ li
   delete base.LEADLINE_SECRET_KEY_OLD;
   const proc = Bun.spawn([process.execPath, "src/main.ts", "serve"], {
     cwd: ROOT,
-    env: { ...base, DATABASE_URL: url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", NPK_IP_SALT: "salt", ...env },
+    env: { ...base, DATABASE_URL: url, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", NPK_IP_SALT: "salt", REQUEST_DEADLINE_MS: String(TEST_DEADLINE_MS), ...env },
     stdout: "pipe",
     stderr: "pipe",
   });

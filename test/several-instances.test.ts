@@ -158,7 +158,9 @@ describe.skipIf(!built)("three instances under a mixed load", () => {
         // Every instance ready again (its /readyz needs the database), polled while the load goes on.
         const recovered = await Promise.all(c.servers.map((s) => readyWithin(s.base, 15_000)));
         console.log("ready again after (ms):", recovered.map((ms) => Math.round(ms)));
-        await Bun.sleep(Math.max(0, 7000 - (performance.now() - upAt)));
+        // Every instance ready: the load goes on four seconds more (seven after the return at least).
+        const readyAt = upAt + Math.max(...recovered);
+        await Bun.sleep(Math.max(0, 7000 - (performance.now() - upAt), readyAt + 4000 - performance.now()));
         await load.stop();
         await settle(c.db.sql, rx, 90_000);
         const warnings = logOf(c);
@@ -176,8 +178,9 @@ describe.skipIf(!built)("three instances under a mixed load", () => {
         console.log(`503 unavailable while away: ${ms.length}, p50 ${ms[Math.floor(ms.length / 2)]!.toFixed(0)} ms, max ${ms.at(-1)!.toFixed(0)} ms`);
         // Never a hang (a request unanswered within 10 s is status 0) nor any other error while it was away.
         expect(during.filter((a) => a.status === 0 || (a.status >= 400 && !isUnavailable(a) && !(a.op === "send_sms" && a.status === 402)))).toEqual([]);
-        // Service resumed: what was sent from 3 s after its return was answered as without a fault.
-        const late = load.answers.filter((a) => a.at > upAt + 3000);
+        // Service resumed: what was sent from 3 s after its return, and a second after every
+        // instance was ready again (later on a busy machine), was answered as without a fault.
+        const late = load.answers.filter((a) => a.at > Math.max(upAt + 3000, readyAt + 1000));
         expect(late.length).toBeGreaterThan(0);
         expect(late.filter(isUnavailable).length).toBeLessThanOrEqual(UNAVAILABLE_WITHOUT_FAULT * late.length);
 
