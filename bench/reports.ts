@@ -168,8 +168,8 @@ await suite.run(async () => {
   // The attribution report's plan over the default 30 days (the statement the page runs, its values).
   const captured: { query: string; params: unknown[] }[] = [];
   const probe = postgres(suite.databaseUrl(), { max: 1, onnotice: () => {}, debug: (_c: number, query: string, params: unknown[]) => captured.push({ query, params }) });
-  const to = new Date();
-  await attributionReport(probe as unknown as Sql, 1, new Date(to.getTime() - 30 * 86_400_000), to);
+  const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+  await attributionReport(probe as unknown as Sql, 1, day(Date.now() - 29 * 86_400_000), day(Date.now()));
   const stmt = captured[captured.length - 1];
   const plan = await probe.unsafe(`explain (analyze, buffers) ${stmt.query}`, stmt.params as never[]);
   suite.say("attribution report, 30 days: EXPLAIN (ANALYZE, BUFFERS)\n" + plan.map((r) => r["QUERY PLAN"]).join("\n"));
