@@ -234,3 +234,62 @@ describe("the attribution rollup equals the request-time query", () => {
     expect(n).toBeGreaterThan(0);
   });
 });
+
+describe("a lead's first touch given while another transaction counts its call", () => {
+  // Two real transactions on two connections. Without the lead locked FOR SHARE while a call is
+  // counted, the call's transaction reads the lead as it was (no touch: nothing counted) and the
+  // touch's transaction recounts the lead's calls without seeing the uncommitted call: the call
+  // would be missing from the report for good.
+  const TOUCH = { source: "race", medium: "cpc", campaign: "r", landing: "https://acme.example/race" };
+  const newLead = async (phone: string) =>
+    (await db.sql<{ id: number }[]>`insert into leads (list_id, org_id, phone, created_at) values (101, 1, ${phone}, '2026-11-24T15:00:00Z') returning id`)[0].id;
+  const insertCall = (sql: Sql, lead: number) =>
+    sql`insert into calls (lead_id, phone, status, secs, agent, occurred_at) values (${lead}, '5125550000', 'ANSWERED', 30, 'agent7', '2026-11-24T16:00:00Z')`;
+  const give = (sql: Sql, lead: number) => sql`update leads set attribution = ${sql.json(TOUCH)} where id = ${lead}`;
+  const raceRow = async () => (await attributionReport(db.sql, 1, "2026-11-24", "2026-11-24")).find((r) => r.source === "race");
+
+  test("the touch first: the call's transaction waits for it and counts the call under the touch", async () => {
+    const lead = await newLead("5125558001");
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let given!: () => void;
+    const touched = new Promise<void>((r) => (given = r));
+    const t1 = db.sql.begin(async (tx) => {
+      await give(tx as unknown as Sql, lead);
+      given();
+      await held;
+    });
+    await touched;
+    let callDone = false;
+    const t2 = db.sql.begin((tx) => insertCall(tx as unknown as Sql, lead)).then(() => (callDone = true));
+    await Bun.sleep(300);
+    expect(callDone).toBe(false); // waiting for the lead's row
+    release();
+    await Promise.all([t1, t2]);
+    expect(await raceRow()).toMatchObject({ calls: 1, leads: 1 });
+    await expectSame("race: touch first");
+  });
+
+  test("the call first: the touch's transaction waits for it and recounts the call", async () => {
+    const lead = await newLead("5125558002");
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let inserted!: () => void;
+    const counted = new Promise<void>((r) => (inserted = r));
+    const t2 = db.sql.begin(async (tx) => {
+      await insertCall(tx as unknown as Sql, lead);
+      inserted();
+      await held;
+    });
+    await counted;
+    let touchDone = false;
+    const t1 = db.sql.begin((tx) => give(tx as unknown as Sql, lead)).then(() => (touchDone = true));
+    await Bun.sleep(300);
+    expect(touchDone).toBe(false);
+    release();
+    await Promise.all([t1, t2]);
+    expect(await raceRow()).toMatchObject({ calls: 2, leads: 2 });
+    await expectSame("race: call first");
+  });
+});
+
