@@ -12,7 +12,9 @@
 -- (organization, its day, fact, first touch, secs_from) → n, in stripes as report_daily's (a writer
 -- adds to a stripe no other transaction holds, so concurrent writers never wait on one row).
 --   fact       visitor | call | lead | appointment
---   touch      md5 of the four texts (the key; landing pages can be longer than a btree entry)
+--   touch      the first touch's key: the SHA-256 of its four texts, named in report_touches (a
+--              narrow key: the report hashes 32 bytes a row, not four texts, and landing pages can
+--              be longer than a btree entry)
 --   secs_from  calls only: the largest of the organization's marks (report_touch_marks) at or
 --              below the call's secs, so that "calls of at least min_secs" (a conversion action's
 --              value) and "answered" (secs >= 1) are sums of rows; -1 below 0; 0 for other facts.
@@ -23,14 +25,21 @@ create table report_touch_daily (
   touch     bytea not null,
   secs_from integer not null default 0,
   stripe    bigint not null,
-  source    text not null,
-  medium    text not null,
-  campaign  text not null,
-  landing   text not null,
   n         bigint not null default 0,
   primary key (org_id, day, fact, touch, secs_from, stripe)
 );
 create sequence report_touch_stripe;
+
+-- Each first touch's texts, by its key (the same texts make the same key in every organization;
+-- the counts are per organization). Written once, the first time a touch is counted: a writer
+-- counting a touch that another transaction is writing here for the first time waits for it.
+create table report_touches (
+  touch    bytea primary key,
+  source   text not null,
+  medium   text not null,
+  campaign text not null,
+  landing  text not null
+);
 
 -- What each call and appointment was counted as. Their touch and organization come from another
 -- row (the lead's, the calendar's), which can change in the same statement as the call (intake of
@@ -41,10 +50,7 @@ create table report_touch_facts (
   id        bigint not null,
   org_id    bigint not null,
   day       date not null,
-  source    text not null,
-  medium    text not null,
-  campaign  text not null,
-  landing   text not null,
+  touch     bytea not null,
   secs_from integer not null,
   primary key (kind, id)
 );
@@ -59,8 +65,22 @@ create table report_touch_marks (
 
 create function report_touch_key(p_source text, p_medium text, p_campaign text, p_landing text) returns bytea
 language sql immutable as $$
-  select decode(md5(jsonb_build_array(p_source, p_medium, p_campaign, p_landing)::text), 'hex')
+  select sha256(convert_to(jsonb_build_array(p_source, p_medium, p_campaign, p_landing)::text, 'UTF8'))
 $$;
+
+-- A first touch's key, its texts recorded in report_touches.
+create function report_touch_name(p_source text, p_medium text, p_campaign text, p_landing text) returns bytea
+language plpgsql as $$
+declare
+  k bytea := report_touch_key(p_source, p_medium, p_campaign, p_landing);
+begin
+  perform 1 from report_touches where touch = k;
+  if not found then
+    insert into report_touches (touch, source, medium, campaign, landing)
+    values (k, p_source, p_medium, p_campaign, p_landing) on conflict do nothing;
+  end if;
+  return k;
+end $$;
 
 create function report_secs_from(p_marks integer[], p_secs integer) returns integer language sql immutable as $$
   select coalesce(max(m), -1) from unnest(p_marks) m where m <= p_secs
@@ -81,25 +101,23 @@ create function report_touch_marks_of(p_org bigint) returns integer[] language s
 $$;
 
 -- Adds to a counter without ever waiting for another writer (report_add's way, sql/0027).
-create function report_touch_add(p_org bigint, p_day date, p_fact text, p_source text, p_medium text, p_campaign text,
-                                 p_landing text, p_secs_from integer, p_n bigint) returns void
+create function report_touch_add(p_org bigint, p_day date, p_fact text, p_touch bytea, p_secs_from integer, p_n bigint) returns void
 language plpgsql as $$
 declare
-  k bytea := report_touch_key(p_source, p_medium, p_campaign, p_landing);
   free bigint;
 begin
   if p_org is null or p_day is null or p_n = 0 then
     return;
   end if;
   select s.stripe into free from report_touch_daily s
-  where s.org_id = p_org and s.day = p_day and s.fact = p_fact and s.touch = k and s.secs_from = p_secs_from
+  where s.org_id = p_org and s.day = p_day and s.fact = p_fact and s.touch = p_touch and s.secs_from = p_secs_from
   limit 1 for update skip locked;
   if found then
     update report_touch_daily set n = n + p_n
-    where org_id = p_org and day = p_day and fact = p_fact and touch = k and secs_from = p_secs_from and stripe = free;
+    where org_id = p_org and day = p_day and fact = p_fact and touch = p_touch and secs_from = p_secs_from and stripe = free;
   else
-    insert into report_touch_daily (org_id, day, fact, touch, secs_from, stripe, source, medium, campaign, landing, n)
-    values (p_org, p_day, p_fact, k, p_secs_from, nextval('report_touch_stripe'), p_source, p_medium, p_campaign, p_landing, p_n);
+    insert into report_touch_daily (org_id, day, fact, touch, secs_from, stripe, n)
+    values (p_org, p_day, p_fact, p_touch, p_secs_from, nextval('report_touch_stripe'), p_n);
   end if;
 end $$;
 
@@ -120,7 +138,7 @@ declare
 begin
   delete from report_touch_facts where kind = p_kind and id = p_id returning * into was;
   if found then
-    perform report_touch_add(was.org_id, was.day, p_kind, was.source, was.medium, was.campaign, was.landing, was.secs_from, -1);
+    perform report_touch_add(was.org_id, was.day, p_kind, was.touch, was.secs_from, -1);
   end if;
   if p_kind = 'call' then
     select c.lead_id into v_lead from calls c where c.id = p_id;
@@ -146,11 +164,12 @@ begin
   if v_org is null or v_touch is null then
     return;
   end if;
-  insert into report_touch_facts (kind, id, org_id, day, source, medium, campaign, landing, secs_from)
-  values (p_kind, p_id, v_org, report_day(v_org, v_at), coalesce(v_touch->>'source', ''), coalesce(v_touch->>'medium', ''),
-          coalesce(v_touch->>'campaign', ''), coalesce(v_touch->>'landing', ''), v_from)
+  insert into report_touch_facts (kind, id, org_id, day, touch, secs_from)
+  values (p_kind, p_id, v_org, report_day(v_org, v_at),
+          report_touch_name(coalesce(v_touch->>'source', ''), coalesce(v_touch->>'medium', ''),
+                            coalesce(v_touch->>'campaign', ''), coalesce(v_touch->>'landing', '')), v_from)
   returning * into was;
-  perform report_touch_add(was.org_id, was.day, p_kind, was.source, was.medium, was.campaign, was.landing, was.secs_from, 1);
+  perform report_touch_add(was.org_id, was.day, p_kind, was.touch, was.secs_from, 1);
 end $$;
 
 create function report_touch_call() returns trigger language plpgsql as $$
@@ -185,14 +204,14 @@ create trigger appointments_touch_delete after delete on appointments for each r
 create function report_touch_lead() returns trigger language plpgsql as $$
 begin
   if tg_op <> 'INSERT' and old.org_id is not null and old.attribution is not null then
-    perform report_touch_add(old.org_id, report_day(old.org_id, old.created_at), 'lead', coalesce(old.attribution->>'source', ''),
-                             coalesce(old.attribution->>'medium', ''), coalesce(old.attribution->>'campaign', ''),
-                             coalesce(old.attribution->>'landing', ''), 0, -1);
+    perform report_touch_add(old.org_id, report_day(old.org_id, old.created_at), 'lead',
+                             report_touch_key(coalesce(old.attribution->>'source', ''), coalesce(old.attribution->>'medium', ''),
+                                              coalesce(old.attribution->>'campaign', ''), coalesce(old.attribution->>'landing', '')), 0, -1);
   end if;
   if tg_op <> 'DELETE' and new.org_id is not null and new.attribution is not null then
-    perform report_touch_add(new.org_id, report_day(new.org_id, new.created_at), 'lead', coalesce(new.attribution->>'source', ''),
-                             coalesce(new.attribution->>'medium', ''), coalesce(new.attribution->>'campaign', ''),
-                             coalesce(new.attribution->>'landing', ''), 0, 1);
+    perform report_touch_add(new.org_id, report_day(new.org_id, new.created_at), 'lead',
+                             report_touch_name(coalesce(new.attribution->>'source', ''), coalesce(new.attribution->>'medium', ''),
+                                               coalesce(new.attribution->>'campaign', ''), coalesce(new.attribution->>'landing', '')), 0, 1);
   end if;
   if tg_op = 'UPDATE' and (old.org_id, old.attribution) is distinct from (new.org_id, new.attribution) then
     perform report_touch_fact('call', c.id) from calls c where c.lead_id = new.id;
@@ -216,13 +235,13 @@ declare
 begin
   if tg_op <> 'INSERT' then
     select p.org_id into org from dni_pools p where p.key = old.pool_key;
-    perform report_touch_add(org, report_day(org, old.first_visit_at), 'visitor', old.utm_source, old.utm_medium,
-                             old.utm_campaign, old.landing, 0, -1);
+    perform report_touch_add(org, report_day(org, old.first_visit_at), 'visitor',
+                             report_touch_key(old.utm_source, old.utm_medium, old.utm_campaign, old.landing), 0, -1);
   end if;
   if tg_op <> 'DELETE' then
     select p.org_id into org from dni_pools p where p.key = new.pool_key;
-    perform report_touch_add(org, report_day(org, new.first_visit_at), 'visitor', new.utm_source, new.utm_medium,
-                             new.utm_campaign, new.landing, 0, 1);
+    perform report_touch_add(org, report_day(org, new.first_visit_at), 'visitor',
+                             report_touch_name(new.utm_source, new.utm_medium, new.utm_campaign, new.landing), 0, 1);
   end if;
   return null;
 end $$;
@@ -242,10 +261,10 @@ declare
   r record;
 begin
   for r in select first_visit_at, utm_source, utm_medium, utm_campaign, landing from dni_visitors where pool_key = new.key loop
-    perform report_touch_add(old.org_id, report_day(old.org_id, r.first_visit_at), 'visitor', r.utm_source, r.utm_medium,
-                             r.utm_campaign, r.landing, 0, -1);
-    perform report_touch_add(new.org_id, report_day(new.org_id, r.first_visit_at), 'visitor', r.utm_source, r.utm_medium,
-                             r.utm_campaign, r.landing, 0, 1);
+    perform report_touch_add(old.org_id, report_day(old.org_id, r.first_visit_at), 'visitor',
+                             report_touch_key(r.utm_source, r.utm_medium, r.utm_campaign, r.landing), 0, -1);
+    perform report_touch_add(new.org_id, report_day(new.org_id, r.first_visit_at), 'visitor',
+                             report_touch_name(r.utm_source, r.utm_medium, r.utm_campaign, r.landing), 0, 1);
   end loop;
   return null;
 end $$;
@@ -286,44 +305,53 @@ begin
   select z.org_id, report_touch_marks_now(z.org_id) from report_touch_zones z
   where report_touch_marks_now(z.org_id) <> '{0,1}';
 
-  insert into report_touch_facts (kind, id, org_id, day, source, medium, campaign, landing, secs_from)
-  select 'call', c.id, c.org_id, (c.occurred_at at time zone z.tz)::date, coalesce(c.a->>'source', ''), coalesce(c.a->>'medium', ''),
-         coalesce(c.a->>'campaign', ''), coalesce(c.a->>'landing', ''), report_secs_from(coalesce(m.marks, '{0,1}'), c.secs)
-  from (select c.id, coalesce(l.org_id, k.org_id) as org_id, c.occurred_at, c.secs,
-               case when c.lead_id is null then c.attribution else l.attribution end as a
-        from calls c left join leads l on l.id = c.lead_id left join api_keys k on k.id = c.key_id) c
-  join report_touch_zones z on z.org_id = c.org_id
-  left join report_touch_marks m on m.org_id = c.org_id
-  where c.a is not null;
-
-  insert into report_touch_facts (kind, id, org_id, day, source, medium, campaign, landing, secs_from)
-  select 'appointment', ap.id, cal.org_id, (ap.created_at at time zone z.tz)::date, coalesce(l.attribution->>'source', ''),
-         coalesce(l.attribution->>'medium', ''), coalesce(l.attribution->>'campaign', ''), coalesce(l.attribution->>'landing', ''), 0
-  from appointments ap join calendars cal on cal.id = ap.calendar_id join leads l on l.id = ap.lead_id
-  join report_touch_zones z on z.org_id = cal.org_id
-  where l.org_id = cal.org_id and l.attribution is not null;
-
-  insert into report_touch_daily (org_id, day, fact, touch, secs_from, stripe, source, medium, campaign, landing, n)
-  select org_id, day, fact, report_touch_key(source, medium, campaign, landing), secs_from, nextval('report_touch_stripe'),
-         source, medium, campaign, landing, n
-  from (
-    select p.org_id, (v.first_visit_at at time zone z.tz)::date as day, 'visitor' as fact, v.utm_source as source,
-           v.utm_medium as medium, v.utm_campaign as campaign, v.landing, 0 as secs_from, count(*) as n
+  -- Every fact counted, with its touch's texts.
+  create temp table report_touch_all on commit drop as
+    select 'call'::text as kind, c.id, c.org_id, (c.occurred_at at time zone z.tz)::date as day,
+           coalesce(c.a->>'source', '') as source, coalesce(c.a->>'medium', '') as medium,
+           coalesce(c.a->>'campaign', '') as campaign, coalesce(c.a->>'landing', '') as landing,
+           report_secs_from(coalesce(m.marks, '{0,1}'), c.secs) as secs_from
+    from (select c.id, coalesce(l.org_id, k.org_id) as org_id, c.occurred_at, c.secs,
+                 case when c.lead_id is null then c.attribution else l.attribution end as a
+          from calls c left join leads l on l.id = c.lead_id left join api_keys k on k.id = c.key_id) c
+    join report_touch_zones z on z.org_id = c.org_id
+    left join report_touch_marks m on m.org_id = c.org_id
+    where c.a is not null
+    union all
+    select 'appointment', ap.id, cal.org_id, (ap.created_at at time zone z.tz)::date, coalesce(l.attribution->>'source', ''),
+           coalesce(l.attribution->>'medium', ''), coalesce(l.attribution->>'campaign', ''), coalesce(l.attribution->>'landing', ''), 0
+    from appointments ap join calendars cal on cal.id = ap.calendar_id join leads l on l.id = ap.lead_id
+    join report_touch_zones z on z.org_id = cal.org_id
+    where l.org_id = cal.org_id and l.attribution is not null
+    union all
+    select 'visitor', v.id, p.org_id, (v.first_visit_at at time zone z.tz)::date, v.utm_source, v.utm_medium, v.utm_campaign, v.landing, 0
     from dni_visitors v join dni_pools p on p.key = v.pool_key join report_touch_zones z on z.org_id = p.org_id
-    group by 1, 2, 4, 5, 6, 7
     union all
-    select l.org_id, (l.created_at at time zone z.tz)::date, 'lead', coalesce(l.attribution->>'source', ''),
-           coalesce(l.attribution->>'medium', ''), coalesce(l.attribution->>'campaign', ''), coalesce(l.attribution->>'landing', ''),
-           0, count(*)
+    select 'lead', l.id, l.org_id, (l.created_at at time zone z.tz)::date, coalesce(l.attribution->>'source', ''),
+           coalesce(l.attribution->>'medium', ''), coalesce(l.attribution->>'campaign', ''), coalesce(l.attribution->>'landing', ''), 0
     from leads l join report_touch_zones z on z.org_id = l.org_id
-    where l.attribution is not null
-    group by 1, 2, 4, 5, 6, 7
-    union all
-    select f.org_id, f.day, f.kind, f.source, f.medium, f.campaign, f.landing, f.secs_from, count(*)
-    from report_touch_facts f join report_touch_zones z on z.org_id = f.org_id
-    group by 1, 2, 3, 4, 5, 6, 7, 8
-  ) x;
+    where l.attribution is not null;
 
+  create temp table report_touch_names on commit drop as
+    select d.source, d.medium, d.campaign, d.landing, report_touch_key(d.source, d.medium, d.campaign, d.landing) as touch
+    from (select distinct source, medium, campaign, landing from report_touch_all) d;
+  insert into report_touches (touch, source, medium, campaign, landing)
+  select touch, source, medium, campaign, landing from report_touch_names
+  on conflict do nothing;
+
+  insert into report_touch_facts (kind, id, org_id, day, touch, secs_from)
+  select a.kind, a.id, a.org_id, a.day, t.touch, a.secs_from
+  from report_touch_all a join report_touch_names t using (source, medium, campaign, landing)
+  where a.kind in ('call', 'appointment');
+
+  insert into report_touch_daily (org_id, day, fact, touch, secs_from, stripe, n)
+  select x.org_id, x.day, x.kind, x.touch, x.secs_from, nextval('report_touch_stripe'), x.n
+  from (select a.org_id, a.day, a.kind, t.touch, a.secs_from, count(*) as n
+        from report_touch_all a join report_touch_names t using (source, medium, campaign, landing)
+        group by 1, 2, 3, 4, 5) x;
+
+  drop table report_touch_names;
+  drop table report_touch_all;
   drop table report_touch_zones;
 end $$;
 

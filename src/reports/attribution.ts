@@ -42,7 +42,7 @@ export async function attributionCurrency(sql: Sql, orgId: number): Promise<stri
 /**
  * The report over the organization's days `from` to `to` (YYYY-MM-DD, inclusive), read from the
  * rollup sql/0030 keeps (report_touch_daily: a row per day, first touch, fact and call mark; at most
- * 366 days × touches × facts × marks), never from the facts. Values are applied here, from the
+ * 366 days × touches × facts × marks; the touches' texts in report_touches), never from the facts. Values are applied here, from the
  * organization's actions as they are now: a call row's mark (`secs_from`, the largest of the
  * organization's marks at or below its secs) is at least an action's `min_secs` exactly when each
  * of its calls is, since every `min_secs` is a mark.
@@ -59,22 +59,26 @@ export async function attributionReport(sql: Sql, orgId: number, from: string, t
       from conversion_feeds f cross join lateral jsonb_array_elements(f.actions) a
       where f.org_id = ${orgId}
     ), counted as (
-      select source, medium, campaign, landing, fact, secs_from, sum(n) as n
+      -- By the touch's key (32 bytes) first; its texts are joined to the few rows that are left.
+      select touch, fact, secs_from, sum(n) as n
       from report_touch_daily
       where org_id = ${orgId} and day >= ${from}::date and day <= ${to}::date
-      group by source, medium, campaign, landing, fact, secs_from
+      group by touch, fact, secs_from
       having sum(n) <> 0
+    ), touched as (
+      select touch,
+             coalesce(sum(n) filter (where fact = 'visitor'), 0)::int as visitors,
+             coalesce(sum(n) filter (where fact = 'call'), 0)::int as calls,
+             coalesce(sum(n) filter (where fact = 'call' and secs_from >= 1), 0)::int as answered,
+             coalesce(sum(n) filter (where fact = 'lead'), 0)::int as leads,
+             coalesce(sum(n) filter (where fact = 'appointment'), 0)::int as appointments,
+             round(sum(n * case fact when 'call' then ${worth("call", sql`r.secs_from`)}
+                                     when 'lead' then ${worth("lead")}
+                                     when 'appointment' then ${worth("booking")} else 0 end), 2)::float8 as value
+      from counted r
+      group by touch
     )
-    select source, medium, campaign, landing,
-           coalesce(sum(n) filter (where fact = 'visitor'), 0)::int as visitors,
-           coalesce(sum(n) filter (where fact = 'call'), 0)::int as calls,
-           coalesce(sum(n) filter (where fact = 'call' and secs_from >= 1), 0)::int as answered,
-           coalesce(sum(n) filter (where fact = 'lead'), 0)::int as leads,
-           coalesce(sum(n) filter (where fact = 'appointment'), 0)::int as appointments,
-           round(sum(n * case fact when 'call' then ${worth("call", sql`r.secs_from`)}
-                                   when 'lead' then ${worth("lead")}
-                                   when 'appointment' then ${worth("booking")} else 0 end), 2)::float8 as value
-    from counted r
-    group by source, medium, campaign, landing
-    order by 8 desc, 6 desc, 5 desc, source, medium, campaign, landing`;
+    select t.source, t.medium, t.campaign, t.landing, x.visitors, x.calls, x.answered, x.leads, x.appointments, x.value
+    from touched x join report_touches t on t.touch = x.touch
+    order by x.leads desc, x.calls desc, x.visitors desc, t.source, t.medium, t.campaign, t.landing`;
 }
