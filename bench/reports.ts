@@ -106,6 +106,10 @@ await suite.run(async () => {
   await sql`select report_rebuild(1)`;
   const rebuild = Date.now() - at;
   suite.say(`report_rebuild(1): ${rebuild} ms`);
+  // The attribution rollup alone, as a conversions feed with a new call mark recounts it (sql/0030).
+  at = Date.now();
+  await sql`select report_touch_rebuild(1)`;
+  suite.say(`report_touch_rebuild(1) (a new call mark's recount): ${Date.now() - at} ms`);
   await sql`insert into kpi_metrics (key, label) values ('sales', 'Sales')`;
   await sql`
     insert into kpi_points (org_id, metric_key, day, dim_key, value)
