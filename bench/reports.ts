@@ -7,18 +7,20 @@
 // messages (5,000,000), CALLS calls (2,000,000), VISITORS DNI visitors (300,000) and APPOINTMENTS
 // appointments (50,000), spread over the year before now. Seeded with generate_series, the rollup
 // triggers off (session_replication_role = replica), then the rollups built once by
-// report_rebuild(1) (sql/0027: what the triggers would have written, timed here). Then, at 16
-// concurrent signed-in managers, the Today page, the attribution report (its default 30 days and
-// 90 days) and the KPI page beside the one-SELECT baseline of the same run. Target: 99% of
-// answers within 200 ms of server time. The instance's duration histogram (/metrics) has bounds at
-// 100 and 250 ms, not 200: the share within 100 ms (at least the share within 200) and within 250
-// ms (at most) are both reported; the target passes on the first.
+// report_rebuild(1) (sql/0027 and sql/0030: what the triggers would have written, timed here).
+// Then, at 16 concurrent signed-in managers, the Today page, the attribution report (its default 30
+// days and 90 days) and the KPI page beside the one-SELECT baseline of the same run. Target: 99% of
+// answers within 200 ms of server time, read from the instance's duration histogram (/metrics, its
+// 0.2 s bound; the shares within 100 and 250 ms are reported beside it). Last, EXPLAIN (ANALYZE,
+// BUFFERS) of every statement of the Today page and of the attribution report, 30 and 90 days.
 //
 // Sizes: LEADS, MESSAGES, CALLS, VISITORS, APPOINTMENTS (environment); BENCH_ONLY (scenario ids).
 import { createHash, randomBytes } from "node:crypto";
 import postgres from "postgres";
 import type { Sql } from "../src/db/client";
+import type { Actor } from "../src/auth/actor";
 import { attributionReport } from "../src/reports/attribution";
+import { todayReport } from "../src/reports/today";
 import { answerChecks, expectStatus, num, options, type Result, type Server, Suite } from "./lib";
 
 const suite = new Suite("reports", "The manager's reports", ["b", "t", "a", "q", "k"]);
@@ -32,14 +34,15 @@ const USERS = 16;
 const CONNS = 16;
 const YEAR_MINS = 365 * 24 * 60;
 
-/** The console family's answers so far by the instance's own histogram: within 100 ms, within 250 ms, all. */
-async function serverTimes(url: string): Promise<{ in100: number; in250: number; all: number }> {
+/** The console family's answers so far by the instance's own histogram: within 100, 200 and 250 ms, all. */
+async function serverTimes(url: string): Promise<{ in100: number; in200: number; in250: number; all: number }> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const t = { in100: 0, in250: 0, all: 0 };
+  const t = { in100: 0, in200: 0, in250: 0, all: 0 };
   for (const line of text.split("\n")) {
     if (!line.startsWith("leadline_http_request_duration_seconds_bucket{") || !line.includes('"console"')) continue;
     const n = Number(line.slice(line.lastIndexOf(" ") + 1));
     if (line.includes('le="0.1"')) t.in100 += n;
+    else if (line.includes('le="0.2"')) t.in200 += n;
     else if (line.includes('le="0.25"')) t.in250 += n;
     else if (line.includes('le="+Inf"')) t.all += n;
   }
@@ -103,6 +106,10 @@ await suite.run(async () => {
   await sql`select report_rebuild(1)`;
   const rebuild = Date.now() - at;
   suite.say(`report_rebuild(1): ${rebuild} ms`);
+  // The attribution rollup alone, as a conversions feed with a new call mark recounts it (sql/0030).
+  at = Date.now();
+  await sql`select report_touch_rebuild(1)`;
+  suite.say(`report_touch_rebuild(1) (a new call mark's recount): ${Date.now() - at} ms`);
   await sql`insert into kpi_metrics (key, label) values ('sales', 'Sales')`;
   await sql`
     insert into kpi_points (org_id, metric_key, day, dim_key, value)
@@ -159,20 +166,33 @@ await suite.run(async () => {
     if (s.id !== "b" && results.b) row.vs = { ratio: r.rps / results.b.rps, of: "b" };
     if (before && after) {
       const all = after.all - before.all;
-      const share = (k: "in100" | "in250") => (all > 0 ? (after[k] - before[k]) / all : 0);
-      checks.push(`server time ≤ 100 ms for ${(share("in100") * 100).toFixed(2)}%, ≤ 250 ms for ${(share("in250") * 100).toFixed(2)}% of ${all} answers`);
-      row.target = { text: "server p99 < 200 ms", pass: share("in100") >= 0.99 };
+      const share = (k: "in100" | "in200" | "in250") => (all > 0 ? (after[k] - before[k]) / all : 0);
+      checks.push(
+        `server time ≤ 100 ms for ${(share("in100") * 100).toFixed(2)}%, ≤ 200 ms for ${(share("in200") * 100).toFixed(2)}%, ≤ 250 ms for ${(share("in250") * 100).toFixed(2)}% of ${all} answers`,
+      );
+      row.target = { text: "server p99 < 200 ms", pass: share("in200") >= 0.99 };
     }
     suite.add(row);
   }
-  // The attribution report's plan over the default 30 days (the statement the page runs, its values).
+  // The plans of every statement the Today page and the attribution report (30 and 90 days) run,
+  // with the values they run with: captured from a client's debug hook, then EXPLAINed alone.
   const captured: { query: string; params: unknown[] }[] = [];
   const probe = postgres(suite.databaseUrl(), { max: 1, onnotice: () => {}, debug: (_c: number, query: string, params: unknown[]) => captured.push({ query, params }) });
-  const to = new Date();
-  await attributionReport(probe as unknown as Sql, 1, new Date(to.getTime() - 30 * 86_400_000), to);
-  const stmt = captured[captured.length - 1];
-  const plan = await probe.unsafe(`explain (analyze, buffers) ${stmt.query}`, stmt.params as never[]);
-  suite.say("attribution report, 30 days: EXPLAIN (ANALYZE, BUFFERS)\n" + plan.map((r) => r["QUERY PLAN"]).join("\n"));
+  const explain = async (what: string, run: () => Promise<unknown>) => {
+    captured.length = 0;
+    await run();
+    const stmts = [...captured];
+    for (const [i, stmt] of stmts.entries()) {
+      const plan = await probe.unsafe(`explain (analyze, buffers) ${stmt.query}`, stmt.params as never[]);
+      suite.say(`${what}, statement ${i + 1} of ${stmts.length}: EXPLAIN (ANALYZE, BUFFERS)\n${stmt.query.trim()}\n` + plan.map((r) => r["QUERY PLAN"]).join("\n"));
+    }
+  };
+  const manager: Actor = { orgId: 1, type: "user", id: "bench-manager", agent: null, keyId: null };
+  await explain("Today page", () => todayReport(probe as unknown as Sql, manager, {}, new Date()));
+  const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+  for (const days of [30, 90]) {
+    await explain(`attribution report, ${days} days`, () => attributionReport(probe as unknown as Sql, 1, day(Date.now() - (days - 1) * 86_400_000), day(Date.now())));
+  }
   await probe.end({ timeout: 2 });
-  return `wrk -t2 -c${CONNS} (${USERS} signed-in sessions round-robin) -d${DURATION}s after ${WARMUP}s warm-up, one organization with ${LEADS.toLocaleString("en-US")} leads, ${MESSAGES.toLocaleString("en-US")} messages, ${CALLS.toLocaleString("en-US")} calls, ${VISITORS.toLocaleString("en-US")} DNI visitors and ${APPOINTMENTS.toLocaleString("en-US")} appointments over a year (seeded in ${(seeded / 1000).toFixed(0)} s, of which report_rebuild(1) ${(rebuild / 1000).toFixed(1)} s). The target is the server's time (its /metrics histogram, bounds at 100 and 250 ms: passed when 99% of the window's answers are within 100 ms); the p50/p99 columns are wrk's, which add the client's queueing on the shared CPUs.`;
+  return `wrk -t2 -c${CONNS} (${USERS} signed-in sessions round-robin) -d${DURATION}s after ${WARMUP}s warm-up, one organization with ${LEADS.toLocaleString("en-US")} leads, ${MESSAGES.toLocaleString("en-US")} messages, ${CALLS.toLocaleString("en-US")} calls, ${VISITORS.toLocaleString("en-US")} DNI visitors and ${APPOINTMENTS.toLocaleString("en-US")} appointments over a year (seeded in ${(seeded / 1000).toFixed(0)} s, of which report_rebuild(1) ${(rebuild / 1000).toFixed(1)} s). The target is the server's time (its /metrics histogram: passed when 99% of the window's answers are within its 0.2 s bound); the p50/p99 columns are wrk's, which add the client's queueing on the shared CPUs.`;
 });

@@ -8,7 +8,7 @@ import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "../src/db/client";
 import { declaredPaths, declaredRoutes } from "../src/app/app";
-import { FAMILIES } from "../src/metrics/counters";
+import { countRequest, familyIndex, FAMILIES } from "../src/metrics/counters";
 import { familyOf } from "../src/metrics/family";
 import type { PeerSource } from "../src/http/client";
 import { mayScrape, scrape } from "../src/metrics/route";
@@ -234,6 +234,22 @@ describe("counters move", () => {
     expect(delta("leadline_http_request_duration_seconds_sum", { family: "health", method: "GET", status: "2xx" })).toBeGreaterThan(0);
     // The scrape itself is counted, as the metrics family.
     expect(delta("leadline_http_requests_total", { family: "metrics", method: "GET", status: "2xx" })).toBeGreaterThanOrEqual(1);
+  });
+
+  test("the duration histogram's bounds, 0.2 s among them: 200 ms is within it, 200.5 ms is not", async () => {
+    const series = { family: "demo", method: "OPTIONS", status: "2xx" };
+    // Durations given to the counter directly (this process serves the app): no request is timed.
+    const before = await metrics();
+    countRequest(familyIndex("demo"), "OPTIONS", 204, 200);
+    countRequest(familyIndex("demo"), "OPTIONS", 204, 200.5);
+    const after = await metrics();
+    const bounds = parse(after)
+      .filter((s) => s.name === "leadline_http_request_duration_seconds_bucket" && Object.entries(series).every(([k, v]) => s.labels[k] === v))
+      .map((s) => s.labels.le);
+    expect(bounds).toEqual(["0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.2", "0.25", "0.5", "1", "2.5", "5", "10", "+Inf"]);
+    const delta = (le: string) =>
+      sample(after, "leadline_http_request_duration_seconds_bucket", { ...series, le }) - sample(before, "leadline_http_request_duration_seconds_bucket", { ...series, le });
+    expect([delta("0.1"), delta("0.2"), delta("0.25"), delta("+Inf")]).toEqual([0, 1, 2, 2]);
   });
 
   test("a key over its limit: the refusal counted by family", async () => {

@@ -12,7 +12,7 @@ import { daysBetween } from "./chart";
 import { csvAnswer, csvResponse } from "./csv";
 import { consoleHtml, html, type Html } from "./html";
 import { defaultEnd, KPI_PRESETS } from "./kpi";
-import { dayParam, instantsOf, orgChoices, orgOf, orgSelect, queryOf, zoneOf, type OrgChoice } from "./period";
+import { dayParam, orgChoices, orgOf, orgSelect, queryOf, zoneOf, type OrgChoice } from "./period";
 import { MANAGERS, pageQuery, pageSpec, type Viewer } from "./route";
 
 const AttributionQuery = t.Object({
@@ -84,8 +84,7 @@ export function attributionRoutes(deps: Deps): Route[] {
   const run = async (viewer: Viewer, q: Record<string, string | undefined>) => {
     const p = await periodOf(deps, viewer, q);
     if (p.org === null) return { p, rows: null, currency: null };
-    const span = instantsOf(p.from, p.to, p.zone);
-    const [rows, currency] = await Promise.all([attributionReport(deps.sql, p.org, span.from!, span.to!), attributionCurrency(deps.sql, p.org)]);
+    const [rows, currency] = await Promise.all([attributionReport(deps.sql, p.org, p.from, p.to), attributionCurrency(deps.sql, p.org)]);
     return { p, rows, currency };
   };
   return [

@@ -13,8 +13,12 @@ export type Family = (typeof FAMILIES)[number];
 
 const METHODS = ["GET", "POST", "OPTIONS", "other"] as const;
 const CLASSES = ["1xx", "2xx", "3xx", "4xx", "5xx"] as const;
-/** Upper bounds of the duration histogram, in seconds (+Inf is the count). */
-export const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+/**
+ * Upper bounds of the duration histogram, in seconds (+Inf is the count). 0.2: the console reports'
+ * target is "99% within 200 ms of server time" (issue 30, bench/reports.ts), which 0.1 and 0.25 alone
+ * cannot tell.
+ */
+export const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 const BUCKETS_MS = BUCKETS.map((s) => s * 1000);
 
 const F = FAMILIES.length;

@@ -1,11 +1,12 @@
 // The attribution report (issue 30): per first touch (source / medium / campaign / landing page) of
 // the DNI visitors, over a period of the organization's days: visitors first seen, calls and
-// answered calls, leads and appointments booked. Every part is confined to the organization in SQL:
-// visitors by their pool's organization, calls by their lead's (else reporting key's), leads and
-// appointments by their own. A call's touch is what it carries outward (src/dni/attribution.ts:
-// its lead's, else its own); a lead's is the first it was given; an appointment's is its lead's.
+// answered calls, leads and appointments booked. Read from the rollup sql/0030 keeps in the
+// writers' transactions (docs/reports.md), confined to the organization by its `org_id`; the rollup
+// assigns each fact as the request-time query did: visitors by their pool's organization, calls by
+// their lead's (else reporting key's), leads and appointments by their own. A call's touch is what
+// it carries outward (src/dni/attribution.ts: its lead's, else its own); a lead's is the first it
+// was given; an appointment's is its lead's.
 import type { Sql } from "../db/client";
-import { callAttribution } from "../dni/attribution";
 
 export interface AttributionRow {
   source: string;
@@ -38,11 +39,15 @@ export async function attributionCurrency(sql: Sql, orgId: number): Promise<stri
   return rows.length === 1 ? rows[0].currency : null;
 }
 
-/** [from, to): instants (the period's first day's start and the day after its last, in the organization's zone). */
-export async function attributionReport(sql: Sql, orgId: number, from: Date, to: Date): Promise<AttributionRow[]> {
-  const touch = (a: ReturnType<typeof sql>) => sql`
-    coalesce(${a}->>'source', '') as source, coalesce(${a}->>'medium', '') as medium,
-    coalesce(${a}->>'campaign', '') as campaign, coalesce(${a}->>'landing', '') as landing`;
+/**
+ * The report over the organization's days `from` to `to` (YYYY-MM-DD, inclusive), read from the
+ * rollup sql/0030 keeps (report_touch_daily: a row per day, first touch, fact and call mark; at most
+ * 366 days × touches × facts × marks; the touches' texts in report_touches), never from the facts. Values are applied here, from the
+ * organization's actions as they are now: a call row's mark (`secs_from`, the largest of the
+ * organization's marks at or below its secs) is at least an action's `min_secs` exactly when each
+ * of its calls is, since every `min_secs` is a mark.
+ */
+export async function attributionReport(sql: Sql, orgId: number, from: string, to: string): Promise<AttributionRow[]> {
   // The actions' values by kind, once per distinct action (two feeds of one organization, e.g.
   // two Google Ads accounts, may name the same conversion).
   const worth = (kind: string, secs?: ReturnType<typeof sql>) => sql`
@@ -53,35 +58,27 @@ export async function attributionReport(sql: Sql, orgId: number, from: Date, to:
              coalesce((a->>'value')::numeric, 0) as value, a->>'currency' as currency
       from conversion_feeds f cross join lateral jsonb_array_elements(f.actions) a
       where f.org_id = ${orgId}
-    ), facts as (
-      select v.utm_source as source, v.utm_medium as medium, v.utm_campaign as campaign, v.landing,
-             1 as visitors, 0 as calls, 0 as answered, 0 as leads, 0 as appointments, 0::numeric as value
-      from dni_visitors v join dni_pools p on p.key = v.pool_key
-      where p.org_id = ${orgId} and v.first_visit_at >= ${from} and v.first_visit_at < ${to}
-      union all
-      select ${touch(sql`t.a`)}, 0, 1, (c.secs > 0)::int, 0, 0, ${worth("call", sql`c.secs`)}
-      from calls c
-      left join leads l on l.id = c.lead_id
-      left join api_keys k on k.id = c.key_id
-      cross join lateral (select ${callAttribution(sql)} as a) t
-      where coalesce(l.org_id, k.org_id) = ${orgId} and t.a is not null
-        and c.occurred_at >= ${from} and c.occurred_at < ${to}
-      union all
-      select ${touch(sql`l.attribution`)}, 0, 0, 0, 1, 0, ${worth("lead")}
-      from leads l
-      where l.org_id = ${orgId} and l.attribution is not null and l.created_at >= ${from} and l.created_at < ${to}
-      union all
-      select ${touch(sql`l.attribution`)}, 0, 0, 0, 0, 1, ${worth("booking")}
-      from appointments a
-      join calendars cal on cal.id = a.calendar_id
-      join leads l on l.id = a.lead_id
-      where cal.org_id = ${orgId} and l.org_id = ${orgId} and l.attribution is not null
-        and a.created_at >= ${from} and a.created_at < ${to}
+    ), counted as (
+      -- By the touch's key (32 bytes) first; its texts are joined to the few rows that are left.
+      select touch, fact, secs_from, sum(n) as n
+      from report_touch_daily
+      where org_id = ${orgId} and day >= ${from}::date and day <= ${to}::date
+      group by touch, fact, secs_from
+      having sum(n) <> 0
+    ), touched as (
+      select touch,
+             coalesce(sum(n) filter (where fact = 'visitor'), 0)::int as visitors,
+             coalesce(sum(n) filter (where fact = 'call'), 0)::int as calls,
+             coalesce(sum(n) filter (where fact = 'call' and secs_from >= 1), 0)::int as answered,
+             coalesce(sum(n) filter (where fact = 'lead'), 0)::int as leads,
+             coalesce(sum(n) filter (where fact = 'appointment'), 0)::int as appointments,
+             round(sum(n * case fact when 'call' then ${worth("call", sql`r.secs_from`)}
+                                     when 'lead' then ${worth("lead")}
+                                     when 'appointment' then ${worth("booking")} else 0 end), 2)::float8 as value
+      from counted r
+      group by touch
     )
-    select source, medium, campaign, landing,
-           sum(visitors)::int as visitors, sum(calls)::int as calls, sum(answered)::int as answered,
-           sum(leads)::int as leads, sum(appointments)::int as appointments, round(sum(value), 2)::float8 as value
-    from facts
-    group by source, medium, campaign, landing
-    order by sum(leads) desc, sum(calls) desc, sum(visitors) desc, source, medium, campaign, landing`;
+    select t.source, t.medium, t.campaign, t.landing, x.visitors, x.calls, x.answered, x.leads, x.appointments, x.value
+    from touched x join report_touches t on t.touch = x.touch
+    order by x.leads desc, x.calls desc, x.visitors desc, t.source, t.medium, t.campaign, t.landing`;
 }
