@@ -30,6 +30,7 @@ import m0026 from "../../sql/0026_lead_workspace.sql" with { type: "text" };
 import m0027 from "../../sql/0027_reports.sql" with { type: "text" };
 import m0028 from "../../sql/0028_leads_source.sql" with { type: "text" };
 import m0029 from "../../sql/0029_drop_messages_unhandled.sql" with { type: "text" };
+import m0030 from "../../sql/0030_messages_statement_triggers.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -61,4 +62,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 27, name: "0027_reports", sql: m0027 },
   { version: 28, name: "0028_leads_source", sql: m0028 },
   { version: 29, name: "0029_drop_messages_unhandled", sql: m0029 },
+  { version: 30, name: "0030_messages_statement_triggers", sql: m0030 },
 ];
