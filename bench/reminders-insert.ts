@@ -4,7 +4,8 @@
 // triggers as they are now (sql/0030: once per statement) and, for comparison on the same machine
 // at the same moment, with the landed per-row triggers of sql/0023 and sql/0027 put back inside
 // the measured transaction. Two shapes: leads with no conversation yet (each message makes one, as
-// in bench/reminders.ts) and leads whose conversation exists (each message updates it). Every
+// in bench/reminders.ts) and leads whose conversation exists (each message updates it); and, to
+// show the share of the feed rows, the new triggers with conversations_feed disabled. Every
 // insert is rolled back; the median of ROUNDS (default 7) inserts of different leads is reported.
 //
 //   node_modules/.bin/bun bench/reminders-insert.ts
@@ -60,13 +61,15 @@ await suite.run(async () => {
 
   const rows: { shape: string; triggers: string; total: number; conv: number; report: number; fk: number }[] = [];
   for (const [shape, pool] of [["no conversation yet", ids.slice(0, LEADS / 2)], ["conversation exists", talked]] as const) {
-    for (const triggers of ["per statement (sql/0030)", "per row (sql/0023, sql/0027)"]) {
+    // The third: the same insert without conversations_feed (its per-row feed rows), to show its share.
+    for (const triggers of ["per statement (sql/0030)", "per row (sql/0023, sql/0027)", "per statement, feed trigger off"]) {
       const runs: Explained[] = [];
       for (let r = 0; r < ROUNDS; r++) {
         const leads = pool.slice(r * BATCH, (r + 1) * BATCH);
         try {
           await sql.begin(async (tx) => {
             if (triggers.startsWith("per row")) for (const ddl of perRow) await tx.unsafe(ddl);
+            if (triggers.endsWith("feed trigger off")) await tx.unsafe("alter table conversations disable trigger conversations_feed");
             const [plan] = await tx.unsafe(
               `explain (analyze, format json)
                insert into messages (lead_id, org_id, channel, direction, actor_type, actor_id, subject, body, status, meta,
