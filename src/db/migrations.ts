@@ -31,6 +31,7 @@ import m0027 from "../../sql/0027_reports.sql" with { type: "text" };
 import m0028 from "../../sql/0028_leads_source.sql" with { type: "text" };
 import m0029 from "../../sql/0029_drop_messages_unhandled.sql" with { type: "text" };
 import m0030 from "../../sql/0030_attribution_rollup.sql" with { type: "text" };
+import m0031 from "../../sql/0031_messages_statement_triggers.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -63,4 +64,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 28, name: "0028_leads_source", sql: m0028 },
   { version: 29, name: "0029_drop_messages_unhandled", sql: m0029 },
   { version: 30, name: "0030_attribution_rollup", sql: m0030 },
+  { version: 31, name: "0031_messages_statement_triggers", sql: m0031 },
 ];
