@@ -1,7 +1,7 @@
 // Where a reminder batch's message insert spends its time (issue 31, bench/RESULTS.md "Reminder
 // scheduler"): EXPLAIN ANALYZE of one statement inserting BATCH (default 200) automation SMS for
 // as many leads, shaped as insertChargedMany (src/messages/queries.ts) writes them, with the
-// triggers as they are now (sql/0030: once per statement) and, for comparison on the same machine
+// triggers as they are now (sql/0031: once per statement) and, for comparison on the same machine
 // at the same moment, with the landed per-row triggers of sql/0023 and sql/0027 put back inside
 // the measured transaction. Two shapes: leads with no conversation yet (each message makes one, as
 // in bench/reminders.ts) and leads whose conversation exists (each message updates it); and, to
@@ -62,7 +62,7 @@ await suite.run(async () => {
   const rows: { shape: string; triggers: string; total: number; conv: number; report: number; fk: number }[] = [];
   for (const [shape, pool] of [["no conversation yet", ids.slice(0, LEADS / 2)], ["conversation exists", talked]] as const) {
     // The third: the same insert without conversations_feed (its per-row feed rows), to show its share.
-    for (const triggers of ["per statement (sql/0030)", "per row (sql/0023, sql/0027)", "per statement, feed trigger off"]) {
+    for (const triggers of ["per statement (sql/0031)", "per row (sql/0023, sql/0027)", "per statement, feed trigger off"]) {
       const runs: Explained[] = [];
       for (let r = 0; r < ROUNDS; r++) {
         const leads = pool.slice(r * BATCH, (r + 1) * BATCH);

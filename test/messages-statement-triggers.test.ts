@@ -1,6 +1,6 @@
 // Messages inserted several to a statement (the reminder batch inserts 200 at once) must leave the
 // conversations, the live feed and the report's figures exactly as the per-row triggers they
-// replaced left them for the same messages inserted one by one (sql/0030: the `after insert on
+// replaced left them for the same messages inserted one by one (sql/0031: the `after insert on
 // messages` triggers run per statement, in rounds of one message per lead). The reference is the
 // landed per-row code itself: its trigger definitions, read from sql/0023 and sql/0027, put back
 // in place of the new ones inside the reference world's transaction. Each case builds the worlds
