@@ -6,6 +6,14 @@
 //   The stream's address follows the last event id, so a stream htmx recreates resumes there
 //   (a browser's own reconnection sends Last-Event-ID). `reset`: the page reloads. #inbox-refresh
 //   also fetches every 10 s, so a stream a proxy holds back or drops unseen costs at most that.
+// - The open conversation's timeline is merged, never replaced: the refresh's #timeline holds the
+//   newest entries, and the reader may have loaded older ones above them (older.js), possibly with
+//   an older page still on its way into this very list. Each fresh entry already shown (its id:
+//   msg-, call-, event-<id>) is updated in place when it changed (sent → delivered); each new one
+//   goes where its key (the merged order, <µs>.<src>.<id>) puts it — after the newest shown, or
+//   between two shown for an entry recorded late with an earlier time. One older than everything
+//   shown is left to the older link, whose page will hold it (so nothing shows twice). A reader who
+//   is not at the bottom stays on the entry they were reading.
 // - Keys: j/k move, Enter opens, r reply, e close, a assign to me, s snooze, / saved replies, ? this sheet; Escape
 //   closes it. Not while typing (Escape leaves the field; Ctrl+Enter sends from the composer: composer.js).
 (function () {
@@ -20,6 +28,15 @@
     });
     refresh.addEventListener("sse:reset", function () {
       location.reload();
+    });
+    document.addEventListener("htmx:oobBeforeSwap", function (e) {
+      var list = e.detail && e.detail.target;
+      if (!list || list.id !== "timeline" || !document.getElementById("pane-timeline")) return;
+      var fresh = e.detail.fragment && e.detail.fragment.querySelector ? e.detail.fragment.querySelector("#timeline") : null;
+      // Another lead's timeline (the pane moved on): htmx swaps it as usual.
+      if (!fresh || fresh.getAttribute("data-src") !== list.getAttribute("data-src")) return;
+      e.detail.shouldSwap = false;
+      mergeTimeline(list, fresh);
     });
     document.body.addEventListener("htmx:afterSettle", function () {
       var list = document.getElementById("conv-list");
@@ -36,6 +53,73 @@
       },
       true,
     );
+  }
+
+  /** An entry's key as numbers [µs, src, id], or null (an entry drawn without one). */
+  function keyOf(li) {
+    var k = /^(-?\d+)\.(\d)\.(\d+)$/.exec(li.getAttribute("data-key") || "");
+    return k ? [Number(k[1]), Number(k[2]), Number(k[3])] : null;
+  }
+  function earlier(a, b) {
+    for (var i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] < b[i];
+    return false;
+  }
+  function scrollerOf(el) {
+    for (var n = el.parentElement; n && n !== document.body; n = n.parentElement) {
+      var style = getComputedStyle(n);
+      if ((style.overflowY === "auto" || style.overflowY === "scroll") && n.scrollHeight > n.clientHeight) return n;
+    }
+    return document.scrollingElement || document.documentElement;
+  }
+
+  function mergeTimeline(list, fresh) {
+    var pane = document.getElementById("pane-timeline");
+    var reading = pane && pane.getAttribute("data-at-end") === "no";
+    // The entry at the top of what the reader sees, and where it is: put back after the merge.
+    var scroller = scrollerOf(list);
+    var anchor = null;
+    var anchorTop = 0;
+    if (reading) {
+      var top = scroller === document.scrollingElement || scroller === document.documentElement ? 0 : scroller.getBoundingClientRect().top;
+      for (var n = list.firstElementChild; n; n = n.nextElementSibling) {
+        if (n.getBoundingClientRect().bottom > top) {
+          anchor = n;
+          anchorTop = n.getBoundingClientRect().top;
+          break;
+        }
+      }
+    }
+    var started = !!document.querySelector("#tl-older.tl-start");
+    var added = 0;
+    Array.prototype.slice.call(fresh.children).forEach(function (li) {
+      var shown = li.id ? document.getElementById(li.id) : null;
+      if (shown && shown.parentElement === list) {
+        if (shown.outerHTML !== li.outerHTML) {
+          if (shown === anchor) anchor = li;
+          shown.replaceWith(li);
+        }
+        return;
+      }
+      var key = keyOf(li);
+      if (!li.id || key === null) return;
+      // Walk up from the newest shown to the first entry earlier than this one.
+      var next = null;
+      for (var m = list.lastElementChild; m; m = m.previousElementSibling) {
+        var k = keyOf(m);
+        if (k !== null && earlier(k, key)) break;
+        next = m;
+      }
+      if (next !== null && next === list.firstElementChild && !started) return; // the older link's page holds it
+      list.insertBefore(li, next);
+      added++;
+    });
+    if (added > 0) {
+      var empty = document.getElementById("timeline-empty");
+      if (empty) empty.remove();
+    }
+    if (anchor && anchor.isConnected) {
+      scroller.scrollTop += anchor.getBoundingClientRect().top - anchorTop;
+    }
   }
 
   // The row the keyboard is on, kept across the live list's swaps by its conversation's id.
