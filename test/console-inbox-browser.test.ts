@@ -198,3 +198,80 @@ describe("the inbox in Chromium", () => {
     await ctx.close();
   });
 });
+
+describe("the inbox after its session ends", () => {
+  /** The inbox open with its stream connected, the stream requests counted from then on. */
+  async function openInbox(user: MadeUser): Promise<{ ctx: BrowserContext; page: Page; problems: string[]; streams: string[] }> {
+    const s = await signedIn(user);
+    const streams: string[] = [];
+    s.page.on("request", (r) => {
+      if (new URL(r.url()).pathname === "/console/inbox/stream") streams.push(r.url());
+    });
+    const connected = s.page.waitForResponse((r) => new URL(r.url()).pathname === "/console/inbox/stream" && r.status() === 200);
+    await s.page.goto(`${app.base}/console/inbox?view=open`);
+    await connected;
+    await s.page.waitForFunction("document.querySelector('#inbox-live') && typeof htmx === 'object'");
+    // Only the stream may take the tab to sign-in here: the 10 s refresh (whose 401 would
+    // redirect too) is taken out of the page.
+    await s.page.evaluate(`document.getElementById("inbox-refresh").remove()`);
+    streams.length = 0;
+    return { ...s, streams };
+  }
+
+  /** The sign-in page, back to the inbox as it was shown; signing in there returns to it. */
+  async function landsOnSignIn(page: Page, user: MadeUser): Promise<void> {
+    await page.waitForURL((u) => u.pathname === "/console/login", { timeout: 30_000 });
+    expect(new URL(page.url()).searchParams.get("next")).toBe("/console/inbox?view=open");
+    await page.getByLabel("Email").fill(user.email);
+    await page.getByLabel("Password").fill(user.password);
+    await Promise.all([page.waitForURL((u) => u.pathname === "/console/inbox"), page.getByRole("button", { name: "Sign in" }).click()]);
+    expect(new URL(page.url()).search).toBe("?view=open");
+  }
+
+  test("signed out in another tab: the open stream says so, the tab lands on sign-in with the inbox as next, and no stream request follows", async () => {
+    const user = await makeUser(db.sql, { role: "agent", orgId: 1, id: "agent21" });
+    const { ctx, page, problems, streams } = await openInbox(user);
+    const other = await ctx.newPage();
+    await other.goto(`${app.base}/console/account`);
+    await Promise.all([other.waitForURL(/\/console\/login/), other.getByRole("button", { name: "Sign out", exact: true }).click()]);
+    await other.close();
+    await page.waitForURL((u) => u.pathname === "/console/login", { timeout: 30_000 });
+    // A while on the sign-in page: nothing asks for the stream again.
+    await page.waitForTimeout(3_000);
+    expect(streams).toEqual([]);
+    await landsOnSignIn(page, user);
+    expect(problems).toEqual([]);
+    await ctx.close();
+  });
+
+  test("expired in SQL while the stream was away: its reconnection is told signed-out once, not refused again and again", async () => {
+    const user = await makeUser(db.sql, { role: "agent", orgId: 1, id: "agent22" });
+    const { ctx, page } = await signedIn(user);
+    const streams: string[] = [];
+    page.on("request", (r) => {
+      if (new URL(r.url()).pathname === "/console/inbox/stream") streams.push(r.url());
+    });
+    // The page's first stream is lost (a proxy's 502) just as the session expires; the extension
+    // then reconnects. The first is held until the test has taken the 10 s refresh out of the page.
+    let ready: () => void = () => {};
+    const refreshGone = new Promise<void>((resolve) => (ready = resolve));
+    let first = true;
+    await page.route("**/console/inbox/stream**", async (route) => {
+      if (!first) return route.continue();
+      first = false;
+      await refreshGone;
+      await db.sql`update console_sessions set seen_at = seen_at - interval '3 hours' where user_id = ${user.id}`;
+      return route.fulfill({ status: 502, contentType: "text/plain", body: "bad gateway" });
+    });
+    await page.goto(`${app.base}/console/inbox?view=open`);
+    await page.evaluate(`document.getElementById("inbox-refresh").remove()`);
+    ready();
+    await page.waitForURL((u) => u.pathname === "/console/login", { timeout: 30_000 });
+    await page.waitForTimeout(3_000);
+    // The lost one and the one told signed-out; never a loop.
+    expect(streams.length).toBe(2);
+    await page.unroute("**/console/inbox/stream**");
+    await landsOnSignIn(page, user);
+    await ctx.close();
+  });
+});

@@ -6,6 +6,7 @@
 //   The stream's address follows the last event id, so a stream htmx recreates resumes there
 //   (a browser's own reconnection sends Last-Event-ID). `reset`: the page reloads. #inbox-refresh
 //   also fetches every 10 s, so a stream a proxy holds back or drops unseen costs at most that.
+//   `signed-out`: the session ended; the tab goes to sign-in (next: this page).
 // - The open conversation's timeline is merged, never replaced: the refresh's #timeline holds the
 //   newest entries, and the reader may have loaded older ones above them (older.js), possibly with
 //   an older page still on its way into this very list. Each fresh entry already shown (its id:
@@ -28,6 +29,27 @@
     });
     refresh.addEventListener("sse:reset", function () {
       location.reload();
+    });
+    // The session ended (signed out in another tab, expired, revoked): the stream says so in an
+    // event rather than being refused (which the extension would retry forever). This stream is
+    // closed and the tab goes to sign-in, back to this page afterwards.
+    var told = typeof WeakSet === "function" ? new WeakSet() : null;
+    live.addEventListener("htmx:sseOpen", function (e) {
+      var source = e.detail && e.detail.source;
+      // A source the browser reconnected opens again: it is listened to once.
+      if (!source || (told && told.has(source))) return;
+      if (told) told.add(source);
+      source.addEventListener("signed-out", function (ev) {
+        source.close();
+        var here = location.pathname + location.search;
+        var to = "/console/login?next=" + encodeURIComponent(here);
+        if (here.indexOf("/console/") !== 0) {
+          try {
+            to = JSON.parse(ev.data).location || to;
+          } catch (err) {}
+        }
+        location.assign(to);
+      });
     });
     document.addEventListener("htmx:oobBeforeSwap", function (e) {
       var list = e.detail && e.detail.target;
