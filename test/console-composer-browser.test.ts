@@ -144,7 +144,7 @@ describe("older entries load upward in place", () => {
     const was = await topOf(page, "Text number 71.");
     await older;
     const refreshed = page.waitForResponse((r) => r.url().includes("/console/inbox?") && r.request().method() === "GET");
-    await page.evaluate(`htmx.trigger(document.getElementById("inbox-refresh"), "sse:change")`);
+    await page.evaluate(`htmx.trigger(document.getElementById("inbox-refresh"), "inbox:refresh")`);
     await refreshed;
     await page.waitForTimeout(100); // the refresh's answer is swapped in once read
     hold();
@@ -152,7 +152,7 @@ describe("older entries load upward in place", () => {
     expect(await inView(page, "Text number 71.", "#pane-timeline")).toBe(true);
     expect(Math.abs((await topOf(page, "Text number 71.")) - was)).toBeLessThan(2);
     // The live refresh (every 10 s, or a change) merges into the list: the older entries just read stay.
-    await page.evaluate(`htmx.trigger(document.getElementById("inbox-refresh"), "sse:change")`);
+    await page.evaluate(`htmx.trigger(document.getElementById("inbox-refresh"), "inbox:refresh")`);
     await page.waitForResponse((r) => r.url().includes("/console/inbox?") && r.request().method() === "GET");
     await page.waitForTimeout(100);
     expect(await page.locator("#timeline > li").count()).toBe(100);

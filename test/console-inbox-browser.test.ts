@@ -199,6 +199,53 @@ describe("the inbox in Chromium", () => {
   });
 });
 
+describe("the inbox's refreshes", () => {
+  test("every change is followed by a refresh asked after it: one within 300 ms of the last refresh gets one at the gap's end, never dropped", async () => {
+    const { ctx, page, problems } = await signedIn(agent);
+    await page.goto(`${app.base}/console/inbox?view=open`);
+    await page.locator("#inbox-changes").waitFor({ state: "attached" });
+    await page.waitForFunction(() => typeof (globalThis as unknown as { htmx?: unknown }).htmx === "object");
+    // Each refresh asked, and by what (the 10 s one has no triggering event).
+    await page.evaluate(`window.__asked = [];
+      document.body.addEventListener("htmx:beforeRequest", (e) => {
+        const t = e.detail.requestConfig && e.detail.requestConfig.triggeringEvent;
+        if (e.detail.elt.id === "inbox-refresh" && t && t.type === "inbox:refresh") window.__asked.push(performance.now());
+      });`);
+    // A burst as the stream delivers one: a change, then another 50 ms later (htmx's own
+    // throttle dropped the second: the refresh the first asked may have read the page before it).
+    const second = (await page.evaluate(`(async () => {
+      const c = document.getElementById("inbox-changes");
+      c.dispatchEvent(new CustomEvent("sse:change", { bubbles: true }));
+      await new Promise((r) => setTimeout(r, 50));
+      const at = performance.now();
+      c.dispatchEvent(new CustomEvent("sse:change", { bubbles: true }));
+      c.dispatchEvent(new CustomEvent("sse:change", { bubbles: true }));
+      return at;
+    })()`)) as number;
+    await page.waitForFunction(() => (globalThis as unknown as { __asked: number[] }).__asked.length >= 2, undefined, { timeout: 20_000 });
+    await page.waitForTimeout(500);
+    const asked = (await page.evaluate("window.__asked")) as number[];
+    // The first at once, one more after the second (and third) change: not one per change.
+    expect(asked.length).toBe(2);
+    expect(asked[1]!).toBeGreaterThanOrEqual(second);
+    expect(problems).toEqual([]);
+    await ctx.close();
+  });
+
+  test("a burst of real inbound texts: the last one reaches the list without the 10 s refresh", async () => {
+    const { ctx, page, problems } = await signedIn(agent);
+    await page.goto(`${app.base}/console/inbox?view=unassigned`);
+    // Only the stream may refresh the page here.
+    await page.evaluate(`(() => { const r = document.getElementById("inbox-refresh"); r.setAttribute("hx-trigger", "inbox:refresh"); htmx.process(r); })()`);
+    const bodies = ["burst one", "burst two", "burst three", "burst four"];
+    for (const [i, b] of bodies.entries()) await inbound(b, `Burst${i}`);
+    await page.locator(".inbox-list .conv", { hasText: "burst four" }).waitFor({ timeout: 20_000 });
+    for (const b of bodies) await page.locator(".inbox-list .conv", { hasText: b }).waitFor({ timeout: 20_000 });
+    expect(problems).toEqual([]);
+    await ctx.close();
+  });
+});
+
 describe("the inbox after its session ends", () => {
   /** The inbox open with its stream connected, the stream requests counted from then on. */
   async function openInbox(user: MadeUser): Promise<{ ctx: BrowserContext; page: Page; problems: string[]; streams: string[] }> {
@@ -210,7 +257,7 @@ describe("the inbox after its session ends", () => {
     const connected = s.page.waitForResponse((r) => new URL(r.url()).pathname === "/console/inbox/stream" && r.status() === 200);
     await s.page.goto(`${app.base}/console/inbox?view=open`);
     await connected;
-    await s.page.waitForFunction("document.querySelector('#inbox-live') && typeof htmx === 'object'");
+    await s.page.waitForFunction(() => typeof (globalThis as unknown as { htmx?: unknown }).htmx === "object");
     // Only the stream may take the tab to sign-in here: the 10 s refresh (whose 401 would
     // redirect too) is taken out of the page.
     await s.page.evaluate(`document.getElementById("inbox-refresh").remove()`);

@@ -1,8 +1,12 @@
 // The inbox, live and kind to the keyboard. Everything here is an enhancement: without it every
 // action is a plain form and every conversation a link.
 // - Live: htmx's SSE extension holds one stream per tab (/console/inbox/stream, on #inbox-live);
-//   each `change` makes #inbox-refresh fetch this page again and swap in the counts, the list,
-//   the open conversation's timeline and status, the navigation's count and the tab's title.
+//   each `change` (on #inbox-changes) makes #inbox-refresh fetch this page again and swap in the
+//   counts, the list, the open conversation's timeline and status, the navigation's count and the
+//   tab's title. At most one refresh starts per 300 ms, and a change that comes within that gap
+//   gets one at its end: every change is followed by a refresh asked after it arrived (htmx's own
+//   `throttle:` would drop it, and the refresh already on its way may have read the page before
+//   that change: the tab showed it only at the next change or the 10 s refresh).
 //   The stream's address follows the last event id, so a stream htmx recreates resumes there
 //   (a browser's own reconnection sends Last-Event-ID). `reset`: the page reloads. #inbox-refresh
 //   also fetches every 10 s, so a stream a proxy holds back or drops unseen costs at most that.
@@ -20,15 +24,31 @@
 (function () {
   "use strict";
   var live = document.getElementById("inbox-live");
-  var refresh = document.getElementById("inbox-refresh");
+  var changes = document.getElementById("inbox-changes");
+  var REFRESH_GAP_MS = 300;
 
-  if (live && refresh) {
+  if (live && changes) {
     live.addEventListener("htmx:sseMessage", function (e) {
       var id = e.detail && e.detail.lastEventId;
       if (id && /^\d+$/.test(id)) live.setAttribute("sse-connect", "/console/inbox/stream?after=" + id);
     });
-    refresh.addEventListener("sse:reset", function () {
+    changes.addEventListener("sse:reset", function () {
       location.reload();
+    });
+    // The refresher is looked up each time: opening a conversation swaps it for a new one.
+    var lastAsked = 0;
+    var trailing = null;
+    var askRefresh = function () {
+      trailing = null;
+      lastAsked = Date.now();
+      var r = document.getElementById("inbox-refresh");
+      if (r) htmx.trigger(r, "inbox:refresh");
+    };
+    changes.addEventListener("sse:change", function () {
+      if (trailing !== null) return; // a refresh is already due after this change
+      var wait = lastAsked + REFRESH_GAP_MS - Date.now();
+      if (wait <= 0) askRefresh();
+      else trailing = setTimeout(askRefresh, wait);
     });
     // The session ended (signed out in another tab, expired, revoked): the stream says so in an
     // event rather than being refused (which the extension would retry forever). This stream is
