@@ -9,11 +9,11 @@
 //    the service's (src/db/client.ts: generic plans), client round trip, and its plan printed.
 //    The console's page target is 99% within 50 ms of server time; these reads are a part of it.
 // 2. The live feed's fan-out: two served instances (A, B) in processes of their own, STREAMS
-//    event streams open on B (a stand-in for the SSE route, which does not exist yet: each stream
-//    subscribes to B's FeedHub and writes the changes it reads as `id:`/`data:` events), and
-//    inbound texts posted to A's (then B's) Twilio callback, one every 100 ms: the time from the
-//    post to each stream's event, p50/p99/max over every stream and text; B's resident memory per
-//    idle stream (after a full GC, open minus before), and after every stream is closed.
+//    of the inbox's event streams (GET /console/inbox/stream, the real route: through the
+//    pipeline with a console session, its heartbeat and session check) open on B, and inbound
+//    texts posted to A's (then B's) Twilio callback, one every 100 ms: the time from the post to
+//    each stream's event, p50/p99/max over every stream and text; B's resident memory per idle
+//    stream (after a full GC, open minus before), and after every stream is closed.
 //
 // Sizes: LEADS, CONVERSATIONS, OPEN, MESSAGES, STREAMS, TEXTS, RUNS (environment). The table goes
 // to stdout and bench/results/workspace.md; RESULTS.md's "Workspace" section is copied from it.
@@ -22,6 +22,7 @@ import { join } from "node:path";
 import postgres from "postgres";
 import type { Actor } from "../src/auth/actor";
 import type { Sql } from "../src/db/client";
+import { createSession } from "../src/console/sessions";
 import { migrate } from "../src/db/migrate";
 import { changesSince } from "../src/feed/queries";
 import { inboxPage, viewCounts } from "../src/workspace/inbox";
@@ -65,7 +66,7 @@ const pctl = (xs: number[], p: number) => {
 };
 const ms = (x: number) => (x >= 100 ? x.toFixed(0) : x.toFixed(2));
 
-if (process.argv[2] === "--instance") await instance(process.argv[3]!, Number(process.argv[4]), process.argv[5] === "streams");
+if (process.argv[2] === "--instance") await instance(process.argv[3]!, Number(process.argv[4]));
 // Bun's fetch keeps at most 256 connections open at once unless told more when it starts: the
 // streams need one each, so the bench runs itself again with room for them.
 if (!process.env.BUN_CONFIG_MAX_HTTP_REQUESTS) {
@@ -261,59 +262,18 @@ async function genericPlan(sql: Sql, query: string, params: unknown[]): Promise<
 
 // ------------------------------------------------------------------------------- fan-out
 
-/** Child process: one served instance on `dbUrl`; with `streams`, the stand-in event-stream server on `port`. */
-async function instance(dbUrl: string, port: number, streams: boolean): Promise<never> {
+/** Child process: one served instance on `dbUrl`, and its figures (memory, subscribers) on `port`. */
+async function instance(dbUrl: string, port: number): Promise<never> {
   const { startApp } = await import("../test/harness/app");
   const app = await startApp(dbUrl, { BASE_URL }, {});
   const hub = app.running.deps.feed;
-  const actor = { orgId: 1 };
-  const enc = new TextEncoder();
   Bun.serve({
     port,
     hostname: "127.0.0.1",
-    idleTimeout: 0,
-    fetch(req) {
-      const url = new URL(req.url);
-      if (url.pathname === "/stats") {
-        Bun.gc(true);
-        const rss = Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync("/proc/self/status", "utf8"))?.[1] ?? 0);
-        return Response.json({ rss_kib: rss, heap_kib: Math.round(process.memoryUsage().heapUsed / 1024), subscribers: hub.subscribers, api: app.base });
-      }
-      if (!streams || url.pathname !== "/stream") return new Response("not found", { status: 404 });
-      let last = Number(url.searchParams.get("last") ?? 0);
-      let off = () => {};
-      let reading = false;
-      let again = false;
-      const body = new ReadableStream<Uint8Array>({
-        start(controller) {
-          controller.enqueue(enc.encode(": open\n\n"));
-          const pump = async () => {
-            if (reading) {
-              again = true;
-              return;
-            }
-            reading = true;
-            try {
-              do {
-                again = false;
-                for (;;) {
-                  const p = await hub.read(actor, last);
-                  for (const c of p.changes) controller.enqueue(enc.encode(`id: ${c.id}\ndata: {"k":"${c.kind}","l":${c.lead_id}}\n\n`));
-                  last = p.last;
-                  if (!p.more) break;
-                }
-              } while (again);
-            } finally {
-              reading = false;
-            }
-          };
-          off = hub.subscribe(actor, () => void pump().catch(() => {}));
-        },
-        cancel() {
-          off();
-        },
-      });
-      return new Response(body, { headers: { "content-type": "text/event-stream", "cache-control": "no-store" } });
+    fetch() {
+      Bun.gc(true);
+      const rss = Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync("/proc/self/status", "utf8"))?.[1] ?? 0);
+      return Response.json({ rss_kib: rss, heap_kib: Math.round(process.memoryUsage().heapUsed / 1024), subscribers: hub.subscribers, api: app.base });
     },
   });
   console.log("ready");
@@ -331,9 +291,12 @@ async function fanOut(adminUrl: string): Promise<void> {
   await sql`insert into lists (id, campaign_id) values (1, 'A'), (2, 'B')`;
   await sql`insert into leads (list_id, phone, first_name) select 1, (3000000000 + g)::text, 'L' || g from generate_series(1, ${2 * TEXTS + 10}) g`;
   const ports = { a: await freePort(), b: await freePort() };
-  const spawn = (port: number, streams: boolean) =>
-    Bun.spawn([process.execPath, import.meta.path, "--instance", url, String(port), streams ? "streams" : "plain"], { stdout: "pipe", stderr: "inherit" });
-  const children = [spawn(ports.a, false), spawn(ports.b, true)];
+  // One agent of the streams' organization, signed in once: every stream (tab) sends its cookie.
+  await sql`insert into users (id, org_id, name, email, role) values ('agent1', 1, 'Agent One', 'agent1@bench.example', 'agent')`;
+  const { token } = await createSession(sql, "agent1", "bench", Date.now());
+  const cookie = `leadline_session=${token}`;
+  const spawn = (port: number) => Bun.spawn([process.execPath, import.meta.path, "--instance", url, String(port)], { stdout: "pipe", stderr: "inherit" });
+  const children = [spawn(ports.a), spawn(ports.b)];
   try {
     for (const child of children) {
       const reader = child.stdout.getReader();
@@ -344,16 +307,19 @@ async function fanOut(adminUrl: string): Promise<void> {
     const stats = async () => (await fetch(`http://127.0.0.1:${ports.b}/stats`)).json() as Promise<{ rss_kib: number; heap_kib: number; subscribers: number; api: string }>;
     const apiA = ((await (await fetch(`http://127.0.0.1:${ports.a}/stats`)).json()) as { api: string }).api;
     const before = await stats();
+    const apiB = before.api;
     const [{ head }] = await sql<{ head: number }[]>`select coalesce(max(id), 0)::int as head from workspace_changes`;
-    // The streams: each a reader of B's stand-in route, noting when each lead's message event arrives.
+    // The streams: each a reader of B's inbox stream, noting when each lead's message event arrives.
     const sent = new Map<number, number>();
     const arrivals: number[] = [];
+    let signedOut = 0;
     const controllers: AbortController[] = [];
     const done: Promise<void>[] = [];
     for (let i = 0; i < STREAMS; i++) {
       const ac = new AbortController();
       controllers.push(ac);
-      const res = await fetch(`http://127.0.0.1:${ports.b}/stream?last=${head}`, { signal: ac.signal });
+      const res = await fetch(`${apiB}/console/inbox/stream?after=${head}`, { signal: ac.signal, headers: { cookie, accept: "text/event-stream" } });
+      if (res.status !== 200 || !(res.headers.get("content-type") ?? "").startsWith("text/event-stream")) throw new Error(`stream answered ${res.status}`);
       const reader = res.body!.getReader();
       done.push(
         (async () => {
@@ -368,7 +334,8 @@ async function fanOut(adminUrl: string): Promise<void> {
               while ((at = buf.indexOf("\n\n")) >= 0) {
                 const event = buf.slice(0, at);
                 buf = buf.slice(at + 2);
-                const m = /data: \{"k":"message","l":(\d+)\}/.exec(event);
+                if (event.includes("event: signed-out")) signedOut++;
+                const m = /^event: change$/m.test(event) ? /^data: \{"kind":"message","conversation":\d+,"lead":(\d+),/m.exec(event) : null;
                 const t = m ? sent.get(Number(m[1])) : undefined;
                 if (t !== undefined) arrivals.push(performance.now() - t);
               }
@@ -383,12 +350,12 @@ async function fanOut(adminUrl: string): Promise<void> {
     const open = await stats();
     say(`## Live feed fan-out: ${STREAMS} event streams open on instance B`);
     say();
-    say(`Each stream subscribes to B's FeedHub and writes what it reads (bench/workspace.ts's stand-in for the SSE route). Texts are posted to Twilio's inbound callback of an instance, one every 100 ms, each to a new lead of the streams' organization; latency is from the post to each stream's event. Instances, streams and PostgreSQL on the same 2 shared cores.`);
+    say(`Each stream is the inbox's event stream (GET /console/inbox/stream) of one signed-in agent, on B. Texts are posted to Twilio's inbound callback of an instance, one every 100 ms, each to a new lead of the streams' organization; latency is from the post to each stream's event. Instances, streams and PostgreSQL on the same 2 shared cores.`);
     say();
     say("| texts posted to | texts | stream events | p50 ms | p99 ms | max ms | events missing |");
     say("|---|---:|---:|---:|---:|---:|---:|");
     let lead = 1;
-    for (const [label, api] of [["A (the streams on B: across instances)", apiA], ["B (the streams' own instance)", open.api]] as const) {
+    for (const [label, api] of [["A (the streams on B: across instances)", apiA], ["B (the streams' own instance)", apiB]] as const) {
       arrivals.length = 0;
       for (let i = 0; i < TEXTS; i++) {
         const params = { From: `+1${3000000000 + lead}`, To: FROM, Body: "hello", MessageSid: `SMbench${lead}`, AccountSid: "ACbench" };
@@ -407,6 +374,7 @@ async function fanOut(adminUrl: string): Promise<void> {
       for (let i = 0; i < 100 && arrivals.length < TEXTS * STREAMS; i++) await Bun.sleep(50);
       say(`| ${label} | ${TEXTS} | ${arrivals.length} | ${ms(pctl(arrivals, 50))} | ${ms(pctl(arrivals, 99))} | ${ms(Math.max(...arrivals))} | ${TEXTS * STREAMS - arrivals.length} |`);
     }
+    if (signedOut > 0) throw new Error(`${signedOut} streams were told signed-out`);
     for (const ac of controllers) ac.abort();
     await Promise.all(done);
     await Bun.sleep(1000);

@@ -25,6 +25,7 @@ const clock = new ManualClock(DAY);
 let agent: MadeUser;
 let busy: number;
 let jose: number;
+let lark: number;
 
 beforeAll(async () => {
   db = await testDatabase();
@@ -35,6 +36,12 @@ beforeAll(async () => {
   // 120 texts, one every 7 minutes, the newest an inbound one (its conversation is open).
   await db.sql`insert into messages (lead_id, org_id, channel, direction, body, status, created_at)
     select ${busy}, 1, 'sms', case when g % 2 = 0 then 'in' else 'out' end, 'Text number ' || g || '.', 'delivered', ${new Date(DAY)}::timestamptz - (120 - g) * interval '7 minutes'
+    from generate_series(1, 120) g`;
+  // Another 120, the newest but one a text sent (Twilio's status callback moves it to delivered).
+  [{ id: lark }] = await db.sql<{ id: number }[]>`insert into leads (list_id, phone, first_name, last_name, state) values (101, '5125550166', 'Lark', 'Live', 'TX') returning id`;
+  await db.sql`insert into messages (lead_id, org_id, channel, direction, body, status, provider_id, created_at)
+    select ${lark}, 1, 'sms', case when g % 2 = 0 then 'in' else 'out' end, 'Lark text ' || g || '.', case when g = 119 then 'sent' else 'delivered' end,
+           case when g = 119 then 'SMlark119' end, ${new Date(DAY)}::timestamptz - (120 - g) * interval '7 minutes'
     from generate_series(1, 120) g`;
   [{ id: jose }] = await db.sql<{ id: number }[]>`insert into leads (list_id, phone, first_name, last_name, state, email) values (101, '5125550177', 'José', 'Núñez', 'TX', 'jose@example.com') returning id`;
   await db.sql`insert into messages (lead_id, org_id, channel, direction, body, status, created_at) values (${jose}, 1, 'sms', 'in', 'Is the roof estimate still on for Friday?', 'received', ${new Date(DAY - 60_000)})`;
@@ -137,20 +144,76 @@ describe("older entries load upward in place", () => {
     const was = await topOf(page, "Text number 71.");
     await older;
     const refreshed = page.waitForResponse((r) => r.url().includes("/console/inbox?") && r.request().method() === "GET");
-    await page.evaluate(`htmx.trigger(document.getElementById("inbox-refresh"), "sse:change")`);
+    await page.evaluate(`htmx.trigger(document.getElementById("inbox-refresh"), "inbox:refresh")`);
     await refreshed;
     await page.waitForTimeout(100); // the refresh's answer is swapped in once read
     hold();
     await entries(page, 100);
     expect(await inView(page, "Text number 71.", "#pane-timeline")).toBe(true);
     expect(Math.abs((await topOf(page, "Text number 71.")) - was)).toBeLessThan(2);
-    // The live refresh (every 10 s, or a change) no longer drops the older entries just read.
-    expect(await page.locator("#inbox-refresh").getAttribute("hx-select-oob")).not.toContain("#timeline");
+    // The live refresh (every 10 s, or a change) merges into the list: the older entries just read stay.
+    await page.evaluate(`htmx.trigger(document.getElementById("inbox-refresh"), "inbox:refresh")`);
+    await page.waitForResponse((r) => r.url().includes("/console/inbox?") && r.request().method() === "GET");
+    await page.waitForTimeout(100);
+    expect(await page.locator("#timeline > li").count()).toBe(100);
     await page.locator("#tl-older a").click();
     await entries(page, 120);
     expect(await entryTexts(page, "#timeline")).toEqual(Array.from({ length: 120 }, (_, i) => `Text number ${i + 1}.`));
     await page.locator("#tl-older.tl-start").waitFor();
     expect(await axeProblems(page)).toEqual([]);
+    expect(problems).toEqual([]);
+    await ctx.close();
+  });
+
+  test("the inbox's reading pane after older entries: a new inbound arrives live at the bottom, a status changes in place, the older entries stay, none twice, the reader stays put", async () => {
+    const [{ id: conv }] = await db.sql<{ id: number }[]>`select id from conversations where lead_id = ${lark}`;
+    const { ctx, page, problems } = await signedIn(agent, { height: 800 });
+    await page.goto(`${app.base}/console/inbox?view=open&open=${conv}`);
+    expect(await page.locator("#timeline > li").count()).toBe(50);
+    await page.evaluate(`document.getElementById("pane-timeline").scrollTop = 0`);
+    await entries(page, 100);
+    await page.locator("#tl-older a").click();
+    await entries(page, 120);
+    await page.locator("#tl-older.tl-start").waitFor();
+    const ids = () => page.locator("#timeline > li").evaluateAll((els) => els.map((el) => el.id));
+    const before = await ids();
+    expect(before.every((id) => /^msg-\d+$/.test(id))).toBe(true);
+    // The reader is reading an old entry.
+    await page.evaluate(`(() => {
+      const li = [...document.querySelectorAll("#timeline > li")].find((el) => el.textContent.includes("Lark text 30."));
+      const pane = document.getElementById("pane-timeline");
+      pane.scrollTop += li.getBoundingClientRect().top - pane.getBoundingClientRect().top - 40;
+      pane.dispatchEvent(new Event("scroll"));
+    })()`);
+    const was = await topOf(page, "Lark text 30.");
+    expect(await inView(page, "Lark text 30.", "#pane-timeline")).toBe(true);
+    // Twilio says the text sent is delivered (no feed change: the next refresh shows it), then the
+    // lead writes (a change: the stream makes the page refresh at once).
+    const status = await postCallback(app.base, PUBLIC, "/hooks/sms_status.php", "acme-token", { MessageSid: "SMlark119", MessageStatus: "delivered", AccountSid: "ACacme" });
+    expect(status.status).toBe(200);
+    const r = await postCallback(app.base, PUBLIC, "/hooks/sms_inbound.php", "acme-token", { From: "+15125550166", To: "+15125550100", Body: "Lark text after the older ones.", MessageSid: "SMlarkin1", AccountSid: "ACacme" });
+    expect(r.status).toBe(200);
+    await entries(page, 121);
+    const texts = await entryTexts(page, "#timeline");
+    expect(texts).toEqual([...Array.from({ length: 120 }, (_, i) => `Lark text ${i + 1}.`), "Lark text after the older ones."]);
+    const after = await ids();
+    expect(new Set(after).size).toBe(121);
+    expect(after.slice(0, 120)).toEqual(before);
+    // Updated in place: the entry sent is now delivered.
+    const sent = page.locator("#timeline > li").filter({ hasText: "Lark text 119." });
+    await expect(sent.locator(".badge").last().textContent()).resolves.toBe("delivered");
+    // The reader was not moved.
+    expect(await inView(page, "Lark text 30.", "#pane-timeline")).toBe(true);
+    expect(Math.abs((await topOf(page, "Lark text 30.")) - was)).toBeLessThan(2);
+    // At the bottom, the next one arrives in view.
+    await page.evaluate(`(() => { const pane = document.getElementById("pane-timeline"); pane.scrollTop = pane.scrollHeight; pane.dispatchEvent(new Event("scroll")); })()`);
+    await postCallback(app.base, PUBLIC, "/hooks/sms_inbound.php", "acme-token", { From: "+15125550166", To: "+15125550100", Body: "Lark text at the bottom.", MessageSid: "SMlarkin2", AccountSid: "ACacme" });
+    await entries(page, 122);
+    await page.waitForFunction(`(() => { const p = document.getElementById("pane-timeline"); return p.scrollTop + p.clientHeight >= p.scrollHeight - 2; })()`);
+    expect(await inView(page, "Lark text at the bottom.", "#pane-timeline")).toBe(true);
+    expect(new Set(await ids()).size).toBe(122);
+    expect(await axeProblems(page)).toEqual([]);
+    await shoot(page, "inbox-live-after-older", [1280, 390]);
     expect(problems).toEqual([]);
     await ctx.close();
   });

@@ -198,3 +198,127 @@ describe("the inbox in Chromium", () => {
     await ctx.close();
   });
 });
+
+describe("the inbox's refreshes", () => {
+  test("every change is followed by a refresh asked after it: one within 300 ms of the last refresh gets one at the gap's end, never dropped", async () => {
+    const { ctx, page, problems } = await signedIn(agent);
+    await page.goto(`${app.base}/console/inbox?view=open`);
+    await page.locator("#inbox-changes").waitFor({ state: "attached" });
+    await page.waitForFunction(() => typeof (globalThis as unknown as { htmx?: unknown }).htmx === "object");
+    // Each refresh asked, and by what (the 10 s one has no triggering event).
+    await page.evaluate(`window.__asked = [];
+      document.body.addEventListener("htmx:beforeRequest", (e) => {
+        const t = e.detail.requestConfig && e.detail.requestConfig.triggeringEvent;
+        if (e.detail.elt.id === "inbox-refresh" && t && t.type === "inbox:refresh") window.__asked.push(performance.now());
+      });`);
+    // A burst as the stream delivers one: a change, then another 50 ms later (htmx's own
+    // throttle dropped the second: the refresh the first asked may have read the page before it).
+    const second = (await page.evaluate(`(async () => {
+      const c = document.getElementById("inbox-changes");
+      c.dispatchEvent(new CustomEvent("sse:change", { bubbles: true }));
+      await new Promise((r) => setTimeout(r, 50));
+      const at = performance.now();
+      c.dispatchEvent(new CustomEvent("sse:change", { bubbles: true }));
+      c.dispatchEvent(new CustomEvent("sse:change", { bubbles: true }));
+      return at;
+    })()`)) as number;
+    await page.waitForFunction(() => (globalThis as unknown as { __asked: number[] }).__asked.length >= 2, undefined, { timeout: 20_000 });
+    await page.waitForTimeout(500);
+    const asked = (await page.evaluate("window.__asked")) as number[];
+    // The first at once, one more after the second (and third) change: not one per change.
+    expect(asked.length).toBe(2);
+    expect(asked[1]!).toBeGreaterThanOrEqual(second);
+    expect(problems).toEqual([]);
+    await ctx.close();
+  });
+
+  test("a burst of real inbound texts: the last one reaches the list without the 10 s refresh", async () => {
+    const { ctx, page, problems } = await signedIn(agent);
+    await page.goto(`${app.base}/console/inbox?view=unassigned`);
+    // Only the stream may refresh the page here.
+    await page.evaluate(`(() => { const r = document.getElementById("inbox-refresh"); r.setAttribute("hx-trigger", "inbox:refresh"); htmx.process(r); })()`);
+    const bodies = ["burst one", "burst two", "burst three", "burst four"];
+    for (const [i, b] of bodies.entries()) await inbound(b, `Burst${i}`);
+    await page.locator(".inbox-list .conv", { hasText: "burst four" }).waitFor({ timeout: 20_000 });
+    for (const b of bodies) await page.locator(".inbox-list .conv", { hasText: b }).waitFor({ timeout: 20_000 });
+    expect(problems).toEqual([]);
+    await ctx.close();
+  });
+});
+
+describe("the inbox after its session ends", () => {
+  /** The inbox open with its stream connected, the stream requests counted from then on. */
+  async function openInbox(user: MadeUser): Promise<{ ctx: BrowserContext; page: Page; problems: string[]; streams: string[] }> {
+    const s = await signedIn(user);
+    const streams: string[] = [];
+    s.page.on("request", (r) => {
+      if (new URL(r.url()).pathname === "/console/inbox/stream") streams.push(r.url());
+    });
+    const connected = s.page.waitForResponse((r) => new URL(r.url()).pathname === "/console/inbox/stream" && r.status() === 200);
+    await s.page.goto(`${app.base}/console/inbox?view=open`);
+    await connected;
+    await s.page.waitForFunction(() => typeof (globalThis as unknown as { htmx?: unknown }).htmx === "object");
+    // Only the stream may take the tab to sign-in here: the 10 s refresh (whose 401 would
+    // redirect too) is taken out of the page.
+    await s.page.evaluate(`document.getElementById("inbox-refresh").remove()`);
+    streams.length = 0;
+    return { ...s, streams };
+  }
+
+  /** The sign-in page, back to the inbox as it was shown; signing in there returns to it. */
+  async function landsOnSignIn(page: Page, user: MadeUser): Promise<void> {
+    await page.waitForURL((u) => u.pathname === "/console/login", { timeout: 30_000 });
+    expect(new URL(page.url()).searchParams.get("next")).toBe("/console/inbox?view=open");
+    await page.getByLabel("Email").fill(user.email);
+    await page.getByLabel("Password").fill(user.password);
+    await Promise.all([page.waitForURL((u) => u.pathname === "/console/inbox"), page.getByRole("button", { name: "Sign in" }).click()]);
+    expect(new URL(page.url()).search).toBe("?view=open");
+  }
+
+  test("signed out in another tab: the open stream says so, the tab lands on sign-in with the inbox as next, and no stream request follows", async () => {
+    const user = await makeUser(db.sql, { role: "agent", orgId: 1, id: "agent21" });
+    const { ctx, page, problems, streams } = await openInbox(user);
+    const other = await ctx.newPage();
+    await other.goto(`${app.base}/console/account`);
+    await Promise.all([other.waitForURL(/\/console\/login/), other.getByRole("button", { name: "Sign out", exact: true }).click()]);
+    await other.close();
+    await page.waitForURL((u) => u.pathname === "/console/login", { timeout: 30_000 });
+    // A while on the sign-in page: nothing asks for the stream again.
+    await page.waitForTimeout(3_000);
+    expect(streams).toEqual([]);
+    await landsOnSignIn(page, user);
+    expect(problems).toEqual([]);
+    await ctx.close();
+  });
+
+  test("expired in SQL while the stream was away: its reconnection is told signed-out once, not refused again and again", async () => {
+    const user = await makeUser(db.sql, { role: "agent", orgId: 1, id: "agent22" });
+    const { ctx, page } = await signedIn(user);
+    const streams: string[] = [];
+    page.on("request", (r) => {
+      if (new URL(r.url()).pathname === "/console/inbox/stream") streams.push(r.url());
+    });
+    // The page's first stream is lost (a proxy's 502) just as the session expires; the extension
+    // then reconnects. The first is held until the test has taken the 10 s refresh out of the page.
+    let ready: () => void = () => {};
+    const refreshGone = new Promise<void>((resolve) => (ready = resolve));
+    let first = true;
+    await page.route("**/console/inbox/stream**", async (route) => {
+      if (!first) return route.continue();
+      first = false;
+      await refreshGone;
+      await db.sql`update console_sessions set seen_at = seen_at - interval '3 hours' where user_id = ${user.id}`;
+      return route.fulfill({ status: 502, contentType: "text/plain", body: "bad gateway" });
+    });
+    await page.goto(`${app.base}/console/inbox?view=open`);
+    await page.evaluate(`document.getElementById("inbox-refresh").remove()`);
+    ready();
+    await page.waitForURL((u) => u.pathname === "/console/login", { timeout: 30_000 });
+    await page.waitForTimeout(3_000);
+    // The lost one and the one told signed-out; never a loop.
+    expect(streams.length).toBe(2);
+    await page.unroute("**/console/inbox/stream**");
+    await landsOnSignIn(page, user);
+    await ctx.close();
+  });
+});

@@ -92,10 +92,46 @@ function open(client: ConsoleClient, headers: Record<string, string> = {}, query
 const changes = (events: Event[]) => events.filter((e) => e.event === "change").map((e) => ({ id: Number(e.id), ...JSON.parse(e.data) }));
 
 describe("the inbox's event stream", () => {
-  test("without a session: 401 unauthenticated (JSON), no stream", async () => {
-    const r = await fetch(`${app.base}/console/inbox/stream`);
-    expect(r.status).toBe(401);
-    expect(((await r.json()) as { error: string }).error).toBe("unauthenticated");
+  test("without a live session: 200, one signed-out event (the sign-in page, the inbox as next) with a day's retry, then the end — never a refusal the browser would retry", async () => {
+    const expectSignedOut = async (r: Response) => {
+      expect(r.status).toBe(200);
+      expect(r.headers.get("content-type")).toContain("text/event-stream");
+      expect(r.headers.get("cache-control")).toBe("no-store");
+      // The whole body: the stream ends (reading it to the end returns).
+      const text = await r.text();
+      expect(text).toBe('retry: 86400000\nevent: signed-out\ndata: {"location":"/console/login?next=%2Fconsole%2Finbox"}\n\n');
+    };
+    // No cookie, a cookie that names no session, a Last-Event-ID reconnection.
+    await expectSignedOut(await fetch(`${app.base}/console/inbox/stream`, { headers: { accept: "text/event-stream" } }));
+    await expectSignedOut(await fetch(`${app.base}/console/inbox/stream?after=3`, { headers: { cookie: "leadline_session=" + "x".repeat(43), "last-event-id": "7" } }));
+    // A session signed out, and one that expired (its last request more than two hours ago).
+    const m = await makeUser(db.sql, { role: "agent", orgId: 1 });
+    const gone = await signIn(app.base, m.email, m.password);
+    expect((await gone.post("/console/logout")).status).toBe(303);
+    await expectSignedOut(await fetch(`${app.base}/console/inbox/stream`, { headers: { cookie: gone.cookie } }));
+    const idle = await signIn(app.base, m.email, m.password);
+    await db.sql`update console_sessions set seen_at = seen_at - interval '3 hours' where user_id = ${m.id} and revoked_at is null`;
+    await expectSignedOut(await fetch(`${app.base}/console/inbox/stream`, { headers: { cookie: idle.cookie } }));
+    // A malformed query is still only the signed-out event (no 500, no other answer).
+    await expectSignedOut(await fetch(`${app.base}/console/inbox/stream?after=%00zz`, { headers: {} }));
+  });
+
+  test("an open stream whose session ends (signed out in another tab) says signed-out and ends", async () => {
+    const m = await makeUser(db.sql, { role: "agent", orgId: 1 });
+    const tab = await signIn(app.base, m.email, m.password);
+    const s = open(tab);
+    await s.until(() => true, 1_000).catch(() => []);
+    // Signed out elsewhere: the other tab shares the cookie.
+    expect((await tab.post("/console/logout")).status).toBe(303);
+    const got = await s.until((ev) => ev.some((e) => e.event === "signed-out"));
+    const last = got.at(-1)!;
+    expect(last.event).toBe("signed-out");
+    expect(JSON.parse(last.data)).toEqual({ location: "/console/login?next=%2Fconsole%2Finbox" });
+    // Then the end: the stream closes (no heartbeat after it).
+    const n = got.length;
+    expect(await s.until(() => false, 15_000).then(() => "ended", (e) => String(e))).toBe("ended");
+    expect(s.events.length).toBe(n);
+    s.close();
   });
 
   test("only the viewer's organization's changes, each with its feed id; no message text", async () => {

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Actor } from "../src/auth/actor";
 import { changesSince, pruneChanges, sequenceChanges, type Change } from "../src/feed/queries";
+import { FeedHub } from "../src/feed/hub";
 import { sequenceAll } from "../src/feed/sequencer";
 import { assignConversation, closeConversation, reopenConversation, snoozeConversation } from "../src/workspace/actions";
 import { callbackDue, closeCallback, scheduleCallback } from "../src/workspace/callbacks";
@@ -338,6 +339,50 @@ describe("across instances", () => {
     await Promise.all(reads);
     // Another organization's tab never shares an organization's read.
     expect(hub.read(boltMgr, from)).not.toBe(hub.read(mgr, from));
+  });
+
+  test("a tab woken by a notification never joins a read already on its way: that read's snapshot may predate the change, and the tab would miss it", async () => {
+    await settle();
+    const from = await head();
+    // Tab 1's read: its statement runs (its snapshot taken) and its answer is held back, as a busy
+    // database or event loop holds one back; the real statement, the real snapshot.
+    let ran!: () => void;
+    const statementRan = new Promise<void>((ok) => (ran = ok));
+    let release!: () => void;
+    const held = new Promise<void>((ok) => (release = ok));
+    let statements = 0;
+    const hub = new FeedHub(db.sql, async (...args) => {
+      const first = ++statements === 1;
+      const page = await changesSince(...args);
+      if (first) {
+        ran();
+        await held;
+      }
+      return page;
+    });
+    const words: (number | null)[] = [];
+    const off = hub.subscribe(mgr, (upTo) => words.push(upTo));
+    const tab1 = hub.read(mgr, from);
+    await statementRan;
+    // Meanwhile a text comes in, is numbered, and the word arrives (as the LISTEN callback passes it).
+    const l = await lead();
+    await textIn(l);
+    await settle();
+    hub.publish(1, await head());
+    expect(words.length).toBe(1);
+    // Tab 2, woken by that word, reads from the same place as tab 1.
+    const tab2 = hub.read(mgr, from);
+    release();
+    const [one, two] = await Promise.all([tab1, tab2]);
+    const hasIt = (p: typeof one) => p.changes.some((c) => c.lead_id === l);
+    expect(hasIt(one)).toBe(false); // the window is real: tab 1's snapshot predates the change
+    expect(hasIt(two)).toBe(true);
+    expect(statements).toBe(2);
+    // Tabs asking in the same generation still share one read.
+    const many = Array.from({ length: 20 }, () => hub.read(mgr, from));
+    expect(new Set(many).size).toBe(1);
+    await Promise.all(many);
+    off();
   });
 
   test("subscribers are freed when their tabs go", async () => {

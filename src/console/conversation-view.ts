@@ -2,7 +2,7 @@
 // a way back) — who it is with `tel:` and `mailto:` links, the conversation's actions as plain
 // forms (assign, snooze, close, reopen), the timeline oldest to newest with the newest at the
 // bottom (older entries load upward), and the composer docked under it.
-import type { Entry } from "../conversations/timeline";
+import type { KeyedEntry } from "../conversations/timeline";
 import type { LeadProfile } from "../leads/profile";
 import type { Assignee } from "../workspace/assignees";
 import type { InboxRow } from "../workspace/model";
@@ -15,7 +15,7 @@ import { contactLinks, entriesHtml, olderLink } from "./lead-view";
 export interface PaneData {
   row: InboxRow;
   lead: LeadProfile;
-  entries: Entry[];
+  entries: KeyedEntry[];
   names: ActorNames;
   /** The polling mark of the newest entries shown; null on an older page. */
   mark: string | null;

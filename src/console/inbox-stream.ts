@@ -8,18 +8,38 @@
 // away longer than the feed keeps its changes (or from another database) gets `event: reset` and
 // reloads. The page (htmx's SSE extension) refreshes the list, the counts, the open conversation
 // and the tab title when told `change`; the events carry ids and states, never message text.
+//
+// A tab whose session has ended is told so in the stream, never refused: an EventSource reads only
+// a 200 event stream and retries anything else (htmx's SSE extension again and again, each time
+// getting the refusal). Without a live session the answer is one `signed-out` event, with a retry
+// of a day for a browser whose script does not act on it; an open stream checks its session as it
+// goes (sign-out in another tab, expiry, revocation) and ends the same way. The page goes to sign-in.
 import { Type as t } from "@sinclair/typebox";
 import type { Change } from "../feed/queries";
 import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
 import type { Route } from "../http/route";
 import { log, errorFields } from "../log";
-import { CONSOLE_TAG, consoleJson, EVERYONE, pageQuery, signedIn } from "./route";
+import { CONSOLE_TAG, consoleJson, EVERYONE, pageQuery, signedInOrOut } from "./route";
+import { sessionLive } from "./sessions";
 
-/** A comment line this often: proxies and the server's idle timeout (10 s) see a live connection. */
+/** A comment line this often: proxies and the server's idle timeout (10 s) see a live connection; the session is checked as often. */
 export const HEARTBEAT_MS = 5_000;
 /** How long a browser waits before reconnecting (the `retry:` field). */
 const RETRY_MS = 2_000;
+/** A signed-out tab's browser reconnects no sooner than this, should its script not act on the event. */
+const SIGNED_OUT_RETRY_MS = 86_400_000;
+
+/** Where a signed-out tab goes (the page uses its own address as `next`: the inbox as it shows it). */
+const SIGN_IN = `/console/login?next=${encodeURIComponent("/console/inbox")}`;
+export const SIGNED_OUT_EVENT = `retry: ${SIGNED_OUT_RETRY_MS}\nevent: signed-out\ndata: ${JSON.stringify({ location: SIGN_IN })}\n\n`;
+
+const STREAM_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-store",
+  "x-accel-buffering": "no",
+  "x-content-type-options": "nosniff",
+};
 
 const StreamQuery = t.Object({
   after: t.Optional(t.String({ pattern: "^\\d{1,18}$", description: "the feed id the page was rendered at (its stream starts after it); Last-Event-ID wins" })),
@@ -55,18 +75,20 @@ export function inboxStreamRoutes(deps: Deps): Route[] {
         summary: "The inbox's live updates: Server-Sent Events of the organization's workspace changes (one stream per tab)",
         description:
           "`event: change` per change of the viewer's organization (`id:` its feed id; data: kind, conversation, lead, status, assignee, direction, channel); " +
-          "`event: reset` when the tab must reload (it asked from before the feed's retention). Resumes after `Last-Event-ID` (or the page's `after`) without loss or repeat.",
+          "`event: reset` when the tab must reload (it asked from before the feed's retention). Resumes after `Last-Event-ID` (or the page's `after`) without loss or repeat. " +
+          "Without a live session (signed out, expired, revoked; checked as the stream goes, too) the answer is still 200: one `event: signed-out` (data: `location`, the sign-in page) with `retry:` a day, then the end, so that the browser stops reconnecting and the page goes to sign-in.",
         method: "GET",
         path: "/console/inbox/stream",
         tag: CONSOLE_TAG,
-        access: signedIn(deps, EVERYONE, "GET"),
+        access: signedInOrOut(deps, EVERYONE),
         surface: consoleJson,
         query: pageQuery(StreamQuery),
-        answers: { 200: { description: "The event stream", contentType: "text/event-stream" } },
+        answers: { 200: { description: "The event stream; without a live session, one `signed-out` event", contentType: "text/event-stream" } },
         // The stream lasts as long as the tab: it bounds its own work (one read per wake-up).
         deadlineMs: null,
       },
       async ({ query }, { grant: viewer, request }) => {
+        if (viewer === null) return new Response(SIGNED_OUT_EVENT, { headers: STREAM_HEADERS });
         const actor = { orgId: viewer.actor.orgId };
         let last = resumeFrom(request.headers.get("last-event-id"), query.after) ?? (await deps.feed.read(actor, Number.MAX_SAFE_INTEGER, 1)).last;
         const encoder = new TextEncoder();
@@ -107,7 +129,22 @@ export function inboxStreamRoutes(deps: Deps): Route[] {
               } catch {}
             };
             forget = deps.feed.onClose(stop);
-            heartbeat = setInterval(() => send(": ping\n\n"), HEARTBEAT_MS);
+            // Each heartbeat also checks the session (one indexed lookup; it does not refresh the
+            // session's idle time): a tab signed out elsewhere is told within a heartbeat or two.
+            let checking = false;
+            heartbeat = setInterval(() => {
+              send(": ping\n\n");
+              if (checking || closed) return;
+              checking = true;
+              sessionLive(deps.sql, viewer.sessionId, deps.clock.now())
+                .then((live) => {
+                  if (live) return;
+                  send(SIGNED_OUT_EVENT);
+                  stop();
+                })
+                .catch((err) => log.warn("inbox stream session check failed", errorFields(err)))
+                .finally(() => (checking = false));
+            }, HEARTBEAT_MS);
             send(`retry: ${RETRY_MS}\n: connected\n\n`);
             void (async () => {
               while (!closed) {
@@ -137,14 +174,7 @@ export function inboxStreamRoutes(deps: Deps): Route[] {
           },
           cancel: stop,
         });
-        return new Response(stream, {
-          headers: {
-            "content-type": "text/event-stream; charset=utf-8",
-            "cache-control": "no-store",
-            "x-accel-buffering": "no",
-            "x-content-type-options": "nosniff",
-          },
-        });
+        return new Response(stream, { headers: STREAM_HEADERS });
       },
     ),
   ];

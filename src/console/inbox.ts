@@ -237,10 +237,13 @@ async function inboxResponse(deps: Deps, viewer: Viewer, r: InboxRequest): Promi
     // parts out of band (counts, list, the open conversation, the navigation's count).
     // The refresher is inside #inbox-split, which opening a conversation swaps: it always asks for
     // the page as it now is.
+    // #inbox-changes (outside the part that opening a conversation swaps) is where the stream's
+    // `change` and `reset` events land; assets/inbox.js turns changes into refreshes, never
+    // dropping the last of a burst (htmx's own throttle drops whatever comes within its window).
     body: html`<div id="inbox-live" hx-ext="sse" sse-connect="/console/inbox/stream?after=${head}" data-me="${userOf(viewer.actor) ?? ""}">
-      ${r.notice}<p class="inbox-notify" id="inbox-notify" hidden><label><input type="checkbox" id="notify-toggle"> Notify me of new messages</label>
+      <span id="inbox-changes" hidden hx-trigger="sse:change, sse:reset"></span>${r.notice}<p class="inbox-notify" id="inbox-notify" hidden><label><input type="checkbox" id="notify-toggle"> Notify me of new messages</label>
         <span class="muted" id="notify-status" aria-live="polite"></span></p><div class="inbox-split${pane ? " has-open" : ""}" id="inbox-split">
-      <div id="inbox-refresh" hidden hx-get="${here}" hx-trigger="sse:change throttle:300ms, every 10s" hx-swap="none"
+      <div id="inbox-refresh" hidden hx-get="${here}" hx-trigger="inbox:refresh, every 10s" hx-swap="none"
         hx-select-oob="#view-counts,#conv-list,#pane-status,#timeline,#nav-inbox"></div>${list}${
         pane ? paneHtml(pane, now) : html`<section class="inbox-pane inbox-pane-empty" id="pane" aria-label="Conversation"><p class="muted">Choose a conversation to read it here.</p></section>`
       }</div></div>`,

@@ -5,7 +5,7 @@
 import { CONSENT_REASON_MAX, type ChannelConsent } from "../leads/consent";
 import type { LeadProfile } from "../leads/profile";
 import type { LeadAppointment } from "../booking/by-lead";
-import type { Entry } from "../conversations/timeline";
+import type { KeyedEntry } from "../conversations/timeline";
 import type { LocalTime } from "../cti/calling-window";
 import type { FirstTouch } from "../dni/attribution";
 import { DNC_NOTE_MAX, type DncEntry, type DncStatus } from "../leads/dnc";
@@ -17,7 +17,7 @@ import { html, when, type Html } from "./html";
 
 export interface LeadPage {
   lead: LeadProfile;
-  entries: Entry[];
+  entries: KeyedEntry[];
   /** The polling mark (src/conversations/timeline.ts markText); null on an older page, which does not poll. */
   mark: string | null;
   /** The cursor of the next older entries (the oldest shown), when there are some. */
@@ -49,8 +49,20 @@ export const leadDisplayName = (l: { first_name: string; last_name: string; phon
 
 const mins = (secs: number) => `${Math.floor(secs / 60)}m ${String(secs % 60).padStart(2, "0")}s`;
 
+/**
+ * An entry's place: its key (the merged order, which the inbox's live refresh sorts by) and, for a
+ * call or an event, a stable id like a message's `msg-<id>` (the refresh updates an entry in place
+ * and never adds one twice by these ids).
+ */
+function placeOf(e: KeyedEntry): Html | null {
+  if (e.key === undefined) return null;
+  const sid = e.key.split(".")[2];
+  return e.kind === "msg" ? html` data-key="${e.key}"` : html` id="${e.kind}-${sid}" data-key="${e.key}"`;
+}
+
 /** One timeline entry as a list item; every value is text (message bodies are untrusted). */
-export function entryHtml(e: Entry, zone: string, names: ActorNames = new Map()): Html {
+export function entryHtml(e: KeyedEntry, zone: string, names: ActorNames = new Map()): Html {
+  const place = placeOf(e);
   const at = html`<time datetime="${new Date(e.epoch * 1000).toISOString()}">${when(e.epoch * 1000, zone)}</time>`;
   switch (e.kind) {
     case "msg": {
@@ -58,14 +70,14 @@ export function entryHtml(e: Entry, zone: string, names: ActorNames = new Map())
       const who = inbound ? "from the lead" : `by ${actorWords(e.actor_type, e.actor_id, names)}`;
       if (e.channel === "note") {
         // A note is the team's, never the lead's: it reads as a note, not as a text that went out.
-        return html`<li id="msg-${e.id}" class="tl tl-note">
+        return html`<li id="msg-${e.id}"${place} class="tl tl-note">
         <div class="tl-head"><span class="badge badge-note">NOTE</span> <span class="muted">${who}</span> ${at}</div>
         <div class="tl-body">${e.body}</div>
       </li>`;
       }
       const text = e.channel === "email" ? htmlToText(e.body) : e.body;
       const bad = ["failed", "undelivered", "unknown"].includes(e.status);
-      return html`<li id="msg-${e.id}" class="tl tl-msg ${inbound ? "tl-in" : "tl-out"}">
+      return html`<li id="msg-${e.id}"${place} class="tl tl-msg ${inbound ? "tl-in" : "tl-out"}">
         <div class="tl-head"><span class="badge">${e.channel.toUpperCase()}</span> <strong>${inbound ? "In" : "Out"}</strong>
           <span class="muted">${who}</span> ${at}
           ${e.status ? html`<span class="badge ${bad ? "badge-bad" : e.status === "queued" ? "badge-warn" : "badge-ok"}">${e.status}</span>` : null}</div>
@@ -75,13 +87,13 @@ export function entryHtml(e: Entry, zone: string, names: ActorNames = new Map())
       </li>`;
     }
     case "call":
-      return html`<li class="tl tl-call">
+      return html`<li${place} class="tl tl-call">
         <div class="tl-head"><span class="badge">CALL</span> <strong>${e.status || "call"}</strong> ${at}</div>
         <div class="tl-body">${mins(e.secs)}${e.agent ? html` · agent ${names.get(`user:${e.agent}`) ?? e.agent}` : null}</div>
         ${e.ai_summary ? html`<div class="tl-body muted">${e.ai_summary}</div>` : null}
       </li>`;
     case "event":
-      return html`<li class="tl tl-event">
+      return html`<li${place} class="tl tl-event">
         <div class="tl-head"><span class="badge">EVENT</span> <strong>${e.label || e.event}</strong> ${at}</div>
         ${e.actor ? html`<div class="muted">by ${eventActorWords(e.actor, e.actor_role, names)}</div>` : null}
         ${e.note ? html`<div class="tl-body">${e.note}</div>` : null}
@@ -103,7 +115,7 @@ export function olderLink(leadId: number, cursor: string | null, href: string | 
 /** The older page of the lead page: what a link carries when JavaScript is off. */
 export const olderPageHref = (leadId: number, cursor: string) => `/console/leads/${leadId}?before=${cursor}#h-timeline`;
 
-export const entriesHtml = (entries: Entry[], zone: string, names: ActorNames = new Map()): Html =>
+export const entriesHtml = (entries: KeyedEntry[], zone: string, names: ActorNames = new Map()): Html =>
   html`${entries.map((e) => entryHtml(e, zone, names))}`;
 
 function fields(l: LeadProfile): Html {

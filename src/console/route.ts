@@ -118,6 +118,25 @@ export function signedIn(deps: Deps, roles: readonly Role[], method: "GET" | "PO
 }
 
 /**
+ * A signed-in user of one of `roles`, or `null` for a request without a live session, which the
+ * route answers itself instead of with the refusal: an EventSource reads nothing but a 200 event
+ * stream and retries whatever else it gets (htmx's SSE extension again and again), so the inbox's
+ * stream tells a signed-out tab in an event (src/console/inbox-stream.ts). GET only.
+ */
+export function signedInOrOut(deps: Deps, roles: readonly Role[]): AccessCheck<Viewer | null, Viewer | null> {
+  const inner = signedIn(deps, roles, "GET");
+  const gate = inner.gate!;
+  return {
+    doc: inner.doc,
+    errors: inner.errors.filter((c) => c !== "unauthenticated"),
+    gate: async (request, server, selected) => {
+      const r = await gate(request, server, selected);
+      return r === UNAUTHENTICATED ? null : r;
+    },
+  };
+}
+
+/**
  * The forms of people not yet signed in: a POST's Host must be the console's (`always`: any
  * method's, for a GET that spends a one-time link); the rest is the route's.
  */

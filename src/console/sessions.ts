@@ -42,6 +42,11 @@ type Row = {
   seen_at: Date;
 };
 
+/** What makes the session `s` of user `u` live: not revoked, neither idle nor too old, its user a console user still. */
+const liveAt = (sql: Sql, now: number) =>
+  sql`s.revoked_at is null and s.seen_at > ${new Date(now - IDLE_MS)} and s.created_at > ${new Date(now - ABSOLUTE_MS)}
+      and u.role is not null and u.disabled_at is null`;
+
 /** The live session of a cookie's token, or null; refreshes its idle time. */
 export async function loadSession(sql: Sql, token: string, now: number): Promise<Session | null> {
   if (token.length < 20 || token.length > 100) return null;
@@ -49,9 +54,7 @@ export async function loadSession(sql: Sql, token: string, now: number): Promise
   const [r] = await sql<Row[]>`
     select s.user_id, u.email, u.name, u.role, u.org_id, s.csrf, s.seen_at
     from console_sessions s join users u on u.id = s.user_id
-    where s.token_hash = ${hash} and s.revoked_at is null
-      and s.seen_at > ${new Date(now - IDLE_MS)} and s.created_at > ${new Date(now - ABSOLUTE_MS)}
-      and u.role is not null and u.disabled_at is null`;
+    where s.token_hash = ${hash} and ${liveAt(sql, now)}`;
   if (!r) return null;
   if (now - r.seen_at.getTime() > TOUCH_MS) await sql`update console_sessions set seen_at = ${new Date(now)} where token_hash = ${hash}`;
   return {
@@ -59,6 +62,19 @@ export async function loadSession(sql: Sql, token: string, now: number): Promise
     csrf: r.csrf,
     id: hash.toString("hex"),
   };
+}
+
+/**
+ * Whether the session named `id` (Session.id) is still live, without refreshing its idle time: an
+ * open event stream asks this as it goes (src/console/inbox-stream.ts), and a tab left open must
+ * not keep its session alive by that alone.
+ */
+export async function sessionLive(sql: Sql, id: string, now: number): Promise<boolean> {
+  const [r] = await sql<{ live: boolean }[]>`
+    select exists (
+      select 1 from console_sessions s join users u on u.id = s.user_id
+      where s.token_hash = decode(${id}, 'hex') and ${liveAt(sql, now)}) as live`;
+  return r?.live === true;
 }
 
 /**

@@ -11,6 +11,13 @@ type Fragment = PendingQuery<Row[]>;
 export type Entry = Static<typeof MsgEntry> | Static<typeof CallEntry> | Static<typeof EventEntry>;
 
 /**
+ * An entry as the console draws it: with its place in the merged order (`key`, the cursor text
+ * `<µs>.<src>.<sid>`), which the inbox's live refresh uses to merge fresh entries into a timeline
+ * that older pages have grown (assets/inbox.js). Never in the API's entries (closed schemas).
+ */
+export type KeyedEntry = Entry & { key?: string };
+
+/**
  * The three sources of a timeline as keys (at, src, sid): each source's newest `perSource` rows,
  * to be merged and cut (the caller's `kept`), then made into entries by `entriesOf`. Only the kept
  * rows become JSON: building and sorting 600 entries to keep 200 took twice as long (measured,
@@ -45,10 +52,11 @@ export function mergedSources(sql: Sql, leadId: number | Fragment, perSource: nu
 
 /**
  * The rows of the relation `kept` (at, src, sid) as the contract's entries, oldest first, in one
- * JSON array (null when there are none). A scalar subquery.
+ * JSON array (null when there are none). A scalar subquery. `keyed`: each entry also carries its
+ * `key` (the console's; the API's entries are exactly the contract's).
  */
-export function entriesOf(sql: Sql) {
-  return sql`(select json_agg(case kept.src
+export function entriesOf(sql: Sql, keyed = false) {
+  const entry = sql`case kept.src
       when 1 then json_build_object(
         'kind', 'msg', 'id', m.id, 'channel', m.channel, 'direction', m.direction,
         'actor_type', m.actor_type, 'actor_id', m.actor_id, 'subject', m.subject, 'body', m.body,
@@ -61,7 +69,9 @@ export function entriesOf(sql: Sql) {
       else json_build_object(
         'kind', 'event', 'event', e.event, 'label', e.label, 'actor', e.actor,
         'actor_role', e.actor_role, 'note', e.note,
-        'epoch', floor(extract(epoch from e.created_at))::bigint) end
+        'epoch', floor(extract(epoch from e.created_at))::bigint) end`;
+  const keyedEntry = sql`(${entry})::jsonb || jsonb_build_object('key', (extract(epoch from kept.at) * 1000000)::bigint || '.' || kept.src || '.' || kept.sid)`;
+  return sql`(select json_agg(${keyed ? keyedEntry : entry}
       order by kept.at, kept.src, kept.sid)
     from kept
     left join messages m on kept.src = 1 and m.id = kept.sid
@@ -100,8 +110,8 @@ export function parseCursor(text: string | undefined | null): TimelineCursor | n
 }
 
 export interface Timeline {
-  /** Oldest first. */
-  entries: Entry[];
+  /** Oldest first, keyed. */
+  entries: KeyedEntry[];
   mark: TimelineMark;
   /** Where the next older page starts (the oldest entry shown), when there are older entries. */
   older: TimelineCursor | null;
@@ -121,7 +131,7 @@ export async function leadTimeline(
   after: TimelineMark | null = null,
   before: TimelineCursor | null = null,
 ): Promise<Timeline | null> {
-  const [row] = await sql<{ found: boolean; entries: Entry[] | null; msg: number | null; call: number | null; event: number | null; older: TimelineCursor | null }[]>`
+  const [row] = await sql<{ found: boolean; entries: KeyedEntry[] | null; msg: number | null; call: number | null; event: number | null; older: TimelineCursor | null }[]>`
     with lead as (
       select l.id from leads l where l.id = ${leadId} and ${inTenant(sql, orgId)}
     ), entries as (${mergedSources(sql, sql`(select id from lead)`, kept + 1, after, before)}
@@ -131,7 +141,7 @@ export async function leadTimeline(
       select * from newest order by at desc, src desc, sid desc limit ${kept}
     )
     select exists (select 1 from lead) as found,
-           ${entriesOf(sql)} as entries,
+           ${entriesOf(sql, true)} as entries,
            (select max(id) from messages where lead_id = (select id from lead)) as msg,
            (select max(id) from calls where lead_id = (select id from lead)) as call,
            (select max(id) from lead_events where lead_id = (select id from lead)) as event,

@@ -6,7 +6,11 @@
 // costs nothing but a read, and a tab that reconnects with its Last-Event-ID reads from there.
 //
 // Reads are shared: tabs of one organization that ask for the same changes at the same time (every
-// tab after a notification) cause one statement, not one each.
+// tab after a notification) cause one statement, not one each — but only a read started since the
+// latest notification is shared. A read already on its way when a notification arrives may have
+// taken its snapshot before that change committed: a tab woken by the notification that joined it
+// would be answered "nothing new", its listener already spent, and would show the change only at
+// the next one (the inbox's 10 s refresh hid this; test/workspace-feed.test.ts races it).
 import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
 import { errorFields, log } from "../log";
@@ -27,12 +31,18 @@ export class FeedHub {
   /** Admins' listeners: every organization's changes. */
   private everyOrg = new Set<FeedListener>();
   private reads = new Map<string, Promise<ChangePage>>();
+  /** Notifications heard so far: a shared read is joined only by tabs asking in the same generation. */
+  private generation = 0;
   private count = 0;
   /** What ends each open stream when the instance stops (its tabs reconnect to another). */
   private enders = new Set<() => void>();
   private closed = false;
 
-  constructor(private readonly sql: Sql) {}
+  /** `reader`: changesSince (a test wraps it to hold an answer back, as a busy database does). */
+  constructor(
+    private readonly sql: Sql,
+    private readonly reader: typeof changesSince = changesSince,
+  ) {}
 
   /**
    * Subscribes a tab of `actor` (its organization; null, an admin: every one). Returns the
@@ -92,6 +102,8 @@ export class FeedHub {
 
   /** Tells the subscribers of `orgId` (and every admin's) that its changes reach `upTo`; `undefined`: everyone, upTo unknown. */
   publish(orgId: number | null | undefined, upTo: number | null): void {
+    // Before any listener reads: reads started from here on are new ones, not those on their way.
+    this.generation++;
     const sets =
       orgId === undefined ? [...this.byOrg.values(), this.everyOrg] : [this.byOrg.get(orgId ?? HOUSE), this.everyOrg];
     for (const set of sets) {
@@ -124,13 +136,13 @@ export class FeedHub {
 
   /**
    * The changes `actor`'s tab missed after `lastId` (changesSince, confined to its organization),
-   * one statement for every tab asking the same at once.
+   * one statement for every tab asking the same at once since the latest notification.
    */
   read(actor: Pick<Actor, "orgId">, lastId: number, limit = FEED_PAGE): Promise<ChangePage> {
-    const key = `${actor.orgId ?? "all"}:${lastId}:${limit}`;
+    const key = `${actor.orgId ?? "all"}:${lastId}:${limit}:${this.generation}`;
     let page = this.reads.get(key);
     if (!page) {
-      page = changesSince(this.sql, actor.orgId, lastId, limit).finally(() => this.reads.delete(key));
+      page = this.reader(this.sql, actor.orgId, lastId, limit).finally(() => this.reads.delete(key));
       this.reads.set(key, page);
     }
     return page;

@@ -108,7 +108,9 @@ const leadPages: Record<string, ConsoleRoute> = {
     name: "GET /console/inbox/stream",
     session: asAgent,
     request: { method: "GET", path: "/console/inbox/stream?after=999999999999" },
-    refusals: { noSession: { status: 401, error: "unauthenticated" } },
+    // Not a refusal: an EventSource would retry one forever. One `signed-out` event and the end,
+    // no data (test/console-inbox-stream.test.ts reads it).
+    refusals: { noSession: { status: 200 } },
     crossOrg: { none: "takes no id: the viewer's organization's changes only, confined in SQL (test/console-inbox-stream.test.ts)" },
   },
   consoleInboxAssign: ofConversation("POST /console/inbox/{id}/assign", "assign", { to: "me" }),

@@ -1,25 +1,84 @@
 // The inbox, live and kind to the keyboard. Everything here is an enhancement: without it every
 // action is a plain form and every conversation a link.
 // - Live: htmx's SSE extension holds one stream per tab (/console/inbox/stream, on #inbox-live);
-//   each `change` makes #inbox-refresh fetch this page again and swap in the counts, the list,
-//   the open conversation's timeline and status, the navigation's count and the tab's title.
+//   each `change` (on #inbox-changes) makes #inbox-refresh fetch this page again and swap in the
+//   counts, the list, the open conversation's timeline and status, the navigation's count and the
+//   tab's title. At most one refresh starts per 300 ms, and a change that comes within that gap
+//   gets one at its end: every change is followed by a refresh asked after it arrived (htmx's own
+//   `throttle:` would drop it, and the refresh already on its way may have read the page before
+//   that change: the tab showed it only at the next change or the 10 s refresh).
 //   The stream's address follows the last event id, so a stream htmx recreates resumes there
 //   (a browser's own reconnection sends Last-Event-ID). `reset`: the page reloads. #inbox-refresh
 //   also fetches every 10 s, so a stream a proxy holds back or drops unseen costs at most that.
+//   `signed-out`: the session ended; the tab goes to sign-in (next: this page).
+// - The open conversation's timeline is merged, never replaced: the refresh's #timeline holds the
+//   newest entries, and the reader may have loaded older ones above them (older.js), possibly with
+//   an older page still on its way into this very list. Each fresh entry already shown (its id:
+//   msg-, call-, event-<id>) is updated in place when it changed (sent → delivered); each new one
+//   goes where its key (the merged order, <µs>.<src>.<id>) puts it — after the newest shown, or
+//   between two shown for an entry recorded late with an earlier time. One older than everything
+//   shown is left to the older link, whose page will hold it (so nothing shows twice). A reader who
+//   is not at the bottom stays on the entry they were reading.
 // - Keys: j/k move, Enter opens, r reply, e close, a assign to me, s snooze, / saved replies, ? this sheet; Escape
 //   closes it. Not while typing (Escape leaves the field; Ctrl+Enter sends from the composer: composer.js).
 (function () {
   "use strict";
   var live = document.getElementById("inbox-live");
-  var refresh = document.getElementById("inbox-refresh");
+  var changes = document.getElementById("inbox-changes");
+  var REFRESH_GAP_MS = 300;
 
-  if (live && refresh) {
+  if (live && changes) {
     live.addEventListener("htmx:sseMessage", function (e) {
       var id = e.detail && e.detail.lastEventId;
       if (id && /^\d+$/.test(id)) live.setAttribute("sse-connect", "/console/inbox/stream?after=" + id);
     });
-    refresh.addEventListener("sse:reset", function () {
+    changes.addEventListener("sse:reset", function () {
       location.reload();
+    });
+    // The refresher is looked up each time: opening a conversation swaps it for a new one.
+    var lastAsked = 0;
+    var trailing = null;
+    var askRefresh = function () {
+      trailing = null;
+      lastAsked = Date.now();
+      var r = document.getElementById("inbox-refresh");
+      if (r) htmx.trigger(r, "inbox:refresh");
+    };
+    changes.addEventListener("sse:change", function () {
+      if (trailing !== null) return; // a refresh is already due after this change
+      var wait = lastAsked + REFRESH_GAP_MS - Date.now();
+      if (wait <= 0) askRefresh();
+      else trailing = setTimeout(askRefresh, wait);
+    });
+    // The session ended (signed out in another tab, expired, revoked): the stream says so in an
+    // event rather than being refused (which the extension would retry forever). This stream is
+    // closed and the tab goes to sign-in, back to this page afterwards.
+    var told = typeof WeakSet === "function" ? new WeakSet() : null;
+    live.addEventListener("htmx:sseOpen", function (e) {
+      var source = e.detail && e.detail.source;
+      // A source the browser reconnected opens again: it is listened to once.
+      if (!source || (told && told.has(source))) return;
+      if (told) told.add(source);
+      source.addEventListener("signed-out", function (ev) {
+        source.close();
+        var here = location.pathname + location.search;
+        var to = "/console/login?next=" + encodeURIComponent(here);
+        if (here.indexOf("/console/") !== 0) {
+          try {
+            to = JSON.parse(ev.data).location || to;
+          } catch (err) {}
+        }
+        location.assign(to);
+      });
+    });
+    document.addEventListener("htmx:oobBeforeSwap", function (e) {
+      var list = e.detail && e.detail.target;
+      if (!list || list.id !== "timeline" || !document.getElementById("pane-timeline")) return;
+      var fresh = e.detail.fragment && e.detail.fragment.querySelector ? e.detail.fragment.querySelector("#timeline") : null;
+      // Another lead's timeline (the pane moved on): htmx swaps it as usual.
+      if (!fresh || fresh.getAttribute("data-src") !== list.getAttribute("data-src")) return;
+      e.detail.shouldSwap = false;
+      mergeTimeline(list, fresh);
     });
     document.body.addEventListener("htmx:afterSettle", function () {
       var list = document.getElementById("conv-list");
@@ -36,6 +95,73 @@
       },
       true,
     );
+  }
+
+  /** An entry's key as numbers [µs, src, id], or null (an entry drawn without one). */
+  function keyOf(li) {
+    var k = /^(-?\d+)\.(\d)\.(\d+)$/.exec(li.getAttribute("data-key") || "");
+    return k ? [Number(k[1]), Number(k[2]), Number(k[3])] : null;
+  }
+  function earlier(a, b) {
+    for (var i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] < b[i];
+    return false;
+  }
+  function scrollerOf(el) {
+    for (var n = el.parentElement; n && n !== document.body; n = n.parentElement) {
+      var style = getComputedStyle(n);
+      if ((style.overflowY === "auto" || style.overflowY === "scroll") && n.scrollHeight > n.clientHeight) return n;
+    }
+    return document.scrollingElement || document.documentElement;
+  }
+
+  function mergeTimeline(list, fresh) {
+    var pane = document.getElementById("pane-timeline");
+    var reading = pane && pane.getAttribute("data-at-end") === "no";
+    // The entry at the top of what the reader sees, and where it is: put back after the merge.
+    var scroller = scrollerOf(list);
+    var anchor = null;
+    var anchorTop = 0;
+    if (reading) {
+      var top = scroller === document.scrollingElement || scroller === document.documentElement ? 0 : scroller.getBoundingClientRect().top;
+      for (var n = list.firstElementChild; n; n = n.nextElementSibling) {
+        if (n.getBoundingClientRect().bottom > top) {
+          anchor = n;
+          anchorTop = n.getBoundingClientRect().top;
+          break;
+        }
+      }
+    }
+    var started = !!document.querySelector("#tl-older.tl-start");
+    var added = 0;
+    Array.prototype.slice.call(fresh.children).forEach(function (li) {
+      var shown = li.id ? document.getElementById(li.id) : null;
+      if (shown && shown.parentElement === list) {
+        if (shown.outerHTML !== li.outerHTML) {
+          if (shown === anchor) anchor = li;
+          shown.replaceWith(li);
+        }
+        return;
+      }
+      var key = keyOf(li);
+      if (!li.id || key === null) return;
+      // Walk up from the newest shown to the first entry earlier than this one.
+      var next = null;
+      for (var m = list.lastElementChild; m; m = m.previousElementSibling) {
+        var k = keyOf(m);
+        if (k !== null && earlier(k, key)) break;
+        next = m;
+      }
+      if (next !== null && next === list.firstElementChild && !started) return; // the older link's page holds it
+      list.insertBefore(li, next);
+      added++;
+    });
+    if (added > 0) {
+      var empty = document.getElementById("timeline-empty");
+      if (empty) empty.remove();
+    }
+    if (anchor && anchor.isConnected) {
+      scroller.scrollTop += anchor.getBoundingClientRect().top - anchorTop;
+    }
   }
 
   // The row the keyboard is on, kept across the live list's swaps by its conversation's id.
