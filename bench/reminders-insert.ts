@@ -9,28 +9,13 @@
 // insert is rolled back; the median of ROUNDS (default 7) inserts of different leads is reported.
 //
 //   node_modules/.bin/bun bench/reminders-insert.ts
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { num, root, Suite } from "./lib";
+import { landedPerRow } from "../test/harness/per-row-triggers";
+import { num, Suite } from "./lib";
 
 const suite = new Suite("reminders-insert", "Reminder batch insert", ["reminders-insert"]);
 const BATCH = num("BATCH", 200);
 const ROUNDS = num("ROUNDS", 7);
 const LEADS = BATCH * ROUNDS * 2;
-
-/** The per-row definitions exactly as their migrations wrote them (as test/messages-statement-triggers.test.ts reads them). */
-function landedPerRow(): string[] {
-  const read = (f: string) => readFileSync(join(root, "sql", f), "utf8");
-  const m0023 = read("0023_workspace.sql");
-  const m0027 = read("0027_reports.sql");
-  const found = [
-    m0023.match(/create function conversations_message\(\)[\s\S]*?end \$\$;/),
-    m0023.match(/create trigger messages_conversation after insert on messages\s+for each row execute function conversations_message\(\);/),
-    m0027.match(/create trigger messages_report_insert after insert on messages\s+for each row when \([^;]*\) execute function report_message\(\);/),
-  ];
-  if (found.some((m) => m === null)) throw new Error("the per-row definitions are no longer where sql/0023 and sql/0027 had them");
-  return ["drop trigger messages_conversation on messages", "drop trigger messages_report_insert on messages", ...found.map((m) => m![0])];
-}
 
 interface Explained {
   "Execution Time": number;

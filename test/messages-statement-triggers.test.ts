@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import type { Tx } from "../src/db/client";
+import { landedPerRow } from "./harness/per-row-triggers";
 import { testDatabase, type TestDatabase } from "./harness/db";
 import { makeKey, makeLead, seedWorld } from "./harness/factory";
 
@@ -26,21 +27,8 @@ const orgOf = (i: number) => (i < 5 ? 1 : 2);
 const T0 = Date.UTC(2026, 2, 8, 6, 30);
 const at = (secs: number) => new Date(T0 + secs * 1000);
 
-/** The landed per-row definitions, exactly as their migrations wrote them. */
-async function landedPerRow(): Promise<string[]> {
-  const read = (f: string) => Bun.file(new URL(`../sql/${f}`, import.meta.url)).text();
-  const [m0023, m0027] = await Promise.all([read("0023_workspace.sql"), read("0027_reports.sql")]);
-  const found = [
-    m0023.match(/create function conversations_message\(\)[\s\S]*?end \$\$;/),
-    m0023.match(/create trigger messages_conversation after insert on messages\s+for each row execute function conversations_message\(\);/),
-    m0027.match(/create trigger messages_report_insert after insert on messages\s+for each row when \([^;]*\) execute function report_message\(\);/),
-  ];
-  if (found.some((m) => m === null)) throw new Error("the per-row definitions are no longer where sql/0023 and sql/0027 had them");
-  return ["drop trigger messages_conversation on messages", "drop trigger messages_report_insert on messages", ...found.map((m) => m![0])];
-}
-
 beforeAll(async () => {
-  perRowTriggers = await landedPerRow();
+  perRowTriggers = landedPerRow();
   db = await testDatabase();
   await seedWorld(db.sql);
   await db.sql`update orgs set timezone = 'America/New_York' where id = 1`;
