@@ -125,12 +125,12 @@ export function signedIn(deps: Deps, roles: readonly Role[], method: "GET" | "PO
  */
 export function signedInOrOut(deps: Deps, roles: readonly Role[]): AccessCheck<Viewer | null, Viewer | null> {
   const inner = signedIn(deps, roles, "GET");
-  const gate = inner.gate!;
+  const session = inner.gate!;
   return {
     doc: inner.doc,
     errors: inner.errors.filter((c) => c !== "unauthenticated"),
     gate: async (request, server, selected) => {
-      const r = await gate(request, server, selected);
+      const r = await session(request, server, selected);
       return r === UNAUTHENTICATED ? null : r;
     },
   };
