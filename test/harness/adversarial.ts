@@ -110,6 +110,23 @@ export function timeOne(fn: (s: string) => unknown, input: string): number {
   return performance.now() - t;
 }
 
+/**
+ * The CPU time (ms) this process spent on `fn(input)`, not the time that passed: beside other work
+ * a run longer than the scheduler's slice is preempted almost every time and a short one almost
+ * never, so wall times of 8 and 64 KiB differ by that share too (seen: a linear 4 ms on 64 KiB
+ * timed 16 ms against 0.7 ms on 8 KiB, "24 times", beside four busy processes).
+ */
+export function cpuTimeOne(fn: (s: string) => unknown, input: string): number {
+  const t = process.cpuUsage();
+  try {
+    fn(input);
+  } catch {
+    // refusals are answers too
+  }
+  const d = process.cpuUsage(t);
+  return (d.user + d.system) / 1000;
+}
+
 /** For each transformation: the slowest input and its time (ms), best of `runs` per input. */
 export function worstCases(runs = 1): { transform: string; input: string; ms: number }[] {
   return Object.entries(TRANSFORMS).map(([transform, fn]) => {
