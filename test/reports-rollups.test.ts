@@ -383,7 +383,7 @@ async function checkEveryDay(model: Model): Promise<void> {
 }
 
 async function reset(): Promise<void> {
-  await db.sql`truncate leads, messages, calls, appointments, report_daily, report_asks, report_responses, report_agent_leads, outbox_events cascade`;
+  await db.sql`truncate leads, messages, calls, appointments, report_daily, report_asks, report_responses, report_agent_leads, report_waiting, report_day_leads, outbox_events cascade`;
 }
 
 beforeAll(async () => {

@@ -32,6 +32,7 @@ import m0028 from "../../sql/0028_leads_source.sql" with { type: "text" };
 import m0029 from "../../sql/0029_drop_messages_unhandled.sql" with { type: "text" };
 import m0030 from "../../sql/0030_attribution_rollup.sql" with { type: "text" };
 import m0031 from "../../sql/0031_messages_statement_triggers.sql" with { type: "text" };
+import m0032 from "../../sql/0032_today_counters.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -65,4 +66,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 29, name: "0029_drop_messages_unhandled", sql: m0029 },
   { version: 30, name: "0030_attribution_rollup", sql: m0030 },
   { version: 31, name: "0031_messages_statement_triggers", sql: m0031 },
+  { version: 32, name: "0032_today_counters", sql: m0032 },
 ];

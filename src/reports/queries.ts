@@ -1,6 +1,6 @@
-// The Today report's reads: the rollups of sql/0027 (report_daily, report_responses,
-// report_agent_leads, report_asks) for one organization and a few days, each through its index on
-// (org_id, day), so a read touches the rows of those days whatever the organization's history.
+// The Today report's reads: the rollups of sql/0027 and sql/0032 (report_daily's counters,
+// report_responses) for one organization and a few days, each through its index on (org_id, day),
+// so a read touches the rows of those days whatever the organization's history.
 import type { Sql } from "../db/client";
 
 export interface OrgDay {
@@ -64,41 +64,6 @@ export function responsesByAgent(sql: Sql, orgId: number, day: string): Promise<
     from report_responses
     where org_id = ${orgId} and day = ${day}::date
     group by agent`;
-}
-
-export interface CountRow {
-  key: string;
-  n: number;
-}
-
-/** Leads a person replied to or spoke with, per day. */
-export function conversationsByDay(sql: Sql, orgId: number, days: string[]): Promise<CountRow[]> {
-  return sql<CountRow[]>`
-    select day::text as key, count(distinct lead_id)::int as n
-    from report_agent_leads
-    where org_id = ${orgId} and day = any(${days}::date[])
-    group by day`;
-}
-
-export function conversationsByAgent(sql: Sql, orgId: number, day: string): Promise<CountRow[]> {
-  return sql<CountRow[]>`
-    select agent as key, count(*)::int as n
-    from report_agent_leads
-    where org_id = ${orgId} and day = ${day}::date
-    group by agent`;
-}
-
-/**
- * Leads still waiting whose wait began on each day: a lead's open asks whose earliest is on that
- * day (each of the day's open asks is checked for an earlier one of its lead, by the primary key).
- */
-export function waitingByDay(sql: Sql, orgId: number, days: string[]): Promise<CountRow[]> {
-  return sql<CountRow[]>`
-    select a.day::text as key, count(*)::int as n
-    from report_asks a
-    where a.org_id = ${orgId} and a.day = any(${days}::date[])
-      and not exists (select 1 from report_asks b where b.lead_id = a.lead_id and b.at < a.at)
-    group by a.day`;
 }
 
 /** The names of the people among `ids` who are users of the organization (or house users). */

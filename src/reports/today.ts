@@ -1,22 +1,10 @@
 // The Today report (issue 30, "the manager's day"): one day of an organization in its time zone,
 // beside the day before and the same weekday a week before, and the day's people. Read from the
-// rollups that the writing transactions keep (sql/0027), so its cost does not grow with history.
+// rollups that the writing transactions keep (sql/0027, sql/0032), so its cost does not grow with history.
 import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
 import type { AgentFigures, DayFigures, TodayOptions, TodayRefusal, TodayReport } from "./model";
-import {
-  agentNames,
-  conversationsByAgent,
-  conversationsByDay,
-  dailyFacts,
-  orgDay,
-  responsesByAgent,
-  responsesByDay,
-  waitingByDay,
-  type CountRow,
-  type FactRow,
-  type ResponseRow,
-} from "./queries";
+import { agentNames, dailyFacts, orgDay, responsesByAgent, responsesByDay, type FactRow, type ResponseRow } from "./queries";
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const DAY_MS = 86_400_000;
@@ -48,16 +36,13 @@ export async function todayReport(sql: Sql, actor: Actor, opts: TodayOptions, no
     day = asked;
   }
   const days = [day, daysBefore(day, 1), daysBefore(day, 7)];
-  const [facts, responses, agentResponses, conversations, agentConversations, waiting] = await Promise.all([
+  const [facts, responses, agentResponses] = await Promise.all([
     dailyFacts(sql, orgId, days),
     responsesByDay(sql, orgId, days),
     responsesByAgent(sql, orgId, day),
-    conversationsByDay(sql, orgId, days),
-    conversationsByAgent(sql, orgId, day),
-    waitingByDay(sql, orgId, days),
   ]);
-  const figures = (d: string) => dayFigures(d, facts, responses, conversations, waiting);
-  const people = agentRows(facts.filter((f) => f.day === day), agentResponses, agentConversations);
+  const figures = (d: string) => dayFigures(d, facts, responses);
+  const people = agentRows(facts.filter((f) => f.day === day), agentResponses);
   const names = await agentNames(sql, orgId, people.map((a) => a.agent));
   for (const a of people) a.name = names.get(a.agent) ?? "";
   return {
@@ -71,10 +56,8 @@ export async function todayReport(sql: Sql, actor: Actor, opts: TodayOptions, no
   };
 }
 
-const countOf = (rows: CountRow[], key: string) => rows.find((r) => r.key === key)?.n ?? 0;
-
 /** One day's figures from the rows read for all three. */
-export function dayFigures(day: string, facts: FactRow[], responses: ResponseRow[], conversations: CountRow[], waiting: CountRow[]): DayFigures {
+export function dayFigures(day: string, facts: FactRow[], responses: ResponseRow[]): DayFigures {
   const of = facts.filter((f) => f.day === day);
   const sum = (fact: string, dim?: string) =>
     of.filter((f) => f.fact === fact && (dim === undefined || f.dim === dim)).reduce((a, f) => ({ n: a.n + f.n, amount: a.amount + f.amount }), { n: 0, amount: 0 });
@@ -89,7 +72,7 @@ export function dayFigures(day: string, facts: FactRow[], responses: ResponseRow
     day,
     leads: { total: sum("lead").n, bySource },
     calls: { answered: answered.n, missed: sum("call_missed").n, talkSecs: answered.amount },
-    firstResponse: { responses: r?.n ?? 0, medianSecs: r?.p50 ?? null, p90Secs: r?.p90 ?? null, waiting: countOf(waiting, day) },
+    firstResponse: { responses: r?.n ?? 0, medianSecs: r?.p50 ?? null, p90Secs: r?.p90 ?? null, waiting: sum("waiting").n },
     appointments: {
       booked: sum("booked").n,
       pending: sum("appointment", "pending").n,
@@ -107,12 +90,12 @@ export function dayFigures(day: string, facts: FactRow[], responses: ResponseRow
       inbound: sum("inbound").n,
       replies: sum("reply").n,
     },
-    conversations: countOf(conversations, day),
+    conversations: sum("conversations").n,
   };
 }
 
 /** The day's people: everyone with a reply, a call, a conversation or a response, most conversations first. */
-export function agentRows(facts: FactRow[], responses: ResponseRow[], conversations: CountRow[]): AgentFigures[] {
+export function agentRows(facts: FactRow[], responses: ResponseRow[]): AgentFigures[] {
   const rows = new Map<string, AgentFigures>();
   const row = (agent: string) => {
     let a = rows.get(agent);
@@ -125,6 +108,7 @@ export function agentRows(facts: FactRow[], responses: ResponseRow[], conversati
   for (const f of facts) {
     if (f.n === 0 && f.amount === 0) continue;
     if (f.fact === "reply") row(f.dim).replies += f.n;
+    else if (f.fact === "handled") row(f.dim).conversations += f.n;
     else if (f.fact === "call_answered") {
       const a = row(f.dim);
       a.answered += f.n;
@@ -136,7 +120,6 @@ export function agentRows(facts: FactRow[], responses: ResponseRow[], conversati
       a.calls += f.n;
     }
   }
-  for (const c of conversations) row(c.key).conversations = c.n;
   for (const r of responses) {
     const a = row(r.key);
     a.responses = r.n;
