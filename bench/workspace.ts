@@ -20,8 +20,8 @@
 //    stream (after a full GC, open minus before), and after every stream is closed.
 //
 // Sizes: LEADS, CONVERSATIONS, OPEN, MESSAGES, STREAMS, TEXTS, RUNS, CONCURRENT (environment); PARTS
-// (reads, pages, fanout: default all). The table goes
-// to stdout and bench/results/workspace.md; RESULTS.md's "Workspace" section is copied from it.
+// (reads, pages, fanout: default all). The table goes to stdout and bench/results/workspace.md;
+// RESULTS.md's "Workspace" section is copied from it.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -296,7 +296,8 @@ async function pageLoads(url: string, sql: Sql): Promise<void> {
       ["The lead's page (its conversation)", `/console/leads/${open!.lead_id}`, mgrCookie],
       ["Search: a name", "/console/search?q=first42", mgrCookie],
       ["Search: a phone's last 4 digits", "/console/search?q=0123", mgrCookie],
-      ["Search: message text", "/console/search?q=sentence", mgrCookie],
+      ["Search: message text, a word in every message", "/console/search?q=sentence", mgrCookie],
+      ["Search: message text, a word in none", "/console/search?q=xylophone", mgrCookie],
     ];
     say(`## Console page loads at ${LEADS.toLocaleString("en-US")} leads, ${CONVERSATIONS.toLocaleString("en-US")} conversations, ${MESSAGES.toLocaleString("en-US")} messages`);
     say();
