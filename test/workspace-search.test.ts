@@ -11,7 +11,7 @@ import { messageRead } from "../src/search/messages";
 import { searchWorkspace, workspaceQuery } from "../src/search/workspace";
 import { snippetOf } from "../src/search/snippet";
 import { testDatabase, type TestDatabase } from "./harness/db";
-import { seedWorld } from "./harness/factory";
+import { makeLead, seedWorld } from "./harness/factory";
 import { seedSearchWorld, type SearchWorld } from "./harness/search-world";
 
 let db: TestDatabase;
@@ -144,6 +144,29 @@ describe("message text and notes", () => {
       expect(await ids(bolt, "invoice")).toEqual([w.boltJose]);
     } finally {
       await fresh.end({ timeout: 5 });
+    }
+  });
+
+  test("a word the statistics do not list is read from the index even when every listed word is in every message (templates)", async () => {
+    // A database of 20,000 reminders of one template: the statistics list its few words, each in
+    // every message. A word in none of them was taken to be in half of them, and walked for.
+    const other = await testDatabase();
+    const fresh = connect(other.url, { max: 1, statementTimeoutMs: 0, applicationName: "leadline-test" });
+    try {
+      await seedWorld(other.sql);
+      const lead = await makeLead(other.sql, { phone: "5125550199" });
+      await other.sql.begin(async (tx) => {
+        await tx`set local session_replication_role = replica`;
+        await tx`
+          insert into messages (lead_id, org_id, channel, direction, body, status)
+          select ${lead}, 1, 'sms', 'out', 'Reminder: your visit is booked for tomorrow', 'sent' from generate_series(1, 20000)`;
+      });
+      await other.sql`analyze messages`;
+      expect(await messageRead(fresh, ["visit"])).toBe("walk");
+      expect(await messageRead(fresh, ["xylophone"])).toBe("index");
+    } finally {
+      await fresh.end({ timeout: 5 });
+      await other.drop();
     }
   });
 

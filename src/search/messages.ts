@@ -13,6 +13,17 @@ export type MessageRead = "walk" | "index";
 /** f²·n from which walking the newest messages is cheaper than reading every match (messageRead). */
 export const WALK_FROM = 15;
 
+/**
+ * The greatest share of messages a word the statistics do not list can hold. ANALYZE lists every
+ * lexeme above a cutoff of about 9 / ((1,000 + 10) × 1,000 / 7) of the lexemes it saw (PostgreSQL's
+ * ts_typanalyze.c, at the default statistics target), about 0.08% of messages at a dozen words a
+ * message, unless the list is full and its least share is lower. Half the least listed share alone
+ * was taken before, which is far too high when the messages are templates of a few words (every
+ * listed word in every message): a name in none of them was then walked for through all 5,000,000
+ * messages (3 s a search, bench/workspace.ts).
+ */
+const UNLISTED_MAX = 0.001;
+
 interface WordStats {
   /** The frequent lexemes and the share of messages holding each. */
   words: { lexeme: string; share: number }[];
@@ -59,8 +70,8 @@ const lexemeOf = (word: string) => word.normalize("NFD").replace(/\p{M}/gu, "").
 /**
  * The cheaper read for these words (AND of word starts), or null when the column has no
  * statistics yet (a new database: the planner decides). With `f` the share of messages holding
- * them all (the product of each word start's share: the listed words' sum, half the least listed
- * share for one not listed) and `n` the messages, walking reads about 200 / f messages and the
+ * them all (the product of each word start's share: the listed words' sum, for one not listed
+ * half the least listed share, at most UNLISTED_MAX) and `n` the messages, walking reads about 200 / f messages and the
  * index about f·n: the walk wins when f²·n ≥ 15 (measured on bench/search.ts's data: 0.7 µs a
  * walked message against 10 µs a match read from the index, its heap row, its lead and the sort;
  * at 5,000,000 messages the two meet at a word in 600 messages, about 85 ms either way).
@@ -72,7 +83,7 @@ export async function messageRead(sql: Sql, tokens: string[]): Promise<MessageRe
   for (const token of tokens) {
     const start = lexemeOf(token);
     const share = stats.words.reduce((sum, w) => (w.lexeme.startsWith(start) ? sum + w.share : sum), 0);
-    f *= share > 0 ? Math.min(1, share) : stats.floor / 2;
+    f *= share > 0 ? Math.min(1, share) : Math.min(stats.floor / 2, UNLISTED_MAX);
   }
   return f * f * stats.rows >= WALK_FROM ? "walk" : "index";
 }
