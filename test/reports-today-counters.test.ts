@@ -117,46 +117,38 @@ describe("Today's kept counts", () => {
     expect((await counters(db.sql)).filter((r) => r.fact === "conversations")).toEqual([{ org_id: 1, day: "2026-03-05", fact: "conversations", dim: "", n: 1 }]);
   });
 
-  test("an inbound text and a reply to the same lead at once: the lead is counted under the ask that stays open, whichever commits first", async () => {
-    for (const inboundFirst of [true, false]) {
-      await db.sql`truncate leads, messages, report_daily, report_asks, report_agent_leads, report_waiting, report_day_leads, outbox_events cascade`;
-      const lead = await makeLead(db.sql, { phone: "5125551002", at: at(0) });
-      // The reply (a day later) answers the creation; the text (two days later) stays open.
-      const text = (tx: Sql) => inbound(tx, lead, at(2 * DAY));
-      const answer = (tx: Sql) => reply(tx, lead, at(DAY));
-      if (inboundFirst) await interleave(text, answer);
-      else await interleave(answer, text);
+  type Write = (tx: Sql) => Promise<unknown>;
+
+  /**
+   * A lead created on day 0; `writes(lead)` gives an answer to its creation and a later text that
+   * asks again, run in two transactions at once, in both orders: the lead ends counted once,
+   * under the text's day.
+   */
+  async function race(writes: (lead: number) => Promise<[answer: Write, text: Write]>, waitingDay: string) {
+    for (const answerFirst of [true, false]) {
+      await db.sql`truncate leads, messages, calls, report_daily, report_asks, report_responses, report_agent_leads, report_waiting, report_day_leads, outbox_events cascade`;
+      const [answer, text] = await writes(await makeLead(db.sql, { phone: "5125551002", at: at(0) }));
+      if (answerFirst) await interleave(answer, text);
+      else await interleave(text, answer);
       await expectCounted(db.sql);
-      expect((await counters(db.sql)).filter((r) => r.fact === "waiting")).toEqual([{ org_id: 1, day: "2026-03-06", fact: "waiting", dim: "", n: 1 }]);
+      expect((await counters(db.sql)).filter((r) => r.fact === "waiting")).toEqual([{ org_id: 1, day: waitingDay, fact: "waiting", dim: "", n: 1 }]);
     }
+  }
+
+  test("an inbound text and a reply to the same lead at once: counted once, under the ask that stays open, whichever commits first", async () => {
+    await race(async (lead) => [(tx) => reply(tx, lead, at(DAY)), (tx) => inbound(tx, lead, at(2 * DAY))], "2026-03-06");
   });
 
   test("an inbound text while an answered call is reported: counted once, under the open ask", async () => {
-    for (const callFirst of [true, false]) {
-      await db.sql`truncate leads, messages, calls, report_daily, report_asks, report_responses, report_agent_leads, report_waiting, report_day_leads, outbox_events cascade`;
-      const lead = await makeLead(db.sql, { phone: "5125551003", at: at(0) });
-      const text = (tx: Sql) => inbound(tx, lead, at(3 * DAY));
-      const call = (tx: Sql) => answeredCall(tx, lead, at(DAY));
-      if (callFirst) await interleave(call, text);
-      else await interleave(text, call);
-      await expectCounted(db.sql);
-      expect((await counters(db.sql)).filter((r) => r.fact === "waiting")).toEqual([{ org_id: 1, day: "2026-03-07", fact: "waiting", dim: "", n: 1 }]);
-    }
+    await race(async (lead) => [(tx) => answeredCall(tx, lead, at(DAY)), (tx) => inbound(tx, lead, at(3 * DAY))], "2026-03-07");
   });
 
   test("an inbound text while an unknown caller's answered call is given the lead (no conversation row orders them): counted once", async () => {
-    for (const callFirst of [true, false]) {
-      await db.sql`truncate leads, messages, calls, report_daily, report_asks, report_responses, report_agent_leads, report_waiting, report_day_leads, outbox_events cascade`;
-      const lead = await makeLead(db.sql, { phone: "5125551009", at: at(0) });
+    await race(async (lead) => {
       const [call] = await db.sql<{ id: number }[]>`
-        insert into calls (lead_id, phone, status, secs, agent, occurred_at) values (null, '5125551009', 'ANSWERED', 42, 'agent7', ${at(DAY)}) returning id`;
-      const text = (tx: Sql) => inbound(tx, lead, at(3 * DAY));
-      const attach = (tx: Sql) => tx`update calls set lead_id = ${lead} where id = ${call!.id}`;
-      if (callFirst) await interleave(attach, text);
-      else await interleave(text, attach);
-      await expectCounted(db.sql);
-      expect((await counters(db.sql)).filter((r) => r.fact === "waiting")).toEqual([{ org_id: 1, day: "2026-03-07", fact: "waiting", dim: "", n: 1 }]);
-    }
+        insert into calls (lead_id, phone, status, secs, agent, occurred_at) values (null, '5125551002', 'ANSWERED', 42, 'agent7', ${at(DAY)}) returning id`;
+      return [(tx) => tx`update calls set lead_id = ${lead} where id = ${call!.id}`, (tx) => inbound(tx, lead, at(3 * DAY))];
+    }, "2026-03-07");
   });
 
   test("two agents answering one lead at once count one conversation and one lead each", async () => {
