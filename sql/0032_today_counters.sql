@@ -48,7 +48,7 @@ create function report_waiting_sync(p_leads bigint[]) returns void language plpg
 declare
   f record;
 begin
-  if cardinality(p_leads) = 0 or current_setting('leadline.report_rebuild', true) = 'on' then
+  if cardinality(p_leads) = 0 then
     return;
   end if;
   insert into report_waiting as w (lead_id)
@@ -263,10 +263,3 @@ select report_today_rebuild(null);
 -- Nothing reads a day's asks any more (the old "still waiting" query did): one index fewer to
 -- write per ask.
 drop index report_asks_day_lead;
-
--- First-response percentiles: a day's responses in order of their time, so that the median and
--- the 90th percentile are read at their rank (nearest rank: the ceil(p × n)-th) from the index
--- instead of sorting every response of the day (69% of the page's database time at 1,000,000 leads
--- once the counts above were counters). The agent stays in the index for the per-person figures.
-create index report_responses_day_seconds on report_responses (org_id, day, seconds) include (agent);
-drop index report_responses_day;
