@@ -372,6 +372,14 @@ async function checkEveryDay(model: Model): Promise<void> {
       select day::text from report_daily where org_id = ${org} union select day::text from report_asks where org_id = ${org}
       union select day::text from report_agent_leads where org_id = ${org} union select day::text from report_responses where org_id = ${org}`;
     const days = [...new Set([...want.days.keys(), ...want.agents.keys(), ...stored.map((r) => r.day)])].sort();
+    // The response counter (sql/0033) is the count and summed seconds of each day's responses.
+    const [counters, rows] = await Promise.all([
+      db.sql`select day::text, sum(n)::int as n, round(sum(amount), 6)::float8 as secs from report_daily
+             where org_id = ${org} and fact = 'responses' group by day having sum(n) <> 0 order by day`,
+      db.sql`select day::text, count(*)::int as n, round(sum(seconds)::numeric, 6)::float8 as secs from report_responses
+             where org_id = ${org} group by day order by day`,
+    ]);
+    expect({ org, counters: [...counters] }).toEqual({ org, counters: [...rows] });
     for (const day of days) {
       const r = await todayReport(db.sql, admin, { org, day }, new Date(START));
       if (!r.ok) throw new Error(r.reason);

@@ -243,6 +243,45 @@ describe("the Today report", () => {
   });
 });
 
+describe("the first responses of days before today, kept in memory (src/reports/day-responses.ts)", () => {
+  // 2026-04-10 is nobody else's day in this file: the tests above never read it.
+  const day = "2026-04-10";
+  const nextDay = at("2026-04-11 12:00");
+  const firstResponse = async () => (await report(manager(1), {}, nextDay)).yesterday.firstResponse;
+
+  test("a late answer to the day before counts at once, and so do rows rewritten with the same count and sum", async () => {
+    const a = await lead(101, at("2026-04-10 09:00"));
+    const b = await lead(101, at("2026-04-10 09:00"));
+    await message({ lead: a, org: 1, when: at("2026-04-10 09:01"), by: ["user", "agent7"] });
+    await message({ lead: b, org: 1, when: at("2026-04-10 09:10"), by: ["user", "agent7"] });
+    expect(await firstResponse()).toEqual({ responses: 2, medianSecs: 60, p90Secs: 600, waiting: 0 });
+    expect(await firstResponse()).toEqual({ responses: 2, medianSecs: 60, p90Secs: 600, waiting: 0 });
+
+    // A dialer reports a call of the day before, answered two minutes after its lead came in.
+    const c = await lead(101, at("2026-04-10 09:00"));
+    await call({ lead: c, when: at("2026-04-10 09:02"), secs: 30, agent: "agent7" });
+    expect(await firstResponse()).toEqual({ responses: 3, medianSecs: 120, p90Secs: 600, waiting: 0 });
+
+    // What a rebuild does (rows and counter deleted and written again in one transaction), with
+    // the same count and sum of seconds but other times: the kept figures must not be served.
+    await db.sql.begin(async (tx) => {
+      await tx`delete from report_daily where org_id = 1 and day = ${day} and fact = 'responses'`;
+      await tx`delete from report_responses where org_id = 1 and day = ${day}`;
+      await tx`insert into report_responses (org_id, day, lead_id, agent, via, asked_at, answered_at, seconds)
+        select 1, ${day}, l, 'agent7', 'reply', ${at("2026-04-10 09:00")}, ${at("2026-04-10 09:00")}, s
+        from unnest(${[a, b, c]}::bigint[], ${[30, 150, 600]}::float8[]) as t(l, s)`;
+    });
+    expect(await firstResponse()).toEqual({ responses: 3, medianSecs: 150, p90Secs: 600, waiting: 0 });
+  });
+
+  test("each organization's days are its own", async () => {
+    const own = await firstResponse();
+    const bolt = await report(admin, { org: 2, day: "2026-04-11" }, nextDay);
+    expect(bolt.yesterday.firstResponse).toEqual({ responses: 0, medianSecs: null, p90Secs: null, waiting: 0 });
+    expect(await firstResponse()).toEqual(own);
+  });
+});
+
 describe("days that are not 24 hours, and the zone's midnight", () => {
   test("the day clocks go back (25 hours) holds its last hour; half-hour zones split at their own midnight", async () => {
     await db.sql`insert into orgs (id, name, timezone) values (3, 'Chai', 'Asia/Kolkata')`;

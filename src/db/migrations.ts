@@ -33,6 +33,7 @@ import m0029 from "../../sql/0029_drop_messages_unhandled.sql" with { type: "tex
 import m0030 from "../../sql/0030_attribution_rollup.sql" with { type: "text" };
 import m0031 from "../../sql/0031_messages_statement_triggers.sql" with { type: "text" };
 import m0032 from "../../sql/0032_today_counters.sql" with { type: "text" };
+import m0033 from "../../sql/0033_response_counts.sql" with { type: "text" };
 
 export const migrations: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   { version: 1, name: "0001_init", sql: m0001 },
@@ -67,4 +68,5 @@ export const migrations: ReadonlyArray<{ version: number; name: string; sql: str
   { version: 30, name: "0030_attribution_rollup", sql: m0030 },
   { version: 31, name: "0031_messages_statement_triggers", sql: m0031 },
   { version: 32, name: "0032_today_counters", sql: m0032 },
+  { version: 33, name: "0033_response_counts", sql: m0033 },
 ];

@@ -26,12 +26,14 @@ export interface FactRow {
   dim: string;
   n: number;
   amount: number;
+  /** The newest of its stripes: a counter deleted and written again (a rebuild) has a newer one. */
+  stripe: number;
 }
 
 /** The counters of the days, their stripes summed. */
 export function dailyFacts(sql: Sql, orgId: number, days: string[]): Promise<FactRow[]> {
   return sql<FactRow[]>`
-    select day::text, fact, dim, sum(n)::float8 as n, sum(amount)::float8 as amount
+    select day::text, fact, dim, sum(n)::float8 as n, sum(amount)::float8 as amount, max(stripe)::float8 as stripe
     from report_daily
     where org_id = ${orgId} and day = any(${days}::date[])
     group by day, fact, dim`;

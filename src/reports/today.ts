@@ -1,10 +1,11 @@
 // The Today report (issue 30, "the manager's day"): one day of an organization in its time zone,
 // beside the day before and the same weekday a week before, and the day's people. Read from the
-// rollups that the writing transactions keep (sql/0027, sql/0032), so its cost does not grow with history.
+// rollups that the writing transactions keep (sql/0027, sql/0032, sql/0033), so its cost does not grow with history.
 import type { Actor } from "../auth/actor";
 import type { Sql } from "../db/client";
 import type { AgentFigures, DayFigures, TodayOptions, TodayRefusal, TodayReport } from "./model";
-import { agentNames, dailyFacts, orgDay, responsesByAgent, responsesByDay, type FactRow, type ResponseRow } from "./queries";
+import { dayResponses } from "./day-responses";
+import { agentNames, dailyFacts, orgDay, responsesByAgent, type FactRow, type ResponseRow } from "./queries";
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const DAY_MS = 86_400_000;
@@ -36,11 +37,8 @@ export async function todayReport(sql: Sql, actor: Actor, opts: TodayOptions, no
     day = asked;
   }
   const days = [day, daysBefore(day, 1), daysBefore(day, 7)];
-  const [facts, responses, agentResponses] = await Promise.all([
-    dailyFacts(sql, orgId, days),
-    responsesByDay(sql, orgId, days),
-    responsesByAgent(sql, orgId, day),
-  ]);
+  const [facts, agentResponses] = await Promise.all([dailyFacts(sql, orgId, days), responsesByAgent(sql, orgId, day)]);
+  const responses = await dayResponses(sql, orgId, days, org.today, facts);
   const figures = (d: string) => dayFigures(d, facts, responses);
   const people = agentRows(facts.filter((f) => f.day === day), agentResponses);
   const names = await agentNames(sql, orgId, people.map((a) => a.agent));
