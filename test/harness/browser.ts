@@ -1,6 +1,12 @@
 // Real headless Chromium for browser tests: Debian's /usr/bin/chromium driven by playwright-core
 // (never a downloaded browser), and a tiny static site on its own origin to load scripts into.
+import { setDefaultTimeout } from "bun:test";
 import { chromium, type Browser, type Page } from "playwright-core";
+
+// A give-up, not a bound: a test that loads pages, runs axe-core at two widths and takes full-page
+// screenshots took 19 s alone and passed 30 s (test/run.ts's default) in a full quiet run beside
+// /docs's axe run. Every file that drives Chromium gets two minutes a test unless it names its own.
+setDefaultTimeout(120_000);
 
 export const CHROMIUM_PATH = "/usr/bin/chromium";
 export const CHROMIUM_ARGS = [
