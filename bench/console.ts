@@ -6,7 +6,7 @@
 //
 // Suite options: BENCH_ONLY (scenario ids), BENCH_CONSOLE_LEADS (default 1,000,000).
 import { createHash, randomBytes } from "node:crypto";
-import { answerChecks, expectStatus, fmtMs, num, options, type Result, type Server, Suite } from "./lib";
+import { answerChecks, consoleServerTimes, expectStatus, fmtMs, num, options, type Result, type Server, Suite } from "./lib";
 
 const suite = new Suite("console", "Operator console", ["b", "2", "s", "t", "p"]);
 const { duration: DURATION, warmup: WARMUP } = options;
@@ -16,21 +16,10 @@ const USERS = 16;
 const CONNS = 16;
 const TARGET_P99_US = 50_000;
 
-/**
- * The console family's answers so far, from the instance's own duration histogram (/metrics,
- * loopback): how many took at most 50 ms of server time (the histogram has a bound there), of all.
- */
+/** The console's answers so far within 50 ms of server time (the instance's histogram), of all. */
 async function serverTimes(url: string): Promise<{ within: number; all: number }> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  let within = 0;
-  let all = 0;
-  for (const line of text.split("\n")) {
-    if (!line.startsWith("leadline_http_request_duration_seconds_bucket{") || !line.includes('"console"')) continue;
-    const n = Number(line.slice(line.lastIndexOf(" ") + 1));
-    if (line.includes('le="0.05"')) within += n;
-    else if (line.includes('le="+Inf"')) all += n;
-  }
-  return { within, all };
+  const t = await consoleServerTimes(url, ["0.05"]);
+  return { within: t.within["0.05"], all: t.all };
 }
 
 await suite.run(async () => {

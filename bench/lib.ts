@@ -244,6 +244,24 @@ export function answerChecks(r: Result, warm?: Result, expect: "2xx" | "refused"
 }
 
 /** One request expected to answer `status`, its JSON body checked by `check`; an error message or null. */
+/**
+ * The console family's answers so far by the instance's own duration histogram (/metrics,
+ * loopback): how many took at most each of `bounds` (seconds, written as the histogram writes its
+ * `le`: "0.05"), and all of them. Benches take two readings and compare.
+ */
+export async function consoleServerTimes<B extends string>(url: string, bounds: readonly B[]): Promise<{ within: Record<B, number>; all: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const within = Object.fromEntries(bounds.map((b) => [b, 0])) as Record<B, number>;
+  let all = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("leadline_http_request_duration_seconds_bucket{") || !line.includes('"console"')) continue;
+    const n = Number(line.slice(line.lastIndexOf(" ") + 1));
+    if (line.includes('le="+Inf"')) all += n;
+    for (const b of bounds) if (line.includes(`le="${b}"`)) within[b] += n;
+  }
+  return { within, all };
+}
+
 export async function expectStatus(url: string, init: RequestInit, status: number, check?: (body: any) => string | null): Promise<string | null> {
   const r = await fetch(url, init);
   const text = await r.text();

@@ -34,6 +34,7 @@ import { inboxPage, viewCounts } from "../src/workspace/inbox";
 import type { InboxFilter } from "../src/workspace/model";
 import { myWork } from "../src/workspace/my-work";
 import { signCallback } from "../test/harness/fake-twilio";
+import { consoleServerTimes } from "./lib";
 import { freePort, startCluster } from "./pg";
 
 const n = (name: string, dflt: number) => (Number(process.env[name]) > 0 ? Number(process.env[name]) : dflt);
@@ -241,17 +242,10 @@ async function inboxReads(adminUrl: string): Promise<void> {
 
 // ------------------------------------------------------------------------------- page loads
 
-/** The console family's answers so far, by the instance's own duration histogram: within 50 ms, and all. */
+/** The console's answers so far within 50 ms of server time (the instance's histogram), and all. */
 async function consoleTimes(api: string): Promise<{ in50: number; all: number }> {
-  const text = await (await fetch(`${api}/metrics`)).text();
-  const t = { in50: 0, all: 0 };
-  for (const line of text.split("\n")) {
-    if (!line.startsWith("leadline_http_request_duration_seconds_bucket{") || !line.includes('"console"')) continue;
-    const n = Number(line.slice(line.lastIndexOf(" ") + 1));
-    if (line.includes('le="0.05"')) t.in50 += n;
-    else if (line.includes('le="+Inf"')) t.all += n;
-  }
-  return t;
+  const t = await consoleServerTimes(api, ["0.05"]);
+  return { in50: t.within["0.05"], all: t.all };
 }
 
 /**

@@ -4,7 +4,7 @@
 --
 -- Why: the Today report computes a day's median and 90th percentile from the day's rows, and for
 -- the two days it shows beside today (yesterday, the same weekday last week) those rows rarely change.
--- src/reports/today.ts keeps their percentiles in memory, valid while this counter reads the same
+-- src/reports/day-responses.ts keeps their percentiles in memory, valid while this counter reads the same
 -- count and sum. report_responses is written only by inserts (a rebuild deletes and rewrites an
 -- organization's rows and its counters in one transaction), so an unchanged count and sum is an
 -- unchanged set of rows.

@@ -39,10 +39,8 @@ const same = (a: Counter, b: Counter) => a.n === b.n && a.secs === b.secs && a.s
 export async function dayResponses(sql: Sql, orgId: number, days: string[], today: string, facts: FactRow[]): Promise<ResponseRow[]> {
   const out: ResponseRow[] = [];
   const missing: string[] = [];
-  const counts = new Map<string, Counter>();
   for (const day of days) {
     const c = counter(facts, day);
-    counts.set(day, c);
     if (c.n === 0) continue; // no response that day: no row, as the query would give
     const k = day < today ? kept.get(keyOf(orgId, day)) : undefined;
     if (k && same(k, c)) out.push(k.row);
@@ -51,7 +49,7 @@ export async function dayResponses(sql: Sql, orgId: number, days: string[], toda
   if (missing.length === 0) return out;
   for (const row of await responsesByDay(sql, orgId, missing)) {
     out.push(row);
-    const c = counts.get(row.key)!;
+    const c = counter(facts, row.key);
     // Kept only when the rows sorted are the rows counted (a response written between the two
     // reads makes them differ: this request shows it, the next one computes again).
     if (row.key < today && row.n === c.n) keep(keyOf(orgId, row.key), { ...c, row });
