@@ -283,6 +283,8 @@ describe("the composer's saved replies", () => {
     // Escape closes the list and goes back to the message, which keeps its text.
     await page.getByText("Saved replies", { exact: true }).click();
     await filter.waitFor();
+    // The toggle event moves the focus to the filter a task after the click.
+    await expect(filter.evaluate((el) => el === el.ownerDocument.activeElement)).resolves.toBe(true);
     await page.keyboard.press("Escape");
     expect(await page.locator("#composer-replies").getAttribute("open")).toBeNull();
     expect(await body.inputValue()).toBe("Hi José, we are open 8–6.");

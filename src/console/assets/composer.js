@@ -189,11 +189,16 @@
         mark();
       } else if (e.key === "Enter") {
         if (shown[active]) pick(shown[active]);
-      } else if (e.key === "Escape") {
-        close();
       } else return;
       e.preventDefault();
       e.stopPropagation();
+    });
+    // Escape anywhere in the open menu (its button too, before the toggle has moved the focus).
+    menu.addEventListener("keydown", function (e) {
+      if (e.key !== "Escape" || !menu.open) return;
+      e.preventDefault();
+      e.stopPropagation();
+      close();
     });
     menu.addEventListener("toggle", function () {
       // Opened from its button (or the inbox's `/` key): from the top of the whole list.
