@@ -3,11 +3,13 @@
 // heading per tag and per operation with its scope, parameters, fields and error codes, and
 // axe-core finds no serious or critical violation. Screenshots at 1280 and 375 px: /tmp/docs-*.png.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { call, startApp, type TestApp } from "./harness/app";
 import { axeProblems, launchBrowser, pageProblems } from "./harness/browser";
 import { testDatabase, type TestDatabase } from "./harness/db";
 
+const CSS = readFileSync(new URL("../src/docs/docs.css", import.meta.url), "utf8");
 const PHONE = { width: 375, height: 812 };
 const DESKTOP = { width: 1280, height: 860 };
 
@@ -112,7 +114,14 @@ describe("GET /docs", () => {
     expect(await axeProblems(page)).toEqual([]);
     await page.setViewportSize(DESKTOP);
     expect(await js<number>(page, "window.innerWidth")).toBe(DESKTOP.width);
-    expect(await axeProblems(page)).toEqual([]);
+    // The two colour rules (text against its background, links against the text around them) run
+    // at 375 px only: they were 8.7 s of each 11 s run over 16,000 elements on a quiet machine (18 s
+    // a run on a busy one), and the width changes layout only. Checked here: the stylesheet's width
+    // rules set no colour.
+    const widthRules = [...CSS.matchAll(/@media[^{]*\{((?:[^{}]*\{[^}]*\})*)[^{}]*\}/g)].map((m) => m[1]!);
+    expect(widthRules.length).toBeGreaterThan(0);
+    for (const rules of widthRules) expect(rules).not.toMatch(/color|background|opacity|filter/);
+    expect(await axeProblems(page, ["color-contrast", "link-in-text-block"])).toEqual([]);
     await ctx.close();
   }, 240_000);
 });
