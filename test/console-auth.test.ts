@@ -12,9 +12,9 @@ import { applyProvisioning } from "../src/provision/service";
 import { parseProvisioning, ProvisioningError } from "../src/provision/validate";
 import { call, startApp, type TestApp } from "./harness/app";
 import { ManualClock } from "./harness/clock";
-import { makeUser, sessionClient, signIn, type MadeUser } from "./harness/console";
+import { makeUser, sessionClient, signIn, type ConsoleClient, type MadeUser } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
-import { seedWorld } from "./harness/factory";
+import { makeLead, seedWorld } from "./harness/factory";
 
 // Every sign-in verifies an Argon2id hash (64 MiB, on purpose slow): seconds on a loaded machine.
 setDefaultTimeout(60_000);
@@ -146,6 +146,36 @@ describe("sessions end", () => {
       clock.advance(IDLE_MS / 2);
     }
     expect((await d.get("/console/account")).status).toBe(303);
+  });
+
+  test("the console's own refreshes (X-Leadline-Poll) do not keep a session alive; an ended one is told so", async () => {
+    const lead = await makeLead(db.sql, { phone: "5125550142", first: "Rosa" });
+    const poll = { "x-leadline-poll": "1" };
+    const inbox = (c: ConsoleClient) =>
+      c.get("/console/inbox?view=open", { ...poll, "hx-request": "true", "hx-current-url": `${app.base}/console/inbox?view=open` });
+    const timeline = `/console/api/leads/${lead}/timeline`;
+    const c = await signIn(app.base, agent.email, agent.password);
+    // Polled all along, as an open inbox and lead page do: every answer served, the idle time kept.
+    for (let t = 0; t < IDLE_MS - 120_000; t += 600_000) {
+      expect((await inbox(c)).status).toBe(200);
+      expect((await c.get(timeline, poll)).status).toBe(200);
+      clock.advance(600_000);
+    }
+    clock.advance(120_000 + 1000);
+    // Two idle hours since the last request of the person: the inbox's refresh is sent to sign-in, back to the page it shows.
+    const ended = await inbox(c);
+    expect(ended.status).toBe(401);
+    expect(ended.headers.get("hx-redirect")).toBe(`/console/login?next=${encodeURIComponent("/console/inbox?view=open")}`);
+    const json = await c.get(timeline, poll);
+    expect([json.status, json.body]).toEqual([401, { ok: false, error: "unauthenticated" }]);
+    expect((await c.get("/console/account")).status).toBe(303);
+    // The same requests without the header are the person's: they keep the session.
+    const d = await signIn(app.base, agent.email, agent.password);
+    for (let t = 0; t < IDLE_MS + 600_000; t += 600_000) {
+      expect((await d.get(timeline)).status).toBe(200);
+      clock.advance(600_000);
+    }
+    expect((await d.get("/console/account")).status).toBe(200);
   });
 
   test("users revoke-sessions signs the user out everywhere; a password change too", async () => {

@@ -4,13 +4,13 @@
 // tab title → snooze → close; by keyboard only; with JavaScript off (plain forms). axe-core on
 // every state, screenshots at 1280 and 390 px.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page, Request } from "playwright-core";
 import { startApp, type TestApp } from "./harness/app";
 import { axeProblems, launchBrowser, pageProblems } from "./harness/browser";
 import { ManualClock } from "./harness/clock";
 import { browserSignIn, makeUser, shoot, type MadeUser } from "./harness/console";
 import { testDatabase, type TestDatabase } from "./harness/db";
-import { acmeTexting, seedWorld } from "./harness/factory";
+import { acmeTexting, makeLead, seedWorld } from "./harness/factory";
 import { postCallback, startFakeTwilio, type FakeTwilio } from "./harness/fake-twilio";
 
 setDefaultTimeout(90_000);
@@ -242,6 +242,43 @@ describe("the inbox's refreshes", () => {
     await page.locator(".inbox-list .conv", { hasText: "burst four" }).waitFor({ timeout: 20_000 });
     for (const b of bodies) await page.locator(".inbox-list .conv", { hasText: b }).waitFor({ timeout: 20_000 });
     expect(problems).toEqual([]);
+    await ctx.close();
+  });
+});
+
+describe("the console's refreshes and the session's idle time", () => {
+  test("the inbox's refresh and the lead page's timeline say they are polls and leave the idle time alone; an ended session takes the lead page to sign-in", async () => {
+    const user = await makeUser(db.sql, { role: "agent", orgId: 1, id: "agent23" });
+    const lead = await makeLead(db.sql, { phone: "5125550143", first: "Inés" });
+    const { ctx, page, problems } = await signedIn(user);
+    const seen = async () => {
+      const [r] = await db.sql<{ at: Date }[]>`select seen_at as at from console_sessions where user_id = ${user.id} and revoked_at is null`;
+      return r!.at.getTime();
+    };
+    const isPoll = (r: Request) => r.headers()["x-leadline-poll"] === "1";
+    await page.goto(`${app.base}/console/inbox?view=open`);
+    await page.waitForFunction(() => typeof (globalThis as unknown as { htmx?: unknown }).htmx === "object");
+    const start = await seen();
+    // Five minutes on (past the minute a request's refresh of the idle time waits for).
+    clock.advance(5 * 60_000);
+    const refreshed = page.waitForResponse((r) => new URL(r.url()).pathname === "/console/inbox" && isPoll(r.request()));
+    await page.evaluate(`htmx.trigger(document.getElementById("inbox-refresh"), "inbox:refresh")`);
+    expect((await refreshed).status()).toBe(200);
+    expect(await seen()).toBe(start);
+    // Opening a page is the person's: it does refresh it.
+    await page.goto(`${app.base}/console/leads/${lead}`);
+    const opened = await seen();
+    expect(opened).toBeGreaterThan(start);
+    clock.advance(5 * 60_000);
+    const polled = await page.waitForResponse((r) => new URL(r.url()).pathname === `/console/api/leads/${lead}/timeline` && isPoll(r.request()));
+    expect(polled.status()).toBe(200);
+    expect(await seen()).toBe(opened);
+    // Ended while the page is open: its next poll takes it to sign-in, back to the lead.
+    await db.sql`update console_sessions set revoked_at = now() where user_id = ${user.id}`;
+    await page.waitForURL((u) => u.pathname === "/console/login", { timeout: 30_000 });
+    expect(new URL(page.url()).searchParams.get("next")).toBe(`/console/leads/${lead}`);
+    // Chromium logs the ended session's 401, which is what sent the page to sign-in.
+    expect(problems.filter((p) => !p.includes("status of 401"))).toEqual([]);
     await ctx.close();
   });
 });

@@ -27,6 +27,7 @@ import { conversationName, countText, formState, inboxHref, listHtml, listState,
 import { consoleSend, leadOr404, newOperationId, recipientZoneOf, refusedDraft, SendForm, TIMELINE_SHOWN, type LeadDraft } from "./lead";
 import { CONSOLE_BODY_LIMIT, formBody, pageQuery, pageSpec, type Viewer } from "./route";
 import { sentQuery, sentWords } from "./send-words";
+import { POLL_HEADER } from "./sessions";
 
 export const INBOX_PAGE = 50;
 
@@ -243,7 +244,7 @@ async function inboxResponse(deps: Deps, viewer: Viewer, r: InboxRequest): Promi
     body: html`<div id="inbox-live" hx-ext="sse" sse-connect="/console/inbox/stream?after=${head}" data-me="${userOf(viewer.actor) ?? ""}">
       <span id="inbox-changes" hidden hx-trigger="sse:change, sse:reset"></span>${r.notice}<p class="inbox-notify" id="inbox-notify" hidden><label><input type="checkbox" id="notify-toggle"> Notify me of new messages</label>
         <span class="muted" id="notify-status" aria-live="polite"></span></p><div class="inbox-split${pane ? " has-open" : ""}" id="inbox-split">
-      <div id="inbox-refresh" hidden hx-get="${here}" hx-trigger="inbox:refresh, every 10s" hx-swap="none"
+      <div id="inbox-refresh" hidden hx-get="${here}" hx-trigger="inbox:refresh, every 10s" hx-swap="none" hx-headers='{"${POLL_HEADER}": "1"}'
         hx-select-oob="#view-counts,#conv-list,#pane-status,#timeline,#nav-inbox"></div>${list}${
         pane ? paneHtml(pane, now) : html`<section class="inbox-pane inbox-pane-empty" id="pane" aria-label="Conversation"><p class="muted">Choose a conversation to read it here.</p></section>`
       }</div></div>`,

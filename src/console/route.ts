@@ -27,7 +27,7 @@ import { fieldsInput, objectFields, type Access, type Answer, type Input } from 
 import { jsonSurface, type SurfaceRender } from "../http/surface";
 import { log, errorFields } from "../log";
 import { html, notFoundPage, plainPage, seeOther } from "./html";
-import { cookieToken, loadSession } from "./sessions";
+import { cookieToken, loadSession, POLL_HEADER } from "./sessions";
 import type { Role } from "./users";
 import type { Viewer } from "./viewer";
 
@@ -71,7 +71,7 @@ export const clientHash = (deps: Deps, request: Request, server: PeerSource | nu
 export async function viewerOf(deps: Deps, request: Request, server: PeerSource | null): Promise<Viewer | null> {
   const token = cookieToken(request);
   if (token === null) return null;
-  const session = await loadSession(deps.sql, token, deps.clock.now());
+  const session = await loadSession(deps.sql, token, deps.clock.now(), request.headers.get(POLL_HEADER) !== "1");
   if (session === null) return null;
   const address = clientHash(deps, request, server);
   const u = session.user;

@@ -47,8 +47,15 @@ const liveAt = (sql: Sql, now: number) =>
   sql`s.revoked_at is null and s.seen_at > ${new Date(now - IDLE_MS)} and s.created_at > ${new Date(now - ABSOLUTE_MS)}
       and u.role is not null and u.disabled_at is null`;
 
-/** The live session of a cookie's token, or null; refreshes its idle time. */
-export async function loadSession(sql: Sql, token: string, now: number): Promise<Session | null> {
+/**
+ * Sent by the console's own background refreshes (the inbox's, the lead page's timeline): a request
+ * that carries it reads the session without refreshing its idle time, so a tab left open does not
+ * keep a session alive by polling, and an unattended screen signs out after IDLE_MS as one closed.
+ */
+export const POLL_HEADER = "x-leadline-poll";
+
+/** The live session of a cookie's token, or null; refreshes its idle time unless `touch` is false. */
+export async function loadSession(sql: Sql, token: string, now: number, touch = true): Promise<Session | null> {
   if (token.length < 20 || token.length > 100) return null;
   const hash = tokenHash(token);
   const [r] = await sql<Row[]>`
@@ -56,7 +63,7 @@ export async function loadSession(sql: Sql, token: string, now: number): Promise
     from console_sessions s join users u on u.id = s.user_id
     where s.token_hash = ${hash} and ${liveAt(sql, now)}`;
   if (!r) return null;
-  if (now - r.seen_at.getTime() > TOUCH_MS) await sql`update console_sessions set seen_at = ${new Date(now)} where token_hash = ${hash}`;
+  if (touch && now - r.seen_at.getTime() > TOUCH_MS) await sql`update console_sessions set seen_at = ${new Date(now)} where token_hash = ${hash}`;
   return {
     user: { id: r.user_id, email: r.email, name: r.name, role: r.role, orgId: r.org_id === null ? null : Number(r.org_id) },
     csrf: r.csrf,
