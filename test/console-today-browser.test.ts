@@ -62,4 +62,45 @@ describe("Today in Chromium", () => {
     expect(await axeProblems(page)).toEqual([]);
     expect(problems.filter((p) => !p.includes("net::ERR_ABORTED"))).toEqual([]);
   });
+
+  test("the organization's today refreshes its figures every minute, as polls, not while the focus is in them; another day does not", async () => {
+    // The page's own timers on Playwright's clock (time flows; runFor fires a minute's at once),
+    // under the console's real CSP.
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: "en-US", timezoneId: "America/New_York" });
+    await ctx.addCookies(await page.context().cookies());
+    const p = await ctx.newPage();
+    const seen = pageProblems(p);
+    await p.clock.install();
+    await p.goto(`${app.base}/console/today`);
+    await p.waitForFunction(() => typeof (globalThis as unknown as { htmx?: unknown }).htmx === "object");
+    const newLeads = () => p.locator("#today-figures tbody tr").first().locator("td").first().textContent();
+    expect(await newLeads()).toBe("12");
+    expect(await p.locator("#today-as-of").textContent()).toBe("As of 3:00 PM; the figures refresh every minute.");
+    await db.sql`insert into leads (list_id, phone, source, created_at) values (101, '5125559001', 'google', ${new Date(clock.now())})`;
+    clock.advance(60_000);
+    const polled = p.waitForResponse((r) => new URL(r.url()).pathname === "/console/today" && r.request().headers()["x-leadline-poll"] === "1");
+    await p.clock.runFor(60_000);
+    expect((await polled).status()).toBe(200);
+    // A function, not a string: the console's CSP refuses eval.
+    type Doc = { document: { querySelector(s: string): { textContent: string | null } | null } };
+    await p.waitForFunction(() => (globalThis as unknown as Doc).document.querySelector("#today-figures tbody td")?.textContent === "13");
+    expect(await p.locator("#today-as-of").textContent()).toBe("As of 3:01 PM; the figures refresh every minute.");
+    // A keyboard user in the figures' table: the next minute asks nothing.
+    let asked = 0;
+    p.on("request", (r) => void (new URL(r.url()).pathname === "/console/today" && asked++));
+    await p.getByRole("region", { name: "The day's figures" }).focus();
+    await p.clock.runFor(60_000);
+    await p.waitForTimeout(500);
+    expect(asked).toBe(0);
+    await shoot(p, "today-live", [1280, 390]);
+    // Another day is settled: no refresher, no script.
+    await p.goto(`${app.base}/console/today?day=2026-11-22`);
+    expect(await p.locator("#today-refresh").count()).toBe(0);
+    expect(await p.locator("#today-as-of").count()).toBe(0);
+    await p.clock.runFor(120_000);
+    await p.waitForTimeout(500);
+    expect(asked).toBe(1);
+    expect(seen.filter((x) => !x.includes("net::ERR_ABORTED"))).toEqual([]);
+    await ctx.close();
+  });
 });

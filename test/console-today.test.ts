@@ -113,6 +113,19 @@ describe("the Today page", () => {
     }
   });
 
+  test("the organization's today refreshes its figures (as polls, by today.js); another day does not", async () => {
+    const live = (await as.manager.get("/console/today")).body as string;
+    expect(live).toContain(`<div id="today-refresh" hidden hx-get="/console/today?day=2026-11-23" hx-trigger="today:refresh" hx-swap="none" hx-select-oob="#today-live" hx-headers='{"x-leadline-poll": "1"}'></div>`);
+    expect(live).toMatch(/<script src="\/console\/assets\/today\.js\?v=[0-9a-f]{12}"/);
+    expect(live).toContain('<p class="muted" id="today-as-of">As of 12:00 PM; the figures refresh every minute.</p>');
+    // The same day named: still today.
+    expect((await as.manager.get("/console/today?day=2026-11-23")).body as string).toContain('id="today-refresh"');
+    const past = (await as.manager.get("/console/today?day=2026-11-22")).body as string;
+    for (const part of ['id="today-refresh"', 'id="today-as-of"', "today.js", "htmx.min.js"]) expect(past).not.toContain(part);
+    // An admin's refresher asks for the organization they picked.
+    expect((await as.admin.get("/console/today?org=2")).body as string).toContain('hx-get="/console/today?day=2026-11-23&amp;org=2"');
+  });
+
   test("a manager's organization whatever `org` says; an admin picks one", async () => {
     const other = (await as.manager.get("/console/today?org=2")).body as string;
     expect(other).not.toContain("secret-source");

@@ -18,6 +18,7 @@ import leadCss from "./assets/lead.css" with { type: "text" };
 import timelineJs from "./assets/timeline.js" with { type: "text" };
 import olderJs from "./assets/older.js" with { type: "text" };
 import notifyJs from "./assets/notify.js" with { type: "text" };
+import todayJs from "./assets/today.js" with { type: "text" };
 
 export interface Asset {
   body: string;
@@ -36,6 +37,7 @@ export const ASSETS: Readonly<Record<string, Asset>> = {
   "timeline.js": { body: timelineJs, type: "text/javascript; charset=utf-8" },
   "older.js": { body: olderJs, type: "text/javascript; charset=utf-8" },
   "notify.js": { body: notifyJs, type: "text/javascript; charset=utf-8" },
+  "today.js": { body: todayJs, type: "text/javascript; charset=utf-8" },
   "inbox.css": { body: inboxCss, type: "text/css; charset=utf-8" },
   "composer.js": { body: composerJs, type: "text/javascript; charset=utf-8" },
   "inbox.js": { body: inboxJs, type: "text/javascript; charset=utf-8" },

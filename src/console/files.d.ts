@@ -60,3 +60,7 @@ declare module "*/assets/notify.js" {
   const text: string;
   export default text;
 }
+declare module "*/assets/today.js" {
+  const text: string;
+  export default text;
+}

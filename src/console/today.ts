@@ -1,7 +1,8 @@
 // The Today page (managers, admins: the managers' home): the Today report of src/reports/ for a day
 // of the organization (default its today), each figure beside the day before and the same weekday a
 // week before, the day's people, a chart of the three days with its numbers, and the same figures
-// as CSV. An admin picks the organization; nothing is read until they do.
+// as CSV. An admin picks the organization; nothing is read until they do. The organization's today
+// refreshes its figures every minute (assets/today.js).
 import { Type as t } from "@sinclair/typebox";
 import { defineRoute } from "../http/define";
 import type { Deps } from "../http/deps";
@@ -12,9 +13,10 @@ import { todayReport } from "../reports/today";
 import { talkTime } from "./calls";
 import { chart } from "./chart";
 import { csvAnswer, csvResponse } from "./csv";
-import { consoleHtml, html, notFoundPage, type Html } from "./html";
-import { dayParam, orgChoices, orgOf, orgSelect, queryOf, type OrgChoice } from "./period";
+import { consoleHtml, html, HTMX_CONFIG, notFoundPage, type Html } from "./html";
+import { dayParam, orgChoices, orgOf, orgSelect, queryOf, today, type OrgChoice } from "./period";
 import { MANAGERS, pageQuery, pageSpec, type Viewer } from "./route";
+import { POLL_HEADER } from "./sessions";
 
 const TodayQuery = t.Object({
   day: t.Optional(t.String({ description: "YYYY-MM-DD in the organization's zone; default its today" })),
@@ -22,6 +24,8 @@ const TodayQuery = t.Object({
 });
 
 const count = (n: number) => n.toLocaleString("en-US");
+/** The time of day at `now` in the zone, as a person there reads it ("2:05 PM"). */
+const asOf = (now: number, zone: string) => new Intl.DateTimeFormat("en-US", { timeZone: zone, hour: "numeric", minute: "2-digit" }).format(now);
 const secs = (n: number | null) => (n === null ? "–" : talkTime(Math.round(n)));
 const money = (n: number) => `$${n.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 4 })}`;
 
@@ -61,7 +65,13 @@ function figures(r: TodayReport): Figure[] {
   ];
 }
 
-export function todayBody(r: TodayReport | null, orgs: OrgChoice[], org: number | null, day: string | null, csvLink: string): Html {
+/** The page shows the organization's today: its figures refresh (assets/today.js), as of `asOf`. */
+export interface Live {
+  href: string;
+  asOf: string;
+}
+
+export function todayBody(r: TodayReport | null, orgs: OrgChoice[], org: number | null, day: string | null, csvLink: string, live: Live | null = null): Html {
   const form = html`<form class="filters" method="get" action="/console/today">
   <div><label for="t-day">Day</label><input id="t-day" name="day" type="date" value="${day ?? r?.day ?? ""}"></div>
   ${orgSelect(orgs, org)}
@@ -75,7 +85,13 @@ export function todayBody(r: TodayReport | null, orgs: OrgChoice[], org: number 
   ];
   const threeDays = [r.lastWeek, r.yesterday, r.today];
   return html`${form}
-<p class="muted">${r.org.name}, ${r.org.zone}. <a href="/console/today.csv${csvLink}">Download as CSV</a></p>
+<p class="muted">${r.org.name}, ${r.org.zone}. <a href="/console/today.csv${csvLink}">Download as CSV</a></p>${
+  live
+    ? html`
+<div id="today-refresh" hidden hx-get="${live.href}" hx-trigger="today:refresh" hx-swap="none" hx-select-oob="#today-live" hx-headers='{"${POLL_HEADER}": "1"}'></div>`
+    : null
+}
+<div id="today-live">${live ? html`<p class="muted" id="today-as-of">As of ${live.asOf}; the figures refresh every minute.</p>` : null}
 <div class="table-wrap" tabindex="0" role="region" aria-label="The day's figures"><table class="data" id="today-figures">
   <caption>The day's figures beside the day before and the same weekday a week before</caption>
   <thead><tr><th scope="col">Figure</th>${cols.map((c) => html`<th scope="col" class="num">${c.label}<br><span class="muted">${c.note}</span></th>`)}</tr></thead>
@@ -106,7 +122,8 @@ ${r.agents.length === 0
   <tbody>${r.agents.map(
     (a) => html`<tr><th scope="row">${a.name || a.agent}</th><td class="num">${count(a.conversations)}</td><td class="num">${count(a.replies)}</td><td class="num">${count(a.calls)}</td><td class="num">${count(a.answered)}</td><td class="num">${secs(a.talkSecs)}</td><td class="num">${count(a.responses)}</td><td class="num">${secs(a.medianResponseSecs)}</td></tr>`,
   )}</tbody>
-</table></div>`}`;
+</table></div>`}
+</div>`;
 }
 
 /** The report the query asks for; null: an admin who picked no organization; "missing": no such organization. */
@@ -135,8 +152,17 @@ export function todayRoutes(deps: Deps): Route[] {
         if (r === "missing") return notFoundPage(deps, viewer);
         const org = orgOf(viewer, q);
         const link = queryOf({ day: r?.day ?? null, org: viewer.actor.orgId === null ? org : null });
-        const body = todayBody(r, orgs, org, dayParam(q.day), link);
-        return consoleHtml(deps, viewer, { title: "Today", nav: "today", body, styles: ["reports.css"] });
+        const now = deps.clock.now();
+        // Today's figures move as the day goes; another day's are settled.
+        const live = r !== null && r.day === today(now, r.org.zone) ? { href: `/console/today${link}`, asOf: asOf(now, r.org.zone) } : null;
+        const body = todayBody(r, orgs, org, dayParam(q.day), link, live);
+        return consoleHtml(deps, viewer, {
+          title: "Today",
+          nav: "today",
+          body,
+          styles: ["reports.css"],
+          ...(live ? { scripts: ["htmx.min.js", "today.js"], head: HTMX_CONFIG } : {}),
+        });
       },
     ),
     defineRoute(
