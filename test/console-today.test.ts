@@ -206,3 +206,20 @@ describe("the Today page", () => {
     }
   });
 });
+
+describe("the day before's percentiles, kept in memory between pages", () => {
+  test("a late answer to a lead of the day before moves its median on the next page", async () => {
+    const before = (await as.manager.get("/console/today")).body as string;
+    expect(row(before, "Median time to first response")[1]).toBe("30:00");
+    expect(row(before, "First responses")[1]).toBe("1");
+    // Recorded now, about the day before: a lead of the evening and its answered call ten minutes on.
+    const late = await lead("5125551009", "google", "2026-11-22T23:00:00Z");
+    await db.sql`insert into calls (lead_id, phone, status, secs, agent, occurred_at)
+      values (${late}, '5125551009', 'ANSWERED', 40, 'agentx', '2026-11-22T23:10:00Z')`;
+    const after = (await as.manager.get("/console/today")).body as string;
+    expect(row(after, "First responses")[1]).toBe("2");
+    // Nearest rank of 10:00 and 30:00: the median is the first, the 90th percentile the second.
+    expect(row(after, "Median time to first response")[1]).toBe("10:00");
+    expect(row(after, "90th percentile time to first response")[1]).toBe("30:00");
+  });
+});
