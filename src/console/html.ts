@@ -5,6 +5,7 @@ import { escapeHtml } from "../http/html";
 import type { Deps } from "../http/deps";
 import { assetUrl } from "./assets";
 import { inboxCount } from "./inbox-count";
+import { POLL_HEADER } from "./sessions";
 import type { Viewer } from "./viewer";
 import type { Role } from "./users";
 
@@ -206,6 +207,14 @@ export function notice(text: string, kind: "ok" | "error" = "ok"): Html {
 /** `?done=…` of a redirect after a form (the page's query), shown once as a notice (only the texts the page offers). */
 export function flash(done: string | undefined, texts: Readonly<Record<string, string>>): Html {
   return done !== undefined && Object.hasOwn(texts, done) ? notice(texts[done]!) : raw("");
+}
+
+/** On an htmx element that refreshes a page by itself: its requests are polls (src/console/sessions.ts). */
+export const POLL_HEADERS = raw(`hx-headers='{"${POLL_HEADER}": "1"}'`);
+
+/** "8:04 AM" in `zone` (newer ICU's narrow space before AM/PM made a plain one). */
+export function clockTime(epochMs: number, zone: string): string {
+  return new Intl.DateTimeFormat("en-US", { timeZone: zone, hour: "numeric", minute: "2-digit" }).format(epochMs).replace(/\u202f/g, " ");
 }
 
 const formats = new Map<string, Intl.DateTimeFormat>();

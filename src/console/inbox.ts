@@ -22,12 +22,11 @@ import type { SnoozeChoice } from "../workspace/snooze";
 import { actorNames } from "./actor-names";
 import { composerFacts, composerOf, composerReplies, replyDraft } from "./composer-data";
 import { paneHtml, type PaneData } from "./conversation-view";
-import { consoleHtml, csrfField, html, HTMX_CONFIG, notice, raw, seeOther, type Html } from "./html";
+import { consoleHtml, csrfField, html, HTMX_CONFIG, notice, POLL_HEADERS, raw, seeOther, type Html } from "./html";
 import { conversationName, countText, formState, inboxHref, listHtml, listState, VIEW_LABELS, type ListState } from "./inbox-view";
 import { consoleSend, leadOr404, newOperationId, recipientZoneOf, refusedDraft, SendForm, TIMELINE_SHOWN, type LeadDraft } from "./lead";
 import { CONSOLE_BODY_LIMIT, formBody, pageQuery, pageSpec, type Viewer } from "./route";
 import { sentQuery, sentWords } from "./send-words";
-import { POLL_HEADER } from "./sessions";
 
 export const INBOX_PAGE = 50;
 
@@ -244,7 +243,7 @@ async function inboxResponse(deps: Deps, viewer: Viewer, r: InboxRequest): Promi
     body: html`<div id="inbox-live" hx-ext="sse" sse-connect="/console/inbox/stream?after=${head}" data-me="${userOf(viewer.actor) ?? ""}">
       <span id="inbox-changes" hidden hx-trigger="sse:change, sse:reset"></span>${r.notice}<p class="inbox-notify" id="inbox-notify" hidden><label><input type="checkbox" id="notify-toggle"> Notify me of new messages</label>
         <span class="muted" id="notify-status" aria-live="polite"></span></p><div class="inbox-split${pane ? " has-open" : ""}" id="inbox-split">
-      <div id="inbox-refresh" hidden hx-get="${here}" hx-trigger="inbox:refresh, every 10s" hx-swap="none" hx-headers='{"${POLL_HEADER}": "1"}'
+      <div id="inbox-refresh" hidden hx-get="${here}" hx-trigger="inbox:refresh, every 10s" hx-swap="none" ${POLL_HEADERS}
         hx-select-oob="#view-counts,#conv-list,#pane-status,#timeline,#nav-inbox"></div>${list}${
         pane ? paneHtml(pane, now) : html`<section class="inbox-pane inbox-pane-empty" id="pane" aria-label="Conversation"><p class="muted">Choose a conversation to read it here.</p></section>`
       }</div></div>`,

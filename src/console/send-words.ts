@@ -2,6 +2,7 @@
 // result travels through the post's redirect as codes (`?sent=<reason>&until=<unix s>`), never as
 // text, so a crafted link cannot make the page say something the send path did not.
 import type { MessageResult, SendReason } from "../messages/model";
+import { clockTime } from "./html";
 
 const REASONS: Record<SendReason, string> = {
   empty_body: "Nothing was sent: the message is empty.",
@@ -52,7 +53,6 @@ export function sentWords(
 
 /** "8:00 AM on Fri, Jan 16" in `zone`. */
 export function timeIn(epochMs: number, zone: string): string {
-  const time = new Intl.DateTimeFormat("en-US", { timeZone: zone, hour: "numeric", minute: "2-digit" }).format(epochMs);
   const day = new Intl.DateTimeFormat("en-US", { timeZone: zone, weekday: "short", month: "short", day: "numeric" }).format(epochMs);
-  return `${time} on ${day}`.replace(/\u202f/g, " ");
+  return `${clockTime(epochMs, zone)} on ${day}`;
 }

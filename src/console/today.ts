@@ -13,10 +13,9 @@ import { todayReport } from "../reports/today";
 import { talkTime } from "./calls";
 import { chart } from "./chart";
 import { csvAnswer, csvResponse } from "./csv";
-import { consoleHtml, html, HTMX_CONFIG, notFoundPage, type Html } from "./html";
+import { clockTime, consoleHtml, html, HTMX_CONFIG, notFoundPage, POLL_HEADERS, type Html } from "./html";
 import { dayParam, orgChoices, orgOf, orgSelect, queryOf, today, type OrgChoice } from "./period";
 import { MANAGERS, pageQuery, pageSpec, type Viewer } from "./route";
-import { POLL_HEADER } from "./sessions";
 
 const TodayQuery = t.Object({
   day: t.Optional(t.String({ description: "YYYY-MM-DD in the organization's zone; default its today" })),
@@ -24,8 +23,6 @@ const TodayQuery = t.Object({
 });
 
 const count = (n: number) => n.toLocaleString("en-US");
-/** The time of day at `now` in the zone, as a person there reads it ("2:05 PM"). */
-const asOf = (now: number, zone: string) => new Intl.DateTimeFormat("en-US", { timeZone: zone, hour: "numeric", minute: "2-digit" }).format(now);
 const secs = (n: number | null) => (n === null ? "–" : talkTime(Math.round(n)));
 const money = (n: number) => `$${n.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 4 })}`;
 
@@ -66,7 +63,7 @@ function figures(r: TodayReport): Figure[] {
 }
 
 /** The page shows the organization's today: its figures refresh (assets/today.js), as of `asOf`. */
-export interface Live {
+interface Live {
   href: string;
   asOf: string;
 }
@@ -88,7 +85,7 @@ export function todayBody(r: TodayReport | null, orgs: OrgChoice[], org: number 
 <p class="muted">${r.org.name}, ${r.org.zone}. <a href="/console/today.csv${csvLink}">Download as CSV</a></p>${
   live
     ? html`
-<div id="today-refresh" hidden hx-get="${live.href}" hx-trigger="today:refresh" hx-swap="none" hx-select-oob="#today-live" hx-headers='{"${POLL_HEADER}": "1"}'></div>`
+<div id="today-refresh" hidden hx-get="${live.href}" hx-trigger="today:refresh" hx-swap="none" hx-select-oob="#today-live" ${POLL_HEADERS}></div>`
     : null
 }
 <div id="today-live">${live ? html`<p class="muted" id="today-as-of">As of ${live.asOf}; the figures refresh every minute.</p>` : null}
@@ -154,7 +151,7 @@ export function todayRoutes(deps: Deps): Route[] {
         const link = queryOf({ day: r?.day ?? null, org: viewer.actor.orgId === null ? org : null });
         const now = deps.clock.now();
         // Today's figures move as the day goes; another day's are settled.
-        const live = r !== null && r.day === today(now, r.org.zone) ? { href: `/console/today${link}`, asOf: asOf(now, r.org.zone) } : null;
+        const live = r !== null && r.day === today(now, r.org.zone) ? { href: `/console/today${link}`, asOf: clockTime(now, r.org.zone) } : null;
         const body = todayBody(r, orgs, org, dayParam(q.day), link, live);
         return consoleHtml(deps, viewer, {
           title: "Today",
