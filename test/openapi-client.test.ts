@@ -13,6 +13,9 @@ import { makeKey, seedWorld } from "./harness/factory";
 
 const ROOT = join(import.meta.dir, "..");
 const BIN = join(ROOT, "node_modules/.bin");
+// TypeScript 7 (package.json's typescript-native), the typecheck's; `typescript` 5 stays only as
+// openapi-typescript's peer, and both name their command `tsc`.
+const TSC = join(ROOT, "node_modules/typescript-native/bin/tsc");
 
 let db: TestDatabase;
 let app: TestApp;
@@ -104,7 +107,7 @@ describe("a client generated from /openapi.json", () => {
       join(dir, "tsconfig.json"),
       JSON.stringify({ compilerOptions: TSC_OPTIONS, files: ["client.ts", "api.d.ts"] }),
     );
-    const tsc = await run([join(BIN, "tsc"), "-p", "tsconfig.json"]);
+    const tsc = await run([TSC, "-p", "tsconfig.json"]);
     expect(tsc.out + tsc.err).toBe("");
     expect(tsc.code).toBe(0);
 
@@ -136,7 +139,7 @@ describe("a client generated from /openapi.json", () => {
     expect((await run([join(BIN, "openapi-typescript"), "openapi.json", "-o", "api.d.ts"])).code).toBe(0);
     writeFileSync(join(dir, "public.ts"), PUBLIC_CLIENT);
     writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: TSC_OPTIONS, files: ["public.ts", "api.d.ts"] }));
-    const tsc = await run([join(BIN, "tsc"), "-p", "tsconfig.json"]);
+    const tsc = await run([TSC, "-p", "tsconfig.json"]);
     expect(tsc.out + tsc.err).toBe("");
     const client = await run([process.execPath, "public.ts"], { LEADLINE_BASE: app.base });
     expect(client.err).toBe("");

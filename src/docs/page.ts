@@ -206,7 +206,7 @@ interface Listed {
  * under their own tag (`getLead (r=leads/{id})`), linking to the one article that documents them.
  */
 function members(ops: readonly Listed[], tag: string): { label: string; target: string; home: boolean }[] {
-  return ops.flatMap((o) => {
+  return ops.flatMap((o): { label: string; target: string; home: boolean }[] => {
     const selected = o.op["x-operations"] as Json[] | undefined;
     if (!selected) return o.tag === tag ? [{ label: o.op.operationId, target: o.op.operationId, home: true }] : [];
     const param = Object.keys(selected[0]).find((k) => !["operationId", "summary", "tag", "security"].includes(k))!;

@@ -49,7 +49,7 @@ function docOf(text: string): Doc | null {
   // The document's schemas are JSON Schema 2020-12 (OpenAPI 3.1); unknown keywords such as
   // `examples` are annotations, formats are not what this check is about.
   const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: false, addUsedSchema: false });
-  const entry = { doc, paths, ajv, compiled: new WeakMap() };
+  const entry = { doc, paths, ajv, compiled: new WeakMap<object, ValidateFunction>() };
   byText.set(text, entry);
   return entry;
 }
