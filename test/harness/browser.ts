@@ -64,8 +64,9 @@ export function pageProblems(page: Page): string[] {
   });
   page.on("pageerror", (err) => problems.push(`pageerror: ${err.message}`));
   page.on("requestfailed", (req) => {
-    // An event stream (the inbox's) is aborted by leaving its page: that is how it ends.
-    if (req.resourceType() === "eventsource" && req.failure()?.errorText === "net::ERR_ABORTED") return;
+    // The page's own requests in flight (the inbox's event stream, the lead page's timeline poll, an
+    // htmx refresh) are aborted by leaving the page: that is how they end.
+    if (["eventsource", "fetch", "xhr"].includes(req.resourceType()) && req.failure()?.errorText === "net::ERR_ABORTED") return;
     // So is the tab's icon, fetched after the page loads, when the test moves on to the next page
     // first (a busy machine's timing, not a problem of the page).
     if (new URL(req.url()).pathname === "/console/assets/icon.svg" && req.failure()?.errorText === "net::ERR_ABORTED") return;
