@@ -2,7 +2,8 @@
 // reschedule through the link, the calendar file, a friendly 404; no console errors, no horizontal
 // scroll at 375 px; screenshots at phone and desktop widths (SHOTS_DIR) for a person to look at.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { startApp, type TestApp } from "./harness/app";
@@ -118,7 +119,11 @@ describe("booking page", () => {
     // The calendar file: a download with the time in UTC and the reschedule link.
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Add to calendar" }).click()]);
     expect(download.suggestedFilename()).toBe("appointment.ics");
-    const ics = readFileSync((await download.path())!, "utf8");
+    // Saved rather than read where it landed: a browser connected to (test/run.ts's shared one) has no local path.
+    const dir = mkdtempSync(join(tmpdir(), "leadline-ics-"));
+    await download.saveAs(join(dir, "appointment.ics"));
+    const ics = readFileSync(join(dir, "appointment.ics"), "utf8");
+    rmSync(dir, { recursive: true });
     expect(ics).toContain("BEGIN:VCALENDAR\r\n");
     expect(ics).toContain("DTSTART:20261123T150000Z\r\n");
     expect(ics).toContain("DTEND:20261123T153000Z\r\n");

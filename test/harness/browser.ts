@@ -2,23 +2,23 @@
 // (never a downloaded browser), and a tiny static site on its own origin to load scripts into.
 import { setDefaultTimeout } from "bun:test";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { CHROMIUM_ARGS, CHROMIUM_PATH, SHARED_BROWSER_VAR } from "./chromium";
 
 // A give-up, not a bound: a test that loads pages, runs axe-core at two widths and takes full-page
 // screenshots took 19 s alone and passed 30 s (test/run.ts's default) in a full quiet run beside
 // /docs's axe run. Every file that drives Chromium gets two minutes a test unless it names its own.
 setDefaultTimeout(120_000);
 
-export const CHROMIUM_PATH = "/usr/bin/chromium";
-export const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
+export { CHROMIUM_ARGS, CHROMIUM_PATH };
 
+/**
+ * The browser test/run.ts shares (test/harness/chromium.ts) when it runs the file, else one of the
+ * file's own. Either way `close()` ends what the file made: a connected browser's contexts close
+ * and the connection ends, the shared browser goes on.
+ */
 export function launchBrowser(): Promise<Browser> {
+  const shared = process.env[SHARED_BROWSER_VAR];
+  if (shared) return chromium.connect(shared);
   return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
 }
 
