@@ -253,6 +253,31 @@ describe("the inbox's refreshes", () => {
     await ctx.close();
   });
 
+  test("a live refresh that replaces the list leaves the keyboard's focus on the conversation it was on", async () => {
+    for (const [i, name] of ["Hana", "Ivo", "Juno"].entries()) await inbound(`focus ${i}`, name);
+    const { ctx, page, problems } = await signedIn(agent);
+    await page.goto(`${app.base}/console/inbox?view=unassigned`);
+    await page.waitForFunction(() => typeof (globalThis as unknown as { htmx?: unknown }).htmx === "object");
+    expect(await page.locator(".convs > .conv").count()).toBeGreaterThanOrEqual(3);
+    await page.keyboard.press("j");
+    await page.keyboard.press("j");
+    const focused = () => page.evaluate(`(() => { const a = document.activeElement; return a && a.classList.contains("conv-link") ? a.closest(".conv").id : a ? a.tagName : null; })()`);
+    const on = await focused();
+    expect(on).toMatch(/^conv-\d+$/);
+    const list = await page.evaluateHandle(`document.getElementById("conv-list")`);
+    const swapped = page.waitForResponse((r) => new URL(r.url()).pathname === "/console/inbox" && r.request().headers()["x-leadline-poll"] === "1");
+    await page.evaluate(`htmx.trigger(document.getElementById("inbox-refresh"), "inbox:refresh")`);
+    await swapped;
+    // The list is a new element (the refresh replaced it), and the focus is on the same conversation.
+    type Doc = { document: { getElementById(id: string): unknown } };
+    await page.waitForFunction((old) => (globalThis as unknown as Doc).document.getElementById("conv-list") !== old, list);
+    expect(await focused()).toBe(on);
+    await page.keyboard.press("j");
+    expect(await focused()).not.toBe(on);
+    expect(problems).toEqual([]);
+    await ctx.close();
+  });
+
   test("a burst of real inbound texts: the last one reaches the list without the 10 s refresh", async () => {
     const { ctx, page, problems } = await signedIn(agent);
     await page.goto(`${app.base}/console/inbox?view=unassigned`);

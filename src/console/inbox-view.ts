@@ -109,7 +109,11 @@ export function badges(r: InboxRow): Html {
   }`;
 }
 
-/** One conversation of the list. */
+/**
+ * One conversation of the list. Its link has an id so that htmx puts the focus back on it when a
+ * live refresh replaces the list (a keyboard or screen-reader user on a conversation lost their
+ * place to the page's body at each change); the checkbox has one for the same reason.
+ */
 export function rowHtml(r: InboxRow, s: ListState, now: number, open: number | null): Html {
   const name = conversationName(r);
   const channel = r.last_channel ? CHANNEL_LABELS[r.last_channel] ?? r.last_channel : null;
@@ -117,7 +121,7 @@ export function rowHtml(r: InboxRow, s: ListState, now: number, open: number | n
   return html`<li class="conv${open === r.id ? " conv-open" : ""}${r.waiting_since ? " conv-waiting" : ""}" id="conv-${r.id}" data-id="${r.id}">
     <input type="checkbox" form="bulk" name="c${r.id}" value="on" class="conv-pick" id="pick-${r.id}" hx-preserve="true" aria-label="Select ${name}">
     <div class="conv-main">
-      <div class="conv-top"><a class="conv-link" href="${inboxHref(s, { open: r.id })}" hx-get="${inboxHref(s, { open: r.id })}" hx-select="#inbox-split" hx-target="#inbox-split" hx-swap="outerHTML show:none" hx-push-url="true"${open === r.id ? raw(' aria-current="true"') : ""}>${name}</a>
+      <div class="conv-top"><a class="conv-link" id="open-${r.id}" href="${inboxHref(s, { open: r.id })}" hx-get="${inboxHref(s, { open: r.id })}" hx-select="#inbox-split" hx-target="#inbox-split" hx-swap="outerHTML show:none" hx-push-url="true"${open === r.id ? raw(' aria-current="true"') : ""}>${name}</a>
         <time class="conv-time" datetime="${r.last_activity_at.toISOString()}">${when(r.last_activity_at, r.timezone)}</time></div>
       <div class="conv-snippet">${channel ? html`<span class="conv-channel">${channel} ${dir === "in" ? "in" : dir === "out" ? "out" : ""}</span> ` : null}${r.snippet || html`<span class="muted">No messages</span>`}</div>
       <div class="conv-meta">${r.waiting_since ? html`<span class="conv-wait">Waiting ${waited(r.waiting_since.getTime(), now)}</span>` : null}
