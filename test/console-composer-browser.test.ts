@@ -72,8 +72,6 @@ async function signedIn(user: MadeUser, o: { js?: boolean; width?: number; heigh
   });
   const page = await ctx.newPage();
   const problems = pageProblems(page);
-  const real = problems.push.bind(problems);
-  problems.push = (...items: string[]) => real(...items.filter((p) => !p.includes("net::ERR_ABORTED")));
   await browserSignIn(page, app.base, user.email, user.password);
   return { ctx, page, problems };
 }

@@ -64,8 +64,6 @@ async function signedIn(user: MadeUser, javaScriptEnabled = true): Promise<{ ctx
   const page = await ctx.newPage();
   // A load the page's own navigation cancels (its icon, when a form is sent) is not a problem.
   const problems = pageProblems(page);
-  const real = problems.push.bind(problems);
-  problems.push = (...items: string[]) => real(...items.filter((p) => !p.includes("net::ERR_ABORTED")));
   await browserSignIn(page, app.base, user.email, user.password);
   return { ctx, page, problems };
 }

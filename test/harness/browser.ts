@@ -64,12 +64,10 @@ export function pageProblems(page: Page): string[] {
   });
   page.on("pageerror", (err) => problems.push(`pageerror: ${err.message}`));
   page.on("requestfailed", (req) => {
-    // The page's own requests in flight (the inbox's event stream, the lead page's timeline poll, an
-    // htmx refresh) are aborted by leaving the page: that is how they end.
-    if (["eventsource", "fetch", "xhr"].includes(req.resourceType()) && req.failure()?.errorText === "net::ERR_ABORTED") return;
-    // So is the tab's icon, fetched after the page loads, when the test moves on to the next page
-    // first (a busy machine's timing, not a problem of the page).
-    if (new URL(req.url()).pathname === "/console/assets/icon.svg" && req.failure()?.errorText === "net::ERR_ABORTED") return;
+    // A load cancelled is not a failure: leaving a page aborts its requests in flight (an event
+    // stream, a timeline poll, an htmx refresh, the tab's icon), as does a second navigation or an
+    // htmx request that replaces the one before it. Chromium reports each as net::ERR_ABORTED.
+    if (req.failure()?.errorText === "net::ERR_ABORTED") return;
     problems.push(`requestfailed: ${req.url()} ${req.failure()?.errorText ?? ""}`);
   });
   return problems;
