@@ -150,3 +150,33 @@ describe("query-routed paths dispatch what they declare", () => {
     }
   });
 });
+
+describe("an address nothing answers", () => {
+  const HTML = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+
+  test("under /console, opened by a browser: the console's Not found page (404, HTML, a way back), whoever asks", async () => {
+    for (const path of ["/console/settings", "/console/no/such/page", "/console/reports?day=2026-11-28"]) {
+      for (const method of ["GET", "HEAD"]) {
+        const res = await fetch(app.base + path, { method, headers: { accept: HTML }, redirect: "manual" });
+        expect([path, method, res.status, res.headers.get("content-type")]).toEqual([path, method, 404, "text/html; charset=utf-8"]);
+        const body = await res.text();
+        if (method === "GET") expect([path, body.includes("<title>Not found · Leadline</title>"), body.includes('href="/console/inbox"')]).toEqual([path, true, true]);
+      }
+    }
+  });
+
+  test("anything else is not_found as JSON: another method, a client that does not ask for HTML, any other path", async () => {
+    const cases: [string, string, string | null][] = [
+      ["/console/no/such/page", "POST", HTML],
+      ["/console/no/such/page", "GET", "application/json"],
+      ["/console/no/such/page", "GET", null],
+      ["/consoles", "GET", HTML],
+      ["/no/such/page", "GET", HTML],
+      ["/api/v1/console/x", "GET", HTML],
+    ];
+    for (const [path, method, accept] of cases) {
+      const res = await call(app.base, path, { method, headers: accept ? { accept } : {}, ...(method === "POST" ? { body: "{}" } : {}) });
+      expect([path, method, accept, res.status, res.body]).toEqual([path, method, accept, 404, { ok: false, error: "not_found" }]);
+    }
+  });
+});

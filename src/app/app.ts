@@ -5,6 +5,7 @@ import { Elysia } from "elysia";
 import { bookingApiPath, bookingRoutes } from "../booking/routes";
 import { callRoutes } from "../calls/routes";
 import { conversationRoutes } from "../conversations/routes";
+import { plainNotFound } from "../console/route";
 import { consoleRoutes } from "../console/routes";
 import { conversionRoutes } from "../conversions/routes";
 import { ctiRoutes } from "../cti/routes";
@@ -58,6 +59,19 @@ export function declaredPaths(deps: Deps): PathRoute[] {
 
 const UNKNOWN = familyIndex("unknown");
 
+/**
+ * A person's browser opening an address under /console that nothing answers (a mistyped or an old
+ * link): it gets the console's Not found page with its way back, not JSON. Only a page load (GET
+ * or HEAD asking for HTML); any other request is answered `not_found` as everywhere.
+ */
+function browsingConsole(request: Request): boolean {
+  if (request.method !== "GET" && request.method !== "HEAD") return false;
+  if (!request.headers.get("accept")?.includes("text/html")) return false;
+  const url = request.url;
+  const path = url.slice(url.indexOf("/", url.indexOf("//") + 2));
+  return path === "/console" || path.startsWith("/console/") || path.startsWith("/console?");
+}
+
 /** `observer` counts and logs every request once, under its declared path's family (src/metrics/). */
 export function buildApp(deps: Deps, observer?: RequestObserver) {
   const served = mountRoutes(declaredRoutes(deps), declaredPaths(deps), observer && ((path, handler) => observer.observed(familyOf(path), handler)));
@@ -65,7 +79,7 @@ export function buildApp(deps: Deps, observer?: RequestObserver) {
   return new Elysia({ serve: { routes: served.native } })
     .onError(({ code, error, request, server }) => {
       if (code === "NOT_FOUND") {
-        const answer = errorResponse(new AppError("not_found"));
+        const answer = browsingConsole(request) ? plainNotFound() : errorResponse(new AppError("not_found"));
         // Answered by the router before any handler: counted with its duration unmeasured (0).
         observer?.record(UNKNOWN, request, server as PeerSource | null, performance.now(), answer.status);
         return answer;

@@ -192,7 +192,11 @@ const refusedPage = () =>
     403,
   );
 
-const plainNotFound = () =>
+/**
+ * Not found, for someone not signed in, or at a console address nothing is declared at (answered by
+ * the router, src/app/app.ts, before any session is read): a page with a way back, not JSON.
+ */
+export const plainNotFound = () =>
   plainPage(
     "Not found",
     html`<p>There is nothing here.</p><p><a href="/console/inbox">Back to the console</a></p>`,

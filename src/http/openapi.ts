@@ -269,9 +269,14 @@ function otherAnswers(paths: Record<string, Record<string, Json>>, declared: rea
       responses: errorAnswer(p.otherMethods, p.surface, `\`${p.otherMethods}\``),
     };
   }
+  const responses = errorAnswer("not_found", "key", "`not_found`") as Record<string, { content: Record<string, Json> }>;
+  // src/app/app.ts: a browser's page load under /console that nothing answers gets the console's page.
+  responses["404"].content["text/html"] = { schema: { type: "string" } };
   return {
-    description: "Any path not listed, and any method a path does not list (unless its `x-other-methods` says otherwise), is answered `not_found`.",
-    responses: errorAnswer("not_found", "key", "`not_found`"),
+    description:
+      "Any path not listed, and any method a path does not list (unless its `x-other-methods` says otherwise), is answered `not_found`;" +
+      " a page load under `/console` (GET or HEAD accepting `text/html`) gets the console's Not found page instead.",
+    responses,
   };
 }
 
