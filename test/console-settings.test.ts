@@ -79,6 +79,14 @@ describe("organization settings", () => {
     expect((await orgRow(1)).name).toBe("Acme");
   });
 
+  test("/console/settings, as people type it, is the organization's settings for managers and admins; the 404 page for agents", async () => {
+    for (const who of [acme, admin]) {
+      const res = await who.get("/console/settings");
+      expect([res.status, res.headers.get("location")]).toEqual([303, "/console/settings/org"]);
+    }
+    expect((await agent.get("/console/settings")).status).toBe(404);
+  });
+
   test("a manager sees their organization's form; secrets only as set, never their values", async () => {
     const page = await acme.get("/console/settings/org");
     expect(page.status).toBe(200);

@@ -155,7 +155,7 @@ describe("an address nothing answers", () => {
   const HTML = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
 
   test("under /console, opened by a browser: the console's Not found page (404, HTML, a way back), whoever asks", async () => {
-    for (const path of ["/console/settings", "/console/no/such/page", "/console/reports?day=2026-11-28"]) {
+    for (const path of ["/console/setting", "/console/no/such/page", "/console/reports?day=2026-11-28"]) {
       for (const method of ["GET", "HEAD"]) {
         const res = await fetch(app.base + path, { method, headers: { accept: HTML }, redirect: "manual" });
         expect([path, method, res.status, res.headers.get("content-type")]).toEqual([path, method, 404, "text/html; charset=utf-8"]);

@@ -95,6 +95,7 @@ export const SETTINGS_ROUTES: Record<string, ConsoleRoute> = {
     crossOrg: { none: "changes the signed-in user's own password; takes no id" },
   },
   consoleSettingsFirstSteps: managers("GET /console/settings/first-steps", get("/console/settings/first-steps"), { none: "counts the viewer's own organization's objects; takes no id, tested in test/console-settings2.test.ts" }),
+  consoleSettings: managers("GET /console/settings", get("/console/settings"), { none: "a redirect to /console/settings/org; takes no id" }),
   consoleSettingsOrg: managers("GET /console/settings/org", get("/console/settings/org"), asOrg("/console/settings/org")),
   consoleSettingsOrgNew: admins("GET /console/settings/orgs/new", get("/console/settings/orgs/new"), "the new-organization form: admins only; takes no id"),
   consoleSettingsOrgCreate: admins("POST /console/settings/orgs/new", post("/console/settings/orgs/new", { id: "3", name: "Manager's own" }), "creates an organization: admins only (a manager's post creates nothing: test/console-settings-new-org.test.ts)"),

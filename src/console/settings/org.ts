@@ -105,5 +105,19 @@ export function orgSettingsRoutes(deps: Deps): Route[] {
     },
   );
 
-  return [show, save, blank, create];
+  // The settings' own address, which people type: on to the navigation's Settings.
+  const home = defineRoute(
+    deps,
+    pageSpec(deps, {
+      id: "consoleSettings",
+      summary: "Settings: on to the organization's settings",
+      method: "GET",
+      path: "/console/settings",
+      roles: MANAGERS,
+      answers: { 303: { description: "On to /console/settings/org" } },
+    }),
+    () => seeOther("/console/settings/org"),
+  );
+
+  return [home, show, save, blank, create];
 }
