@@ -160,7 +160,7 @@ describe("an address nothing answers", () => {
         const res = await fetch(app.base + path, { method, headers: { accept: HTML }, redirect: "manual" });
         expect([path, method, res.status, res.headers.get("content-type")]).toEqual([path, method, 404, "text/html; charset=utf-8"]);
         const body = await res.text();
-        if (method === "GET") expect([path, body.includes("<title>Not found · Leadline</title>"), body.includes('href="/console/inbox"')]).toEqual([path, true, true]);
+        if (method === "GET") expect([path, body.includes("<title>Not found · Leadline</title>"), body.includes('href="/console"')]).toEqual([path, true, true]);
       }
     }
   });

@@ -199,7 +199,7 @@ const refusedPage = () =>
 export const plainNotFound = () =>
   plainPage(
     "Not found",
-    html`<p>There is nothing here.</p><p><a href="/console/inbox">Back to the console</a></p>`,
+    html`<p>There is nothing here.</p><p><a href="/console">Back to the console</a></p>`,
     404,
   );
 
