@@ -62,6 +62,10 @@ describe("the served document", () => {
       else if (route.access.kind === "session") expect(op.security).toEqual([{ consoleSession: [] }]);
       else if (route.access.kind === "basic") expect(op.security).toEqual([{ basicAuth: [] }]);
       else expect(op.security).toEqual([]);
+      // The console's own refreshes say so (src/console/sessions.ts): a header of every console operation, of no other.
+      const poll = (op.parameters ?? []).find((p: any) => p.name === "x-leadline-poll");
+      if (route.access.kind === "session") expect(poll, route.id).toMatchObject({ in: "header", required: false, schema: { const: "1" } });
+      else expect(poll, route.id).toBeUndefined();
       for (const code of route.errors) {
         const status = String(statusOf(code, surfaceOf(route)));
         const alts = op.responses[status]?.content["application/json"].schema;

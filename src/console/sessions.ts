@@ -47,12 +47,8 @@ const liveAt = (sql: Sql, now: number) =>
   sql`s.revoked_at is null and s.seen_at > ${new Date(now - IDLE_MS)} and s.created_at > ${new Date(now - ABSOLUTE_MS)}
       and u.role is not null and u.disabled_at is null`;
 
-/**
- * Sent by the console's own background refreshes (the inbox's, the lead page's timeline): a request
- * that carries it reads the session without refreshing its idle time, so a tab left open does not
- * keep a session alive by polling, and an unattended screen signs out after IDLE_MS as one closed.
- */
-export const POLL_HEADER = "x-leadline-poll";
+// An unattended screen whose page polls with POLL_HEADER signs out after IDLE_MS, as one closed.
+export { POLL_HEADER } from "../http/route";
 
 /** The live session of a cookie's token, or null; refreshes its idle time unless `touch` is false. */
 export async function loadSession(sql: Sql, token: string, now: number, touch = true): Promise<Session | null> {

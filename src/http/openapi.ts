@@ -11,7 +11,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import { statusOf, type ErrorCode, type Surface } from "../errors";
 import { LIMITS } from "../limits/limits";
-import type { Declaration, PathDeclaration } from "./route";
+import { POLL_HEADER, type Declaration, type PathDeclaration } from "./route";
 
 type Json = Record<string, unknown>;
 
@@ -134,6 +134,15 @@ function parameters(group: readonly Declaration[]): Json[] {
         schema: s,
       });
     }
+  }
+  if (first.access.kind === "session") {
+    out.push({
+      name: POLL_HEADER,
+      in: "header",
+      required: false,
+      description: "`1` on a refresh the page makes by itself (the inbox's list, the timeline, Today): the session is read without extending its idle time (docs/console.md).",
+      schema: { type: "string", const: "1" },
+    });
   }
   if (first.access.kind === "provider") {
     out.push({ name: first.access.signature, in: "header", required: true, description: `The provider's signature of the request${first.access.signedWith ? `, with ${first.access.signedWith}` : ""}`, schema: { type: "string" } });

@@ -15,6 +15,14 @@ import { fieldChecker, type Fields } from "./input";
 
 export type Method = "GET" | "POST" | "OPTIONS";
 
+/**
+ * Sent by the console's own background refreshes (the inbox's, the lead page's timeline, Today's): a
+ * request that carries it reads the session without refreshing its idle time, so a tab left open
+ * does not keep a session alive by polling (src/console/sessions.ts). Declared here, with the
+ * session's access, so that /openapi.json lists it on every console operation.
+ */
+export const POLL_HEADER = "x-leadline-poll";
+
 /** Who may call a route. */
 export type Access =
   /** `X-Api-Key` (or the body's `api_key`) with a scope; every hit counts against the key's hourly counter. */
