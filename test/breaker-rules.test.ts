@@ -141,14 +141,24 @@ describe("on a real PostgreSQL", () => {
         }),
       ),
     ).toBe("57014");
+    // Held until the statement has met it (not for a time that a loaded machine may outlast).
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
     const holder = db.sql.begin(async (tx) => {
       await tx`lock table locked_here in access exclusive mode`;
-      await Bun.sleep(600);
+      locked();
+      await held;
     });
-    await Bun.sleep(50);
+    await Promise.race([isLocked, holder]);
     // serve's statements wait a quarter second for a lock (LOCK_WAIT_MS).
-    expect(await outcome(sql`select * from locked_here`)).toBe("55P03");
-    await holder;
+    try {
+      expect(await outcome(sql`select * from locked_here`)).toBe("55P03");
+    } finally {
+      release();
+      await holder;
+    }
     expect(await outcome(withDeadline(sql`select pg_sleep(0.3)`, 50))).toBe("unavailable");
     expect([breaker.isOpen(), breaker.opened]).toEqual([false, 0]);
     expect([...(await sql`select 1 as one`)]).toEqual([{ one: 1 }]);

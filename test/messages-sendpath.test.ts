@@ -147,11 +147,15 @@ describe("a queued send goes through the same gates when its time comes", () => 
     const q = await sendMessage(db.sql, acme, input(await lead()), NIGHT, env);
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
+    // Tried once the row is locked, not after a guess at how long locking takes on a loaded machine.
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
     const holder = other.begin(async (tx) => {
       await tx`select 1 from org_billing where org_id = 1 for update`;
+      locked();
       await held;
     });
-    await Bun.sleep(50);
+    await Promise.race([isLocked, holder]);
     try {
       expect(await sendDeferred(db.sql, q.message_id!, MORNING_TX, { ...env, billingLockMs: 150 })).toEqual({ retryAt: MORNING_TX + 30_000 });
       expect(await message(q.message_id!)).toMatchObject({ status: "queued" });

@@ -343,11 +343,16 @@ describe("SMS", () => {
     const id = await lead();
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
+    // Sent once the row is locked, not after a guess at how long locking takes (50 ms was not
+    // always enough on a loaded machine: the send then found the row free and went through).
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
     const holder = other.begin(async (tx) => {
       await tx`select 1 from org_billing where org_id = 1 for update`;
+      locked();
       await held;
     });
-    await Bun.sleep(50);
+    await Promise.race([isLocked, holder]);
     try {
       const a = await send(acme, { lead_id: id }, DAY, { ...env, billingLockMs: 150 });
       expect(a).toEqual({ status: 402, text: '{"ok":false,"message_id":null,"reason":"billing_unavailable"}' });
