@@ -141,23 +141,16 @@ describe("on a real PostgreSQL", () => {
         }),
       ),
     ).toBe("57014");
-    // Held until the statement has met it (not for a time that a loaded machine may outlast).
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let locked!: () => void;
-    const isLocked = new Promise<void>((r) => (locked = r));
-    const holder = db.sql.begin(async (tx) => {
-      await tx`lock table locked_here in access exclusive mode`;
-      locked();
-      await held;
-    });
-    await Promise.race([isLocked, holder]);
-    // serve's statements wait a quarter second for a lock (LOCK_WAIT_MS).
+    // Locked by another connection before the statement, and held until the statement has met it.
+    const locker = await db.sql.reserve();
     try {
+      await locker`begin`;
+      await locker`lock table locked_here in access exclusive mode`;
+      // serve's statements wait a quarter second for a lock (LOCK_WAIT_MS).
       expect(await outcome(sql`select * from locked_here`)).toBe("55P03");
     } finally {
-      release();
-      await holder;
+      await locker`rollback`;
+      locker.release();
     }
     expect(await outcome(withDeadline(sql`select pg_sleep(0.3)`, 50))).toBe("unavailable");
     expect([breaker.isOpen(), breaker.opened]).toEqual([false, 0]);

@@ -145,23 +145,16 @@ describe("a queued send goes through the same gates when its time comes", () => 
 
   test("the billing row held past the wait: tried again later, still queued, then sent and charged once", async () => {
     const q = await sendMessage(db.sql, acme, input(await lead()), NIGHT, env);
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    // Tried once the row is locked, not after a guess at how long locking takes on a loaded machine.
-    let locked!: () => void;
-    const isLocked = new Promise<void>((r) => (locked = r));
-    const holder = other.begin(async (tx) => {
-      await tx`select 1 from org_billing where org_id = 1 for update`;
-      locked();
-      await held;
-    });
-    await Promise.race([isLocked, holder]);
+    // Locked by another connection before the run is tried, and held until it has met the lock.
+    const locker = await other.reserve();
     try {
+      await locker`begin`;
+      await locker`select 1 from org_billing where org_id = 1 for update`;
       expect(await sendDeferred(db.sql, q.message_id!, MORNING_TX, { ...env, billingLockMs: 150 })).toEqual({ retryAt: MORNING_TX + 30_000 });
       expect(await message(q.message_id!)).toMatchObject({ status: "queued" });
     } finally {
-      release();
-      await holder;
+      await locker`rollback`;
+      locker.release();
     }
     expect(await sendDeferred(db.sql, q.message_id!, MORNING_TX + 30_000, env)).toEqual({ done: true });
     expect(await message(q.message_id!)).toMatchObject({ status: "sent", body: "Hi Dana" });

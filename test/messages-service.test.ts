@@ -341,24 +341,16 @@ describe("SMS", () => {
 
   test("the org's billing row held past the wait: 402 billing_unavailable, nothing recorded", async () => {
     const id = await lead();
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    // Sent once the row is locked, not after a guess at how long locking takes (50 ms was not
-    // always enough on a loaded machine: the send then found the row free and went through).
-    let locked!: () => void;
-    const isLocked = new Promise<void>((r) => (locked = r));
-    const holder = other.begin(async (tx) => {
-      await tx`select 1 from org_billing where org_id = 1 for update`;
-      locked();
-      await held;
-    });
-    await Promise.race([isLocked, holder]);
+    // Locked by another connection before the send, and held until the send has met the lock.
+    const locker = await other.reserve();
     try {
+      await locker`begin`;
+      await locker`select 1 from org_billing where org_id = 1 for update`;
       const a = await send(acme, { lead_id: id }, DAY, { ...env, billingLockMs: 150 });
       expect(a).toEqual({ status: 402, text: '{"ok":false,"message_id":null,"reason":"billing_unavailable"}' });
     } finally {
-      release();
-      await holder;
+      await locker`rollback`;
+      locker.release();
     }
     expect((await db.sql`select count(*)::int as n from messages where lead_id = ${id}`)[0].n).toBe(0);
   });

@@ -67,9 +67,8 @@ const UNKNOWN = familyIndex("unknown");
 function browsingConsole(request: Request): boolean {
   if (request.method !== "GET" && request.method !== "HEAD") return false;
   if (!request.headers.get("accept")?.includes("text/html")) return false;
-  const url = request.url;
-  const path = url.slice(url.indexOf("/", url.indexOf("//") + 2));
-  return path === "/console" || path.startsWith("/console/") || path.startsWith("/console?");
+  const path = new URL(request.url).pathname;
+  return path === "/console" || path.startsWith("/console/");
 }
 
 /** `observer` counts and logs every request once, under its declared path's family (src/metrics/). */

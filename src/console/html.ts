@@ -3,9 +3,9 @@
 // page shares. No inline script or style anywhere: the CSP allows the console's own files only.
 import { escapeHtml } from "../http/html";
 import type { Deps } from "../http/deps";
+import { POLL_HEADER } from "../http/route";
 import { assetUrl } from "./assets";
 import { inboxCount } from "./inbox-count";
-import { POLL_HEADER } from "./sessions";
 import type { Viewer } from "./viewer";
 import type { Role } from "./users";
 

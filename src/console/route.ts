@@ -23,11 +23,11 @@ import type { Deps } from "../http/deps";
 import { ownHost } from "../http/host";
 import { fieldChecker, type Fields } from "../http/input";
 import { errorResponse } from "../http/respond";
-import { fieldsInput, objectFields, type Access, type Answer, type Input } from "../http/route";
+import { fieldsInput, objectFields, POLL_HEADER, type Access, type Answer, type Input } from "../http/route";
 import { jsonSurface, type SurfaceRender } from "../http/surface";
 import { log, errorFields } from "../log";
 import { html, notFoundPage, plainPage, seeOther } from "./html";
-import { cookieToken, loadSession, POLL_HEADER } from "./sessions";
+import { cookieToken, loadSession } from "./sessions";
 import type { Role } from "./users";
 import type { Viewer } from "./viewer";
 

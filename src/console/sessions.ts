@@ -47,10 +47,11 @@ const liveAt = (sql: Sql, now: number) =>
   sql`s.revoked_at is null and s.seen_at > ${new Date(now - IDLE_MS)} and s.created_at > ${new Date(now - ABSOLUTE_MS)}
       and u.role is not null and u.disabled_at is null`;
 
-// An unattended screen whose page polls with POLL_HEADER signs out after IDLE_MS, as one closed.
-export { POLL_HEADER } from "../http/route";
-
-/** The live session of a cookie's token, or null; refreshes its idle time unless `touch` is false. */
+/**
+ * The live session of a cookie's token, or null; refreshes its idle time unless `touch` is false
+ * (a request with POLL_HEADER, src/http/route.ts: an unattended screen that polls signs out after
+ * IDLE_MS, as one closed).
+ */
 export async function loadSession(sql: Sql, token: string, now: number, touch = true): Promise<Session | null> {
   if (token.length < 20 || token.length > 100) return null;
   const hash = tokenHash(token);

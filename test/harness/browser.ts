@@ -9,8 +9,6 @@ import { CHROMIUM_ARGS, CHROMIUM_PATH, SHARED_BROWSER_VAR } from "./chromium";
 // /docs's axe run. Every file that drives Chromium gets two minutes a test unless it names its own.
 setDefaultTimeout(120_000);
 
-export { CHROMIUM_ARGS, CHROMIUM_PATH };
-
 /**
  * The browser test/run.ts shares (test/harness/chromium.ts) when it runs the file, else one of the
  * file's own. Either way `close()` ends what the file made: a connected browser's contexts close

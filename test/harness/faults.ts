@@ -273,10 +273,11 @@ export class Load {
         error = err instanceof Error ? `${(err as { code?: string }).code ?? err.name}: ${err.message}` : String(err);
         // A client's connection can fail without the server being at fault (seen once beside four
         // busy processes: a survivor's heartbeat got no answer, in 8 ms, in the test that kills
-        // another instance; every other request was answered). Like a browser, the load sends it again once, at once, while the instance is
-        // still one it sends to (a killed one is struck off before its failures come back); the
-        // tests bound how often that happens (retriedShare). Every op is safe to repeat: reads,
-        // a visitor's lease and beat, an intake deduplicated by its phone, a KPI point no test sums.
+        // another instance; every other request was answered). Like a browser, the load sends it
+        // again once, at once, while the instance is still one it sends to (a killed one is struck
+        // off before its failures come back); the tests bound how often that happens
+        // (retriedShare). Every op is safe to repeat: reads, a visitor's lease and beat, an intake
+        // deduplicated by its phone, a KPI point no test sums.
         if (!retried && this.targets[instance] !== null && !(err instanceof Error && err.name === "TimeoutError")) {
           retried = true;
           continue;
